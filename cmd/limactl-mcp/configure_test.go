@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+)
+
+// runConfigureCmd runs "configure ARGS..." and returns what it printed.
+func runConfigureCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ios, _, out, errOut := iostreams.Test()
+	cmd := newConfigureCmd(ios)
+	cmd.SetArgs(args)
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	cmd.SilenceUsage = true
+	cmd.SilenceErrors = true
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestConfigureWritesAndIsIdempotent(t *testing.T) {
+	work := t.TempDir()
+	out, err := runConfigureCmd(t, "claude", "--workdir", work, "--instance", "dev", "--disable-builtin-tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcpPath := filepath.Join(work, ".mcp.json")
+	settingsPath := filepath.Join(work, ".claude", "settings.json")
+	for _, want := range []string{
+		"created " + mcpPath + `: MCP server "lima" runs "limactl mcp serve dev"`,
+		"created " + settingsPath + ": deny Claude Code's built-in tools Bash,",
+		"note: Claude Code asks each user to approve",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Type    string   `json:"type"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	b, err := os.ReadFile(mcpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.MCPServers["lima"]; s.Type != "stdio" || s.Command != "limactl" || !reflect.DeepEqual(s.Args, []string{"mcp", "serve", "dev"}) {
+		t.Errorf("server entry %+v", s)
+	}
+
+	out, err = runConfigureCmd(t, "claude", "--workdir", work, "--instance", "dev", "--disable-builtin-tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "already configured: "+mcpPath+"\n") || !strings.Contains(out, "already configured: "+settingsPath+"\n") {
+		t.Errorf("second run:\n%s", out)
+	}
+}
+
+func TestConfigureDryRunWritesNothing(t *testing.T) {
+	work := t.TempDir()
+	t.Chdir(work) // --workdir defaults to the current directory
+	out, err := runConfigureCmd(t, "codex", "--dry-run", "--name", "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(work, ".codex", "config.toml")
+	for _, want := range []string{
+		"would create " + path + `: MCP server "vm" runs "limactl mcp serve default"`,
+		"--- /dev/null\n+++ " + path + "\n",
+		"+[mcp_servers.vm]\n",
+		"+args = [\"mcp\", \"serve\", \"default\"]\n",
+		"note: Codex reads a project's .codex/config.toml only when you trust the project.",
+		"dry run: nothing was written\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, ".codex")); !os.IsNotExist(err) {
+		t.Errorf("dry run wrote something: %v", err)
+	}
+}
+
+func TestConfigureUser(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	path := filepath.Join(home, ".gemini", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("{\n  \"ui\": {\"theme\": \"GitHub\"}\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runConfigureCmd(t, "gemini", "--user", "--workdir", work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "updated "+path+": ") {
+		t.Errorf("output:\n%s", out)
+	}
+	b, _ := os.ReadFile(path)
+	want := "{\n  \"ui\": {\"theme\": \"GitHub\"},\n  \"mcpServers\": {\n    \"lima\": {\n      \"command\": \"limactl\",\n      \"args\": [\n        \"mcp\",\n        \"serve\",\n        \"default\"\n      ]\n    }\n  }\n}\n"
+	if string(b) != want {
+		t.Errorf("settings:\n%s", b)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Errorf("--user wrote into the project: %v", entries)
+	}
+}
+
+func TestConfigureErrors(t *testing.T) {
+	work := t.TempDir()
+	if _, err := runConfigureCmd(t, "vim", "--workdir", work); err == nil || !strings.Contains(err.Error(), `unknown agent "vim"`) {
+		t.Errorf("unknown agent: %v", err)
+	}
+	if _, err := runConfigureCmd(t, "--workdir", work); err == nil {
+		t.Error("no agent: no error")
+	}
+	bad := filepath.Join(work, ".cursor", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("{oops"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runConfigureCmd(t, "cursor", "--workdir", work); err == nil || !strings.Contains(err.Error(), "refusing to change "+bad) {
+		t.Errorf("unparseable file: %v", err)
+	}
+	if b, _ := os.ReadFile(bad); string(b) != "{oops" {
+		t.Errorf("the file changed: %s", b)
+	}
+}
+
+func TestConfigureCompletion(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	cmd := newConfigureCmd(ios)
+	got, directive := cmd.ValidArgsFunction(cmd, nil, "")
+	want := []cobra.Completion{"claude\tClaude Code", "codex\tCodex", "cursor\tCursor", "gemini\tGemini CLI"}
+	if !reflect.DeepEqual(got, want) || directive != cobra.ShellCompDirectiveNoFileComp {
+		t.Errorf("completions %q, %v", got, directive)
+	}
+	if got, _ := cmd.ValidArgsFunction(cmd, []string{"claude"}, ""); len(got) != 0 {
+		t.Errorf("second argument completions %q", got)
+	}
+}

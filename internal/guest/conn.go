@@ -1,0 +1,238 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+)
+
+// Options tune a Conn.
+type Options struct {
+	// Logger receives diagnostics (never stdout: in `serve`, stdout carries MCP).
+	Logger *slog.Logger
+	// NoRunner runs every command in its own SSH session through a login shell, as
+	// `limactl shell` does, instead of through the guest runner (slower; for tests and for
+	// guests the runner cannot run on).
+	NoRunner bool
+	// KeepaliveInterval is how often a dead connection is looked for (default 10s).
+	KeepaliveInterval time.Duration
+}
+
+// Conn is one connection to the guest, made on first use and made again after it breaks.
+type Conn struct {
+	resolve Resolver
+	opts    Options
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	cur    *link
+	closed bool
+}
+
+// link is everything that lives and dies with one SSH connection.
+type link struct {
+	target *Target
+	client *ssh.Client
+	sftp   *sftp.Client
+	runner *runnerClient // nil when the runner is off or could not start
+	home   string
+	done   chan struct{} // closed when the connection is gone
+}
+
+// New returns a Conn that connects on first use.
+func New(resolve Resolver, opts Options) *Conn {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.KeepaliveInterval == 0 {
+		opts.KeepaliveInterval = 10 * time.Second
+	}
+	return &Conn{resolve: resolve, opts: opts, log: opts.Logger}
+}
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("the connection to the guest is closed")
+
+// get returns the live link, connecting if there is none.
+func (c *Conn) get(ctx context.Context) (*link, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.cur != nil {
+		select {
+		case <-c.cur.done:
+			c.cur = nil
+		default:
+			return c.cur, nil
+		}
+	}
+	l, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.cur = l
+	return l, nil
+}
+
+// drop forgets l if it is still the current link, so that the next call reconnects.
+func (c *Conn) drop(l *link, why error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == l {
+		c.log.Warn("dropping the connection to the guest; the next call reconnects", "reason", why)
+		c.cur = nil
+		l.close()
+	}
+}
+
+func (c *Conn) dial(ctx context.Context) (*link, error) {
+	t, err := c.resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &ssh.ClientConfig{
+		User:            t.User,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(t.Signers...)},
+		HostKeyCallback: t.HostKeyCallback,
+		Timeout:         15 * time.Second,
+	}
+	if cfg.HostKeyCallback == nil {
+		cfg.HostKeyCallback = ssh.InsecureIgnoreHostKey() //nolint:gosec // see Target.HostKeyCallback
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", t.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the ssh server of instance %q at %s: %w", t.Name, t.Addr, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	} else {
+		_ = nc.SetDeadline(time.Now().Add(cfg.Timeout))
+	}
+	sc, chans, reqs, err := ssh.NewClientConn(nc, t.Addr, cfg)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("ssh handshake with instance %q at %s failed: %w", t.Name, t.Addr, err)
+	}
+	_ = nc.SetDeadline(time.Time{})
+	client := ssh.NewClient(sc, chans, reqs)
+	l := &link{target: t, client: client, done: make(chan struct{})}
+	go func() {
+		_ = client.Wait()
+		close(l.done)
+	}()
+	go c.keepalive(l)
+
+	l.sftp, err = sftp.NewClient(client, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
+	if err != nil {
+		l.close()
+		return nil, fmt.Errorf("cannot start sftp in instance %q (is openssh-sftp-server installed in the guest?): %w", t.Name, err)
+	}
+	if l.home, err = l.sftp.Getwd(); err != nil {
+		l.close()
+		return nil, fmt.Errorf("sftp in instance %q: %w", t.Name, err)
+	}
+	if !c.opts.NoRunner {
+		l.runner, err = startRunner(ctx, l, c.log)
+		if err != nil {
+			// Commands still work, one SSH session each; say why it is slower.
+			c.log.Warn("the guest runner could not start; falling back to one ssh session per command", "error", err)
+			l.runner = nil
+		}
+	}
+	return l, nil
+}
+
+func (c *Conn) keepalive(l *link) {
+	t := time.NewTicker(c.opts.KeepaliveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+			errc := make(chan error, 1)
+			go func() {
+				_, _, err := l.client.SendRequest("keepalive@openssh.com", true, nil)
+				errc <- err
+			}()
+			select {
+			case err := <-errc:
+				if err != nil {
+					c.drop(l, fmt.Errorf("keepalive: %w", err))
+					return
+				}
+			case <-time.After(3 * c.opts.KeepaliveInterval):
+				c.drop(l, errors.New("keepalive: no answer"))
+				return
+			}
+		}
+	}
+}
+
+func (l *link) close() {
+	if l.runner != nil {
+		l.runner.close()
+	}
+	if l.sftp != nil {
+		_ = l.sftp.Close()
+	}
+	_ = l.client.Close()
+}
+
+// Close closes the connection; later calls fail with ErrClosed.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.cur != nil {
+		c.cur.close()
+		c.cur = nil
+	}
+	return nil
+}
+
+// SFTP returns the SFTP client of the live connection.
+func (c *Conn) SFTP(ctx context.Context) (*sftp.Client, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.sftp, nil
+}
+
+// Home returns the guest user's home directory.
+func (c *Conn) Home(ctx context.Context) (string, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return l.home, nil
+}
+
+// UsesRunner says whether commands go through the guest runner (connecting if needed).
+func (c *Conn) UsesRunner(ctx context.Context) (bool, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return false, err
+	}
+	return l.runner != nil, nil
+}
+
+// IsConnectionError says whether err means the connection itself broke (as opposed to an
+// operation failing), so that the caller can report it as such.
+func IsConnectionError(err error) bool {
+	var oe *net.OpError
+	return errors.Is(err, errLinkDown) || errors.As(err, &oe) || errors.Is(err, sftp.ErrSSHFxConnectionLost)
+}
+
+var errLinkDown = errors.New("the connection to the guest was lost")

@@ -1,0 +1,294 @@
+package guest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
+	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+)
+
+// runnerDir is where the runner is kept in the guest, relative to the user's home.
+const runnerDir = ".cache/limactl-mcp"
+
+// runnerStartTimeout bounds the start of the runner: a login shell and one exec.
+const runnerStartTimeout = 60 * time.Second
+
+// maxJunk bounds what a login shell may print on stdout before the runner starts.
+const maxJunk = 1 << 20
+
+// runnerClient talks to one runner over one SSH session.
+type runnerClient struct {
+	session *ssh.Session
+	stdin   io.WriteCloser
+	hello   runnerproto.Hello
+	stderr  *headtail.Buffer
+
+	wmu sync.Mutex // guards writes to stdin
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]chan *runnerproto.Response
+	err     error         // why the runner is gone
+	done    chan struct{} // closed when it is gone
+}
+
+// startRunner copies the runner into the guest if it is not there yet and starts it through
+// the user's login shell.
+func startRunner(ctx context.Context, l *link, log *slog.Logger) (*runnerClient, error) {
+	arch := l.target.Arch
+	if arch == "" {
+		out, err := runSession(l.client, "uname -m")
+		if err != nil {
+			return nil, fmt.Errorf("asking the guest for its architecture: %w", err)
+		}
+		arch = strings.TrimSpace(out)
+	}
+	bin, id, err := runnerbin.Binary(arch)
+	if err != nil {
+		return nil, err
+	}
+	dir := path.Join(l.home, runnerDir)
+	exe := path.Join(dir, "runner-"+id)
+	if fi, err := l.sftp.Stat(exe); err != nil || fi.Size() != int64(len(bin)) || fi.Mode()&0o100 == 0 {
+		log.Info("copying the guest runner into the guest", "path", exe, "bytes", len(bin))
+		if err := upload(l, dir, exe, bin); err != nil {
+			return nil, fmt.Errorf("copying the runner to %s: %w", exe, err)
+		}
+	}
+
+	s, err := l.client.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := s.StdinPipe()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	stdout, err := s.StdoutPipe()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	r := &runnerClient{
+		session: s,
+		stdin:   stdin,
+		stderr:  headtail.New(4096, 4096),
+		pending: map[uint64]chan *runnerproto.Response{},
+		done:    make(chan struct{}),
+	}
+	s.Stderr = r.stderr
+	// sshd runs this with the user's shell; the login shell then execs the runner, which
+	// inherits the login environment (PATH from the profile, and so on).
+	cmd := `exec "$SHELL" -l -c ` + shellquote.Quote("exec "+shellquote.Quote(exe)+" serve")
+	if err := s.Start(cmd); err != nil {
+		s.Close()
+		return nil, err
+	}
+	br := bufio.NewReaderSize(stdout, 64<<10)
+	helloc := make(chan error, 1)
+	go func() { helloc <- r.readHello(br) }()
+	timer := time.NewTimer(runnerStartTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-helloc:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = errors.New("timed out")
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("starting the runner: %w (stderr: %q)", err, r.stderrText())
+	}
+	go r.readLoop(br)
+	log.Debug("guest runner started", "pid", r.hello.PID, "shell", r.hello.Shell, "git", r.hello.HasGit)
+	return r, nil
+}
+
+// upload writes bin to exe atomically: a temporary file, then a rename.
+func upload(l *link, dir, exe string, bin []byte) error {
+	if err := l.sftp.MkdirAll(dir); err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", exe, time.Now().UnixNano())
+	f, err := l.sftp.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	if _, err := f.ReadFrom(bytes.NewReader(bin)); err != nil {
+		f.Close()
+		_ = l.sftp.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		_ = l.sftp.Remove(tmp)
+		return err
+	}
+	if err := l.sftp.Chmod(tmp, 0o755); err != nil {
+		_ = l.sftp.Remove(tmp)
+		return err
+	}
+	if err := l.sftp.PosixRename(tmp, exe); err != nil {
+		_ = l.sftp.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// readHello skips whatever a login shell printed before the runner took over stdout, up to
+// the runner's first frame, which is its Hello.
+func (r *runnerClient) readHello(br *bufio.Reader) error {
+	magic := []byte(runnerproto.Magic)
+	var seen int
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return fmt.Errorf("the runner did not start: %w", err)
+		}
+		seen++
+		if seen > maxJunk {
+			return errors.New("the login shell printed too much before the runner started")
+		}
+		if b != magic[0] {
+			continue
+		}
+		peek, err := br.Peek(len(magic) - 1)
+		if err == nil && bytes.Equal(peek, magic[1:]) {
+			_, _ = br.Discard(len(magic) - 1)
+			break
+		}
+	}
+	var resp runnerproto.Response
+	if err := runnerproto.ReadFrame(br, &resp); err != nil {
+		return err
+	}
+	if resp.Hello == nil || resp.Hello.Version != runnerproto.Version {
+		return fmt.Errorf("the runner in the guest speaks another protocol version")
+	}
+	r.hello = *resp.Hello
+	return nil
+}
+
+func (r *runnerClient) readLoop(br *bufio.Reader) {
+	var err error
+	for {
+		var resp runnerproto.Response
+		if err = runnerproto.ReadFrame(br, &resp); err != nil {
+			break
+		}
+		r.mu.Lock()
+		ch, ok := r.pending[resp.ID]
+		delete(r.pending, resp.ID)
+		r.mu.Unlock()
+		if ok {
+			ch <- &resp
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%w: the runner exited (stderr: %q)", errLinkDown, r.stderrText())
+	} else {
+		err = fmt.Errorf("%w: %v", errLinkDown, err)
+	}
+	r.fail(err)
+}
+
+func (r *runnerClient) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return
+	}
+	r.err = err
+	close(r.done)
+	for id, ch := range r.pending {
+		delete(r.pending, id)
+		close(ch)
+	}
+	r.session.Close()
+}
+
+func (r *runnerClient) close() { r.fail(errors.New("closed")) }
+
+func (r *runnerClient) stderrText() string {
+	o := r.stderr.Output()
+	return strings.TrimSpace(string(o.Head) + string(o.Tail))
+}
+
+// call sends req and waits for its response. When ctx ends first and req is an exec, the
+// command's process group is killed and the call waits briefly for what it printed.
+func (r *runnerClient) call(ctx context.Context, req *runnerproto.Request) (*runnerproto.Response, error) {
+	ch := make(chan *runnerproto.Response, 1)
+	r.mu.Lock()
+	if r.err != nil {
+		r.mu.Unlock()
+		return nil, r.err
+	}
+	r.nextID++
+	req.ID = r.nextID
+	r.pending[req.ID] = ch
+	r.mu.Unlock()
+	if err := r.send(req); err != nil {
+		r.fail(fmt.Errorf("%w: %v", errLinkDown, err))
+		return nil, r.err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, r.err
+		}
+		return resp, nil
+	case <-ctx.Done():
+	}
+	if req.Exec != nil {
+		_ = r.send(&runnerproto.Request{Signal: &runnerproto.SignalRequest{Target: req.ID}})
+		select {
+		case resp, ok := <-ch:
+			if ok {
+				return resp, ctx.Err()
+			}
+		case <-time.After(5 * time.Second):
+		}
+	}
+	r.mu.Lock()
+	delete(r.pending, req.ID)
+	r.mu.Unlock()
+	return nil, ctx.Err()
+}
+
+func (r *runnerClient) send(req *runnerproto.Request) error {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	return runnerproto.WriteFrame(r.stdin, req)
+}
+
+// runSession runs one command in a new session and returns its stdout.
+func runSession(client *ssh.Client, cmd string) (string, error) {
+	s, err := client.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	var stderr bytes.Buffer
+	s.Stderr = &stderr
+	out, err := s.Output(cmd)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w (%s)", cmd, err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}

@@ -1,0 +1,107 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+)
+
+// Glob lists paths under dir matching pattern (`**` crosses directories).
+func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l.runner == nil {
+		return globSFTP(l, dir, pattern, maxMatches)
+	}
+	resp, err := l.runner.call(ctx, &runnerproto.Request{Glob: &runnerproto.GlobRequest{Dir: dir, Pattern: pattern, MaxMatches: maxMatches}})
+	if err != nil {
+		if IsConnectionError(err) {
+			c.drop(l, err)
+		}
+		return nil, err
+	}
+	if resp.Error != "" {
+		return nil, errors.New(resp.Error)
+	}
+	if resp.Glob == nil {
+		return nil, errors.New("the guest runner sent no glob result")
+	}
+	return resp.Glob, nil
+}
+
+func globSFTP(l *link, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
+	if strings.Contains(pattern, "**") {
+		return nil, errors.New("`**` needs the guest runner, which is not running in this guest; use run_shell_command with `find` instead")
+	}
+	full := pattern
+	if !strings.HasPrefix(pattern, "/") {
+		full = strings.TrimSuffix(dir, "/") + "/" + pattern
+	}
+	m, err := l.sftp.Glob(full)
+	if err != nil {
+		return nil, err
+	}
+	res := &runnerproto.GlobResult{Matches: append([]string{}, m...)}
+	if maxMatches > 0 && len(res.Matches) > maxMatches {
+		res.Matches, res.Truncated = res.Matches[:maxMatches], true
+	}
+	return res, nil
+}
+
+// Grep searches file contents under dir like `git grep -n --no-index`.
+func (c *Conn) Grep(ctx context.Context, req runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l.runner == nil {
+		return grepSession(ctx, c, req)
+	}
+	resp, err := l.runner.call(ctx, &runnerproto.Request{Grep: &req})
+	if err != nil {
+		if IsConnectionError(err) {
+			c.drop(l, err)
+		}
+		return nil, err
+	}
+	if resp.Error != "" {
+		return nil, errors.New(resp.Error)
+	}
+	if resp.Grep == nil {
+		return nil, errors.New("the guest runner sent no search result")
+	}
+	return resp.Grep, nil
+}
+
+func grepSession(ctx context.Context, c *Conn, req runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
+	res, err := c.Exec(ctx, ExecRequest{Argv: runnerproto.GitGrepArgs(&req), Dir: req.Dir, HeadBytes: req.MaxBytes})
+	if err != nil {
+		return nil, err
+	}
+	out := &runnerproto.GrepResult{Engine: "git", Output: string(res.Stdout.Head)}
+	if res.Stdout.Total > int64(len(res.Stdout.Head)) {
+		out.Truncated = true
+		if i := strings.LastIndexByte(out.Output, '\n'); i >= 0 {
+			out.Output = out.Output[:i+1]
+		}
+	}
+	stderr := strings.TrimSpace(string(res.Stderr.Head))
+	switch res.ExitCode {
+	case 0:
+	case 1:
+		if stderr != "" {
+			out.Error = stderr
+		}
+	case 127:
+		return nil, fmt.Errorf("git is not installed in the guest and the guest runner is not running; install git in the guest or use run_shell_command with grep")
+	default:
+		out.Error = stderr
+		out.BadPattern = runnerproto.IsBadPatternMessage(stderr)
+	}
+	return out, nil
+}

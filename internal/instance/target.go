@@ -1,0 +1,48 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+)
+
+// Resolver returns a guest.Resolver that looks the instance up anew at every (re)connect.
+func Resolver(limactl, name string) guest.Resolver {
+	return func(ctx context.Context) (*guest.Target, error) {
+		inst, err := Inspect(ctx, limactl, name)
+		if err != nil {
+			return nil, err
+		}
+		if err := inst.CheckRunning(); err != nil {
+			return nil, err
+		}
+		return TargetOf(inst)
+	}
+}
+
+// TargetOf says how to reach a running instance over ssh.
+func TargetOf(inst *Instance) (*guest.Target, error) {
+	keyPath, err := PrivateKeyPath()
+	if err != nil {
+		return nil, err
+	}
+	pem, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read Lima's ssh key: %w", err)
+	}
+	signer, err := ssh.ParsePrivateKey(pem)
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse Lima's ssh key %s: %w", keyPath, err)
+	}
+	return &guest.Target{
+		Name:    inst.Name,
+		Addr:    inst.SSHAddr(),
+		User:    inst.User(),
+		Signers: []ssh.Signer{signer},
+		Arch:    inst.Arch,
+	}, nil
+}

@@ -1,0 +1,117 @@
+// Package runner is the guest side of limactl-mcp: a small server that runs on one SSH channel
+// inside the guest, started once through the user's login shell so that every command it runs
+// gets the login environment without paying for a login shell each time.
+package runner
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+)
+
+// Serve answers requests read from in until it reaches EOF.
+func Serve(in io.Reader, out io.Writer) error {
+	s := &server{out: bufio.NewWriter(out), running: map[uint64]chan struct{}{}}
+	if _, err := s.out.WriteString(runnerproto.Magic); err != nil {
+		return err
+	}
+	home, _ := os.UserHomeDir()
+	_, gitErr := exec.LookPath("git")
+	if err := s.send(&runnerproto.Response{Hello: &runnerproto.Hello{
+		Version: runnerproto.Version,
+		PID:     os.Getpid(),
+		UID:     os.Getuid(),
+		Home:    home,
+		Shell:   os.Getenv("SHELL"),
+		HasGit:  gitErr == nil,
+	}}); err != nil {
+		return err
+	}
+	r := bufio.NewReader(in)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		var req runnerproto.Request
+		if err := runnerproto.ReadFrame(r, &req); err != nil {
+			s.killAll()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if req.Signal != nil {
+			s.kill(req.Signal.Target)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = s.send(s.handle(&req))
+		}()
+	}
+}
+
+type server struct {
+	mu      sync.Mutex // guards out
+	out     *bufio.Writer
+	rmu     sync.Mutex // guards running
+	running map[uint64]chan struct{}
+}
+
+func (s *server) send(resp *runnerproto.Response) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := runnerproto.WriteFrame(s.out, resp); err != nil {
+		return err
+	}
+	return s.out.Flush()
+}
+
+func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
+	resp := &runnerproto.Response{ID: req.ID}
+	switch {
+	case req.Exec != nil:
+		kill := make(chan struct{})
+		s.rmu.Lock()
+		s.running[req.ID] = kill
+		s.rmu.Unlock()
+		resp.Exec = runExec(req.Exec, func(int) {}, kill)
+		s.rmu.Lock()
+		delete(s.running, req.ID)
+		s.rmu.Unlock()
+	case req.Glob != nil:
+		var err error
+		resp.Glob, err = runGlob(req.Glob)
+		if err != nil {
+			resp.Error = err.Error()
+		}
+	case req.Grep != nil:
+		resp.Grep = runGrep(req.Grep)
+	default:
+		resp.Error = "unknown request"
+	}
+	return resp
+}
+
+func (s *server) kill(id uint64) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if ch, ok := s.running[id]; ok {
+		close(ch)
+		delete(s.running, id)
+	}
+}
+
+func (s *server) killAll() {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	for id, ch := range s.running {
+		close(ch)
+		delete(s.running, id)
+	}
+}

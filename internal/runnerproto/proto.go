@@ -1,0 +1,180 @@
+// Package runnerproto is the wire protocol between the host and the guest runner: a small
+// program that limactl-mcp copies into the guest and keeps running on one SSH channel, so that
+// each tool call costs one round trip instead of a new SSH session and a new login shell.
+//
+// Frames are a 4-byte big-endian length followed by that many bytes of JSON. The host sends
+// [Request]s; the runner answers each with exactly one [Response] carrying the same ID, in any
+// order. Everything the runner sends is untrusted input to the host.
+package runnerproto
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Version changes whenever a message changes incompatibly.
+const Version = 1
+
+// Magic is written by the runner before its first frame, so that the host can skip whatever
+// the user's login shell printed on stdout before the runner took over.
+const Magic = "\x00limactl-mcp-runner\x00"
+
+// MaxFrame bounds one frame, so that a hostile peer cannot make the other side allocate
+// without limit.
+const MaxFrame = 64 << 20
+
+// Request is one operation for the runner.
+type Request struct {
+	ID     uint64         `json:"id"`
+	Exec   *ExecRequest   `json:"exec,omitempty"`
+	Signal *SignalRequest `json:"signal,omitempty"`
+	Glob   *GlobRequest   `json:"glob,omitempty"`
+	Grep   *GrepRequest   `json:"grep,omitempty"`
+}
+
+// Response answers the request with the same ID.
+type Response struct {
+	ID    uint64      `json:"id"`
+	Error string      `json:"error,omitempty"`
+	Hello *Hello      `json:"hello,omitempty"`
+	Exec  *ExecResult `json:"exec,omitempty"`
+	Glob  *GlobResult `json:"glob,omitempty"`
+	Grep  *GrepResult `json:"grep,omitempty"`
+}
+
+// Hello is sent unsolicited (ID 0) when the runner starts.
+type Hello struct {
+	Version int    `json:"version"`
+	PID     int    `json:"pid"`
+	UID     int    `json:"uid"`
+	Home    string `json:"home"`
+	Shell   string `json:"shell"`
+	HasGit  bool   `json:"has_git"`
+}
+
+// ExecRequest runs a command.
+type ExecRequest struct {
+	// Argv is the command. Leading NAME=value words set environment variables, as they do in
+	// `limactl shell INSTANCE NAME=value cmd`.
+	Argv []string `json:"argv"`
+	// Dir is the working directory.
+	Dir string `json:"dir"`
+	// TimeoutMillis kills the command's whole process group when it expires (0: none).
+	TimeoutMillis int64 `json:"timeout_ms,omitempty"`
+	// HeadBytes and TailBytes bound what is returned of each stream: the first HeadBytes and
+	// the last TailBytes bytes; what lies between is counted, not sent.
+	HeadBytes int `json:"head_bytes"`
+	TailBytes int `json:"tail_bytes"`
+}
+
+// SignalRequest kills the process group of a running exec (the request with ID Target).
+type SignalRequest struct {
+	Target uint64 `json:"target"`
+}
+
+// Output is what was kept of one output stream.
+type Output struct {
+	Head  []byte `json:"head,omitempty"`
+	Tail  []byte `json:"tail,omitempty"`
+	Total int64  `json:"total"`
+}
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	Stdout Output `json:"stdout"`
+	Stderr Output `json:"stderr"`
+	// ExitCode is the exit status, or -1 when the command was killed by a signal or did not start.
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that killed the command ("SIGKILL"), if any.
+	Signal string `json:"signal,omitempty"`
+	// TimedOut says the timeout expired and the process group was killed.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Canceled says the host asked for the command to be killed.
+	Canceled bool `json:"canceled,omitempty"`
+	// StartError says why the command could not start (for example, the directory is missing).
+	StartError string `json:"start_error,omitempty"`
+	// DirMissing says the working directory does not exist.
+	DirMissing bool `json:"dir_missing,omitempty"`
+	// DurationMillis is how long the command ran.
+	DurationMillis int64 `json:"duration_ms"`
+}
+
+// GlobRequest lists the paths under Dir that match Pattern (doublestar syntax: `**` matches
+// any number of directories), relative to Dir.
+type GlobRequest struct {
+	Dir        string `json:"dir"`
+	Pattern    string `json:"pattern"`
+	MaxMatches int    `json:"max_matches"`
+}
+
+// GlobResult lists absolute matching paths, sorted.
+type GlobResult struct {
+	Matches   []string `json:"matches"`
+	Truncated bool     `json:"truncated,omitempty"`
+}
+
+// GrepRequest searches file contents under Dir like `git grep -n --no-index`.
+type GrepRequest struct {
+	Dir      string `json:"dir"`
+	Pattern  string `json:"pattern"`
+	Include  string `json:"include,omitempty"`
+	MaxBytes int    `json:"max_bytes"`
+	// NoGit forces the built-in search even where git exists (for tests).
+	NoGit bool `json:"no_git,omitempty"`
+}
+
+// GrepResult is `path:line:text` lines with paths relative to Dir.
+type GrepResult struct {
+	Output    string `json:"output"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// Engine is "git" or "builtin".
+	Engine string `json:"engine"`
+	// BadPattern says the pattern is not a valid regular expression (Error has the details).
+	BadPattern bool   `json:"bad_pattern,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// WriteFrame writes v as one frame.
+func WriteFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > MaxFrame {
+		return fmt.Errorf("frame of %d bytes exceeds the %d-byte limit", len(b), MaxFrame)
+	}
+	buf := make([]byte, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[4:], b)
+	_, err = w.Write(buf)
+	return err
+}
+
+// ErrFrameTooLarge is returned for a frame that announces more than MaxFrame bytes.
+var ErrFrameTooLarge = errors.New("runner protocol: frame too large")
+
+// ReadFrame reads one frame into v.
+func ReadFrame(r io.Reader, v any) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > MaxFrame {
+		return ErrFrameTooLarge
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("runner protocol: malformed frame: %w", err)
+	}
+	return nil
+}

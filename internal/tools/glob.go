@@ -1,0 +1,59 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var globTool = &mcp.Tool{
+	Name:  "glob",
+	Title: "Find files by name",
+	Description: `Finds files matching specific glob patterns (e.g., src/**/*.ts, *.md). ** matches any number of
+directories; {a,b} matches either. Matches are absolute paths, sorted.`,
+	Annotations: readOnly,
+}
+
+// GlobParams is the input of glob (as in Lima's server).
+type GlobParams struct {
+	Pattern string  `json:"pattern" jsonschema:"The glob pattern to match against (e.g., '*.py', 'src/**/*.js')."`
+	Path    *string `json:"path,omitempty" jsonschema:"The absolute path to the directory to search within. If omitted, searches the tool's root directory."`
+}
+
+// GlobResult is the output of glob.
+type GlobResult struct {
+	Matches   []string `json:"matches" jsonschema:"A list of absolute file paths that match the provided glob pattern."`
+	Truncated bool     `json:"truncated,omitempty" jsonschema:"true when there were more matches than returned"`
+}
+
+// Glob finds files by name in the guest.
+func (ts *Toolset) Glob(ctx context.Context, _ *mcp.CallToolRequest, args GlobParams) (*mcp.CallToolResult, *GlobResult, error) {
+	if args.Pattern == "" {
+		return nil, nil, fmt.Errorf("pattern is empty: pass a glob pattern such as \"**/*.go\"")
+	}
+	dir, guestDir, err := ts.searchDir(args.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := ts.conn.Glob(ctx, guestDir, args.Pattern, ts.lim.GlobMatches)
+	if err != nil {
+		return nil, nil, fsError(dir, err)
+	}
+	res := &GlobResult{Matches: make([]string, len(r.Matches)), Truncated: r.Truncated}
+	for i, m := range r.Matches {
+		res.Matches[i] = ts.ws.ToHost(m)
+	}
+	return nil, res, nil
+}
+
+// searchDir resolves the optional directory of glob and search_file_content: the given
+// absolute path, or the workspace's default directory.
+func (ts *Toolset) searchDir(p *string) (host, guest string, err error) {
+	host = ts.ws.DefaultDir()
+	if p != nil && *p != "" {
+		host = *p
+	}
+	guest, err = ts.ws.ToGuest(host)
+	return host, guest, err
+}

@@ -1,0 +1,74 @@
+package tools
+
+import (
+	"context"
+	"io/fs"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var listDirectoryTool = &mcp.Tool{
+	Name:        "list_directory",
+	Title:       "List directory",
+	Description: `Lists the names of files and subdirectories directly within a specified directory path.`,
+	Annotations: readOnly,
+}
+
+// ListDirectoryParams is the input of list_directory (as in Lima's server).
+type ListDirectoryParams struct {
+	Path string `json:"path" jsonschema:"The absolute path to the directory to list."`
+}
+
+// ListDirectoryResultEntry is similar to [io/fs.FileInfo].
+type ListDirectoryResultEntry struct {
+	Name       string       `json:"name" jsonschema:"base name of the file"`
+	Size       *int64       `json:"size,omitempty" jsonschema:"length in bytes for regular files; system-dependent for others"`
+	Mode       *fs.FileMode `json:"mode,omitempty" jsonschema:"file mode bits"`
+	ModTime    *time.Time   `json:"time,omitempty" jsonschema:"modification time"`
+	IsDir      *bool        `json:"is_dir,omitempty" jsonschema:"true for a directory"`
+	LinkTarget string       `json:"link_target,omitempty" jsonschema:"for a symbolic link, what it points to"`
+}
+
+// ListDirectoryResult is the output of list_directory.
+type ListDirectoryResult struct {
+	Entries []ListDirectoryResultEntry `json:"entries" jsonschema:"The directory content entries."`
+}
+
+// ListDirectory lists a directory of the guest.
+func (ts *Toolset) ListDirectory(ctx context.Context, _ *mcp.CallToolRequest, args ListDirectoryParams) (*mcp.CallToolResult, *ListDirectoryResult, error) {
+	guestPath, err := ts.ws.ToGuest(args.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := ts.conn.SFTP(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := sc.Stat(guestPath)
+	if err != nil {
+		return nil, nil, fsError(args.Path, err)
+	}
+	if !fi.IsDir() {
+		return nil, nil, notADirectory(args.Path)
+	}
+	ents, err := sc.ReadDirContext(ctx, guestPath)
+	if err != nil {
+		return nil, nil, fsError(args.Path, err)
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	res := &ListDirectoryResult{Entries: make([]ListDirectoryResultEntry, len(ents))}
+	for i, f := range ents {
+		e := &res.Entries[i]
+		e.Name = f.Name()
+		e.Size, e.Mode, e.ModTime, e.IsDir = ptr(f.Size()), ptr(f.Mode()), ptr(f.ModTime()), ptr(f.IsDir())
+		if f.Mode()&fs.ModeSymlink != 0 {
+			if target, err := sc.ReadLink(path.Join(guestPath, f.Name())); err == nil {
+				e.LinkTarget = ts.ws.ToHost(target)
+			}
+		}
+	}
+	return nil, res, nil
+}

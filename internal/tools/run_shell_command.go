@@ -1,0 +1,106 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+)
+
+var runShellCommandTool = &mcp.Tool{
+	Name:  "run_shell_command",
+	Title: "Run a command",
+	Description: `Executes a given shell command.
+The command runs in the guest (Linux) as the guest user, with the login environment (PATH from the
+profile), in the given directory, with no standard input. It is killed, with its whole process group,
+after timeout_seconds (default 120). Long output is cut in the middle; the result says how much.`,
+	Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+}
+
+// RunShellCommandParams is the input of run_shell_command: Lima's, plus a timeout.
+type RunShellCommandParams struct {
+	Command        []string `json:"command" jsonschema:"The exact shell command to execute. Defined as a string slice, unlike Gemini's run_shell_command that defines it as a single string."`
+	Description    string   `json:"description,omitempty" jsonschema:"A brief description of the command's purpose, which will be potentially shown to the user."`
+	Directory      string   `json:"directory" jsonschema:"The absolute directory in which to execute the command. Unlike Gemini's run_shell_command, this must not be a relative path, and must not be empty."`
+	TimeoutSeconds *int     `json:"timeout_seconds,omitempty" jsonschema:"Kill the command (and its process group) after this many seconds. Default 120, at most 3600."`
+}
+
+// RunShellCommandResult is the output of run_shell_command: Lima's, plus how it ended.
+type RunShellCommandResult struct {
+	Stdout   string `json:"stdout" jsonschema:"Output from the standard output stream."`
+	Stderr   string `json:"stderr" jsonschema:"Output from the standard error stream."`
+	Error    string `json:"error,omitempty" jsonschema:"Any error message reported by the subprocess."`
+	ExitCode *int   `json:"exit_code,omitempty" jsonschema:"Exit code of the command."`
+	Signal   string `json:"signal,omitempty" jsonschema:"The signal that killed the command, if any (e.g. SIGKILL)."`
+	TimedOut bool   `json:"timed_out,omitempty" jsonschema:"true when the timeout expired and the command was killed"`
+	// StdoutCutBytes and StderrCutBytes count the bytes cut from the middle of long output.
+	StdoutCutBytes int64 `json:"stdout_cut_bytes,omitempty" jsonschema:"bytes of stdout cut from the middle (not returned)"`
+	StderrCutBytes int64 `json:"stderr_cut_bytes,omitempty" jsonschema:"bytes of stderr cut from the middle (not returned)"`
+}
+
+// RunShellCommand runs a command in the guest.
+func (ts *Toolset) RunShellCommand(ctx context.Context, _ *mcp.CallToolRequest, args RunShellCommandParams) (*mcp.CallToolResult, *RunShellCommandResult, error) {
+	if len(args.Command) == 0 || args.Command[0] == "" {
+		return nil, nil, errors.New(`command is empty: pass the program and its arguments, e.g. ["ls", "-la"] or ["bash", "-c", "make && make test"]`)
+	}
+	if args.Directory == "" {
+		return nil, nil, fmt.Errorf("directory is empty: pass the absolute directory to run the command in, such as %q", ts.ws.DefaultDir())
+	}
+	guestDir, err := ts.ws.ToGuest(args.Directory)
+	if err != nil {
+		return nil, nil, err
+	}
+	timeout := ts.lim.DefaultTimeout
+	if args.TimeoutSeconds != nil {
+		timeout = *args.TimeoutSeconds
+		if timeout < 1 || timeout > ts.lim.MaxTimeout {
+			return nil, nil, fmt.Errorf("timeout_seconds must be between 1 and %d, got %d", ts.lim.MaxTimeout, timeout)
+		}
+	}
+	r, err := ts.conn.Exec(ctx, guest.ExecRequest{
+		Argv:      args.Command,
+		Dir:       guestDir,
+		Timeout:   time.Duration(timeout) * time.Second,
+		HeadBytes: ts.lim.OutputHead,
+		TailBytes: ts.lim.OutputTail,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("the call was cancelled; the command's process group was killed")
+		}
+		return nil, nil, err
+	}
+	res := &RunShellCommandResult{Signal: r.Signal, TimedOut: r.TimedOut}
+	res.Stdout, res.StdoutCutBytes = joinOutput(r.Stdout)
+	res.Stderr, res.StderrCutBytes = joinOutput(r.Stderr)
+	res.Stdout, res.Stderr = ts.ws.HostText(res.Stdout), ts.ws.HostText(res.Stderr)
+	if r.Signal == "" {
+		res.ExitCode = ptr(r.ExitCode)
+	}
+	switch {
+	case r.TimedOut:
+		res.Error = fmt.Sprintf("timed out after %ds: the command and its process group were killed (%s). Pass a larger timeout_seconds, or run long jobs in the background with their output sent to a file", timeout, r.Signal)
+	case r.Signal != "":
+		res.Error = "signal: " + strings.TrimPrefix(r.Signal, "SIG") + " (the command was killed by " + r.Signal + ")"
+	case r.DirMissing:
+		res.Error = fmt.Sprintf("directory %s does not exist in the guest: create it first, or run the command in an existing directory", args.Directory)
+	case r.ExitCode != 0:
+		res.Error = fmt.Sprintf("exit status %d", r.ExitCode)
+	}
+	return nil, res, nil
+}
+
+// joinOutput returns what was kept of a stream, with a marker where bytes were cut.
+func joinOutput(o runnerproto.Output) (string, int64) {
+	cut := o.Total - int64(len(o.Head)) - int64(len(o.Tail))
+	if cut <= 0 {
+		return string(o.Head) + string(o.Tail), 0
+	}
+	return fmt.Sprintf("%s\n[... %d bytes cut: the output was %d bytes; redirect it to a file and read parts of it to see everything ...]\n%s", o.Head, cut, o.Total, o.Tail), cut
+}

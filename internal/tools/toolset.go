@@ -1,0 +1,93 @@
+// Package tools holds the MCP tool handlers: the "MCP Sandbox Interface" of Lima's bundled
+// server (same names, fields and result shapes) and more. Handlers are thin: they map paths
+// through the workspace and call the guest connection.
+package tools
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/version"
+	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
+)
+
+// Toolset is the set of tools over one guest connection and one workspace.
+type Toolset struct {
+	conn *guest.Conn
+	ws   *workspace.Workspace
+	lim  Limits
+}
+
+// Limits bound what tools accept and return.
+type Limits struct {
+	ReadBytes      int // bytes read_file returns at most (text)
+	ReadLines      int // default line limit of read_file
+	ImageBytes     int // largest image returned as image content
+	WriteBytes     int // largest content write_file and replace accept
+	OutputHead     int // bytes kept of the beginning of each command output stream
+	OutputTail     int // bytes kept of the end of each command output stream
+	GlobMatches    int // matches glob returns at most
+	SearchBytes    int // bytes of search output at most
+	DefaultTimeout int // seconds
+	MaxTimeout     int // seconds
+}
+
+// DefaultLimits are the limits used by `serve`.
+var DefaultLimits = Limits{
+	ReadBytes:      256 << 10,
+	ReadLines:      2000,
+	ImageBytes:     4 << 20,
+	WriteBytes:     32 << 20,
+	OutputHead:     48 << 10,
+	OutputTail:     16 << 10,
+	GlobMatches:    5000,
+	SearchBytes:    256 << 10,
+	DefaultTimeout: 120,
+	MaxTimeout:     3600,
+}
+
+// New returns the tools over conn; a nil conn is allowed for listing the tools only.
+func New(conn *guest.Conn, ws *workspace.Workspace, lim Limits) *Toolset {
+	return &Toolset{conn: conn, ws: ws, lim: lim}
+}
+
+// Register adds every tool to server.
+func (ts *Toolset) Register(server *mcp.Server) {
+	mcp.AddTool(server, listDirectoryTool, ts.ListDirectory)
+	mcp.AddTool(server, readFileTool, ts.ReadFile)
+	mcp.AddTool(server, writeFileTool, ts.WriteFile)
+	mcp.AddTool(server, replaceTool, ts.Replace)
+	mcp.AddTool(server, globTool, ts.Glob)
+	mcp.AddTool(server, searchFileContentTool, ts.SearchFileContent)
+	mcp.AddTool(server, runShellCommandTool, ts.RunShellCommand)
+}
+
+// NewServer returns an MCP server with the name Lima's bundled server has ("lima"), so that
+// clients configured for it keep working.
+func NewServer(extraInstructions string) *mcp.Server {
+	impl := &mcp.Implementation{
+		Name:    "lima",
+		Title:   "Lima VM sandbox (limactl-mcp): file and shell tools that run inside a Lima VM",
+		Version: version.Version,
+	}
+	instr := `This MCP server provides tools for sandboxing local command executions and file I/O operations,
+by wrapping them in a Lima VM (https://lima-vm.io).
+
+Use these tools instead of your built-in file and shell tools, so that commands never run on the host.
+All paths are absolute. Commands run in the guest (Linux), with the guest user's login environment.`
+	if runtime.GOOS != "linux" {
+		instr += fmt.Sprintf("\n\nNOTE: the guest OS of the VM is Linux, while the host OS is %s.", strings.ToUpper(runtime.GOOS[:1])+runtime.GOOS[1:])
+	}
+	if extraInstructions != "" {
+		instr += "\n\n" + extraInstructions
+	}
+	return mcp.NewServer(impl, &mcp.ServerOptions{Instructions: instr})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}

@@ -1,0 +1,72 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pkg/sftp"
+)
+
+var writeFileTool = &mcp.Tool{
+	Name:        "write_file",
+	Title:       "Write file",
+	Description: `Writes content to a specified file. If the file exists, it will be overwritten. If the file doesn't exist, it (and any necessary parent directories) will be created.`,
+	Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+}
+
+// WriteFileParams is the input of write_file (as in Lima's server).
+type WriteFileParams struct {
+	Path    string `json:"path" jsonschema:"The absolute path to the file to write to."`
+	Content string `json:"content" jsonschema:"The content to write into the file."`
+}
+
+// WriteFileResult is empty, as in Lima's server.
+type WriteFileResult struct{}
+
+// WriteFile writes a file of the guest, creating its parent directories.
+func (ts *Toolset) WriteFile(ctx context.Context, _ *mcp.CallToolRequest, args WriteFileParams) (*mcp.CallToolResult, *WriteFileResult, error) {
+	guestPath, err := ts.ws.ToGuest(args.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(args.Content) > ts.lim.WriteBytes {
+		return nil, nil, fmt.Errorf("content is %d bytes, more than the %d-byte limit of write_file; write a smaller file, or generate the data with run_shell_command", len(args.Content), ts.lim.WriteBytes)
+	}
+	sc, err := ts.conn.SFTP(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := writeFile(sc, guestPath, []byte(args.Content)); err != nil {
+		return nil, nil, fsError(args.Path, err)
+	}
+	return nil, &WriteFileResult{}, nil
+}
+
+// writeFile writes data to p in place (keeping the mode, owner and links of an existing
+// file), creating missing parent directories.
+func writeFile(sc *sftp.Client, p string, data []byte) error {
+	if fi, err := sc.Stat(p); err == nil && fi.IsDir() {
+		return fmt.Errorf("is a directory; pass the path of a file")
+	}
+	if dir := path.Dir(p); dir != "/" {
+		if fi, err := sc.Stat(dir); err != nil || !fi.IsDir() {
+			if err := sc.MkdirAll(dir); err != nil {
+				return err
+			}
+		}
+	}
+	f, err := sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	if len(data) > 0 {
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}

@@ -1,0 +1,87 @@
+// Package workspace maps the paths an agent sees (the host's) to the paths of the guest.
+//
+// Without staging the two are the same, as in Lima's own MCP server. With staging, the host
+// working directory maps to the staged copy in the guest; any other absolute path is the
+// guest's own filesystem.
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Workspace maps host paths to guest paths and back.
+type Workspace struct {
+	hostRoot  string // "" for the identity mapping
+	guestRoot string
+	// defaultDir is the host directory used when a tool is given none.
+	defaultDir string
+}
+
+// Identity maps every path to itself; defaultDir is used when a tool names no directory.
+func Identity(defaultDir string) *Workspace {
+	return &Workspace{defaultDir: path.Clean(defaultDir)}
+}
+
+// Staged maps hostRoot (and what is under it) to guestRoot.
+func Staged(hostRoot, guestRoot string) *Workspace {
+	return &Workspace{hostRoot: path.Clean(hostRoot), guestRoot: path.Clean(guestRoot), defaultDir: path.Clean(hostRoot)}
+}
+
+// ErrRelative is wrapped by the error for a path that is not absolute.
+var ErrRelative = errors.New("expected an absolute path")
+
+// ToGuest returns the guest path for the absolute host path p.
+func (w *Workspace) ToGuest(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("path is empty: pass an absolute path")
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", errors.New("path contains a NUL byte")
+	}
+	if !path.IsAbs(p) {
+		hint := path.Join(w.defaultDir, p)
+		return "", fmt.Errorf("%w, got a relative path: %q; pass it as an absolute path, such as %q", ErrRelative, p, hint)
+	}
+	p = path.Clean(p)
+	if rel, ok := within(w.hostRoot, p); ok {
+		return path.Join(w.guestRoot, rel), nil
+	}
+	return p, nil
+}
+
+// ToHost returns the host path for the guest path p (the inverse of ToGuest).
+func (w *Workspace) ToHost(p string) string {
+	if rel, ok := within(w.guestRoot, path.Clean(p)); ok {
+		return path.Join(w.hostRoot, rel)
+	}
+	return p
+}
+
+// HostText rewrites guest paths of the staged copy in free text (compiler errors, stack
+// traces) to host paths, so that the agent sees one set of paths.
+func (w *Workspace) HostText(s string) string {
+	if w.hostRoot == "" || w.hostRoot == w.guestRoot {
+		return s
+	}
+	return strings.ReplaceAll(s, w.guestRoot, w.hostRoot)
+}
+
+// DefaultDir is the host directory used when a tool names none.
+func (w *Workspace) DefaultDir() string { return w.defaultDir }
+
+// within returns p relative to root when p is root or under it.
+func within(root, p string) (string, bool) {
+	if root == "" {
+		return "", false
+	}
+	if p == root {
+		return ".", true
+	}
+	if rest, ok := strings.CutPrefix(p, strings.TrimSuffix(root, "/")+"/"); ok {
+		return rest, true
+	}
+	return "", false
+}
