@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/globfs"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
@@ -35,22 +37,7 @@ func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*
 }
 
 func globSFTP(l *link, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
-	if strings.Contains(pattern, "**") {
-		return nil, errors.New("`**` needs the guest runner, which is not running in this guest; use run_shell_command with `find` instead")
-	}
-	full := pattern
-	if !strings.HasPrefix(pattern, "/") {
-		full = strings.TrimSuffix(dir, "/") + "/" + pattern
-	}
-	m, err := l.sftp.Glob(full)
-	if err != nil {
-		return nil, err
-	}
-	res := &runnerproto.GlobResult{Matches: append([]string{}, m...)}
-	if maxMatches > 0 && len(res.Matches) > maxMatches {
-		res.Matches, res.Truncated = res.Matches[:maxMatches], true
-	}
-	return res, nil
+	return globfs.Glob(func(root string) fs.FS { return sftpFS{c: l.sftp, root: root} }, dir, pattern, maxMatches)
 }
 
 // Grep searches file contents under dir like `git grep -n --no-index`.

@@ -36,6 +36,15 @@ func (ts *Toolset) Glob(ctx context.Context, _ *mcp.CallToolRequest, args GlobPa
 	if err != nil {
 		return nil, nil, err
 	}
+	sc, err := ts.conn.SFTP(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err := sc.Stat(guestDir); err != nil {
+		return nil, nil, fsError(dir, err)
+	} else if !fi.IsDir() {
+		return nil, nil, notADirectory(dir)
+	}
 	r, err := ts.conn.Glob(ctx, guestDir, args.Pattern, ts.lim.GlobMatches)
 	if err != nil {
 		return nil, nil, fsError(dir, err)

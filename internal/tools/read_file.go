@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -106,9 +107,14 @@ func (ts *Toolset) ReadFile(ctx context.Context, _ *mcp.CallToolRequest, args Re
 			return nil, res, nil
 		}
 		res.Content = fmt.Sprintf("[image %s, %d bytes, returned as image content]", mime, size)
+		text, err := json.Marshal(res)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The result's JSON as text too, as for every other result.
 		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.TextContent{Text: string(text)},
 			&mcp.ImageContent{Data: data, MIMEType: mime},
-			&mcp.TextContent{Text: res.Content},
 		}}, res, nil
 	}
 	if isBinary(data) {
@@ -173,7 +179,7 @@ func (ts *Toolset) selectLines(res *ReadFileResult, data []byte, offset, limit i
 		line++
 	}
 	res.Content, res.StartLine, res.EndLine = b.String(), offset, line
-	if offset > 0 || line < total {
+	if offset > 0 || line < total || cut {
 		res.Truncated = true
 		why := ""
 		if cut {

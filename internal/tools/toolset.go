@@ -41,7 +41,7 @@ var DefaultLimits = Limits{
 	ReadBytes:      256 << 10,
 	ReadLines:      2000,
 	ImageBytes:     4 << 20,
-	WriteBytes:     32 << 20,
+	WriteBytes:     10 << 20, // below the 16 MiB the go-sdk's stdio transport accepts in one message
 	OutputHead:     48 << 10,
 	OutputTail:     16 << 10,
 	GlobMatches:    5000,
