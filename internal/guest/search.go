@@ -20,15 +20,9 @@ func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*
 	if l.runner == nil {
 		return globSFTP(l, dir, pattern, maxMatches)
 	}
-	resp, err := l.runner.call(ctx, &runnerproto.Request{Glob: &runnerproto.GlobRequest{Dir: dir, Pattern: pattern, MaxMatches: maxMatches}})
+	resp, err := c.call(ctx, l, &runnerproto.Request{Glob: &runnerproto.GlobRequest{Dir: dir, Pattern: pattern, MaxMatches: maxMatches}})
 	if err != nil {
-		if IsConnectionError(err) {
-			c.drop(l, err)
-		}
 		return nil, err
-	}
-	if resp.Error != "" {
-		return nil, errors.New(resp.Error)
 	}
 	if resp.Glob == nil {
 		return nil, errors.New("the guest runner sent no glob result")
@@ -49,15 +43,9 @@ func (c *Conn) Grep(ctx context.Context, req runnerproto.GrepRequest) (*runnerpr
 	if l.runner == nil {
 		return grepSession(ctx, c, req)
 	}
-	resp, err := l.runner.call(ctx, &runnerproto.Request{Grep: &req})
+	resp, err := c.call(ctx, l, &runnerproto.Request{Grep: &req})
 	if err != nil {
-		if IsConnectionError(err) {
-			c.drop(l, err)
-		}
 		return nil, err
-	}
-	if resp.Error != "" {
-		return nil, errors.New(resp.Error)
 	}
 	if resp.Grep == nil {
 		return nil, errors.New("the guest runner sent no search result")

@@ -92,6 +92,10 @@ func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 		}
 	case req.Grep != nil:
 		resp.Grep = runGrep(req.Grep)
+	case req.Scan != nil:
+		resp.Scan = runScan(req.Scan)
+	case req.Hash != nil:
+		resp.Hash = runHash(req.Hash)
 	default:
 		resp.Error = "unknown request"
 	}

@@ -33,6 +33,8 @@ type Request struct {
 	Signal *SignalRequest `json:"signal,omitempty"`
 	Glob   *GlobRequest   `json:"glob,omitempty"`
 	Grep   *GrepRequest   `json:"grep,omitempty"`
+	Scan   *ScanRequest   `json:"scan,omitempty"`
+	Hash   *HashRequest   `json:"hash,omitempty"`
 }
 
 // Response answers the request with the same ID.
@@ -43,6 +45,8 @@ type Response struct {
 	Exec  *ExecResult `json:"exec,omitempty"`
 	Glob  *GlobResult `json:"glob,omitempty"`
 	Grep  *GrepResult `json:"grep,omitempty"`
+	Scan  *ScanResult `json:"scan,omitempty"`
+	Hash  *HashResult `json:"hash,omitempty"`
 }
 
 // Hello is sent unsolicited (ID 0) when the runner starts.

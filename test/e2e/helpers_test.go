@@ -122,7 +122,12 @@ type server struct {
 // the server's stderr logged if the test failed, when the test ends.
 func startServer(t testing.TB, opts *mcp.ClientSessionOptions, name string, args ...string) *server {
 	t.Helper()
-	dir := sharedDir(t)
+	return startServerIn(t, sharedDir(t), opts, name, args...)
+}
+
+// startServerIn is startServer with the working directory dir (which must exist on the host).
+func startServerIn(t testing.TB, dir string, opts *mcp.ClientSessionOptions, name string, args ...string) *server {
+	t.Helper()
 	// Not ctxT: the process must outlive the Connect call, until Close in Cleanup.
 	procCtx, cancel := context.WithCancel(context.Background())
 	cmd := vm.Command(procCtx, name, args...)

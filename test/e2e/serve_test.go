@@ -476,7 +476,8 @@ func TestServeRestart(t *testing.T) {
 	t.Run("NewSession", func(t *testing.T) {
 		// A server started while the instance is stopped still serves (tools/list works) and
 		// explains every call.
-		s2 := startServer(t, nil, "limactl", "mcp", "serve", instanceName)
+		// (The guest cannot make a new directory now: reuse the first server's.)
+		s2 := startServerIn(t, s.Dir, nil, "limactl", "mcp", "serve", instanceName)
 		if names := toolNames(t, s2.Session); len(names) < 7 {
 			t.Errorf("tools/list while stopped: %v", names)
 		}

@@ -1,0 +1,92 @@
+package staging
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/fsutil"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+)
+
+// Entry is one path of a staged tree, as it was pushed (the baseline) or as it is on the host.
+type Entry struct {
+	Path   runnerproto.Name `json:"p"`
+	Type   string           `json:"t"` // runnerproto.TypeFile, TypeDir, TypeSymlink
+	Mode   uint32           `json:"m"` // st_mode & 07777
+	Size   int64            `json:"s,omitempty"`
+	Hash   string           `json:"h,omitempty"` // SHA-256 of a file's content
+	Target runnerproto.Name `json:"l,omitempty"` // a symlink's target
+	// MTime is the modification time (Unix nanoseconds, whole seconds as an archive carries
+	// them) given to the file in the guest.
+	MTime int64 `json:"mt,omitempty"`
+}
+
+// Manifest is a tree's entries sorted by path. It excludes .git, which is staged but never
+// reviewed.
+type Manifest struct {
+	Entries []Entry `json:"entries"`
+}
+
+// Sort orders the entries by path.
+func (m *Manifest) Sort() {
+	sort.Slice(m.Entries, func(i, j int) bool { return m.Entries[i].Path < m.Entries[j].Path })
+}
+
+// Index maps paths to entries.
+func (m *Manifest) Index() map[runnerproto.Name]*Entry {
+	idx := make(map[runnerproto.Name]*Entry, len(m.Entries))
+	for i := range m.Entries {
+		idx[m.Entries[i].Path] = &m.Entries[i]
+	}
+	return idx
+}
+
+// Files counts regular files and sums their sizes.
+func (m *Manifest) Files() (n int, bytes int64) {
+	for _, e := range m.Entries {
+		if e.Type == runnerproto.TypeFile {
+			n++
+			bytes += e.Size
+		}
+	}
+	return n, bytes
+}
+
+// LoadManifest reads a gzipped JSON manifest.
+func LoadManifest(path string) (*Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Save writes the manifest atomically.
+func (m *Manifest) Save(path string) error {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(m); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(path, buf.Bytes(), 0o600)
+}

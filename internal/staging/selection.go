@@ -1,0 +1,251 @@
+package staging
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+)
+
+// SelectOptions say what of the working directory is staged.
+type SelectOptions struct {
+	// Excludes are extra gitignore patterns (--exclude).
+	Excludes []string
+	// IncludeIgnored stages what .gitignore ignores (--include-ignored).
+	IncludeIgnored bool
+}
+
+// Selection is what of the working directory goes to the guest.
+type Selection struct {
+	// Entries are the files, directories and symlinks to stage (no hashes yet), sorted.
+	Entries []Entry
+	// GitDir lists the entries of .git (staged so git works in the guest, never reviewed).
+	GitDir []Entry
+	// Skipped lists special files (sockets, fifos, devices) left on the host.
+	Skipped []string
+	// Patterns are the ignore patterns, for the guest to skip the same paths.
+	Patterns []ignore.Pattern
+	// InGitRepo says the list came from git.
+	InGitRepo bool
+}
+
+// Select decides what of workdir is staged. In a git work tree it asks git (tracked files and
+// untracked files that are not ignored); elsewhere it walks the tree with .gitignore
+// semantics. Both honour the project ignore file and opts.Excludes.
+func Select(ctx context.Context, workdir string, opts SelectOptions) (*Selection, error) {
+	fi, err := os.Stat(workdir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", workdir)
+	}
+	allPatterns, err := ignore.Collect(workdir, ignore.Options{Excludes: opts.Excludes, NoGitignore: opts.IncludeIgnored})
+	if err != nil {
+		return nil, err
+	}
+	sel := &Selection{Patterns: allPatterns}
+	// The project's own rules (ignore file, --exclude) apply even to tracked files.
+	projectOnly, _ := ignore.Collect(workdir, ignore.Options{Excludes: opts.Excludes, NoGitignore: true})
+	project := ignore.New(projectOnly)
+
+	// Walking the tree finds directories (empty ones too) and special files to report; git
+	// lists neither.
+	walked, err := walk(workdir, ignore.New(allPatterns))
+	if err != nil {
+		return nil, err
+	}
+	names := walked
+	if files, ok := gitFiles(ctx, workdir, opts.IncludeIgnored); ok {
+		sel.InGitRepo = true
+		names = files
+		for _, w := range walked {
+			fi, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(w)))
+			if err == nil && (fi.IsDir() || !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0) {
+				names = append(names, w)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	var add func(rel string) error
+	add = func(rel string) error {
+		if rel == "" || rel == "." || seen[rel] || project.Ignored(rel, false) {
+			return nil
+		}
+		if first, _, _ := strings.Cut(rel, "/"); first == ".git" {
+			return nil
+		}
+		fi, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(rel)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // a tracked file deleted in the work tree
+		}
+		if err != nil {
+			return err
+		}
+		e, ok := hostEntry(workdir, rel, fi)
+		if !ok {
+			sel.Skipped = append(sel.Skipped, rel)
+			return nil
+		}
+		if e.Type == runnerproto.TypeDir && project.Ignored(rel, true) {
+			return nil
+		}
+		seen[rel] = true
+		sel.Entries = append(sel.Entries, e)
+		if e.Type == runnerproto.TypeDir && sel.InGitRepo && isGitLink(workdir, rel) {
+			// A directory git lists (a submodule) is staged whole.
+			sub, err := walk(filepath.Join(workdir, filepath.FromSlash(rel)), nil)
+			if err != nil {
+				return err
+			}
+			for _, s := range sub {
+				if err := add(rel + "/" + s); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for _, n := range names {
+		if err := add(n); err != nil {
+			return nil, err
+		}
+	}
+	// Every parent directory of what is staged exists in the guest too.
+	for _, e := range append([]Entry(nil), sel.Entries...) {
+		for d := path.Dir(string(e.Path)); d != "." && !seen[d]; d = path.Dir(d) {
+			if err := add(d); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if gitDir := filepath.Join(workdir, ".git"); isDir(gitDir) {
+		names, err := walk(gitDir, nil)
+		if err != nil {
+			return nil, err
+		}
+		sel.GitDir = append(sel.GitDir, Entry{Path: ".git", Type: runnerproto.TypeDir, Mode: 0o755})
+		for _, n := range names {
+			rel := ".git/" + n
+			fi, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(rel)))
+			if err != nil {
+				continue
+			}
+			if e, ok := hostEntry(workdir, rel, fi); ok {
+				sel.GitDir = append(sel.GitDir, e)
+			}
+		}
+	}
+	sort.Slice(sel.Entries, func(i, j int) bool { return sel.Entries[i].Path < sel.Entries[j].Path })
+	sort.Strings(sel.Skipped)
+	return sel, nil
+}
+
+// isGitLink says whether rel is a submodule (a directory with its own .git).
+func isGitLink(workdir, rel string) bool {
+	_, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(rel), ".git"))
+	return err == nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
+}
+
+// gitFiles asks git for the files of the work tree at workdir (which must be its top level),
+// relative to it.
+func gitFiles(ctx context.Context, workdir string, includeIgnored bool) ([]string, bool) {
+	if !isDir(filepath.Join(workdir, ".git")) && !isFile(filepath.Join(workdir, ".git")) {
+		return nil, false
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil, false
+	}
+	args := []string{"-C", workdir, "ls-files", "-z", "--cached", "--others"}
+	if !includeIgnored {
+		args = append(args, "--exclude-standard")
+	}
+	out, err := exec.CommandContext(ctx, git, args...).Output()
+	if err != nil {
+		return nil, false
+	}
+	var files []string
+	for _, f := range bytes.Split(out, []byte{0}) {
+		if len(f) > 0 {
+			files = append(files, string(f))
+		}
+	}
+	return files, true
+}
+
+func isFile(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// walk lists everything under root (relative, slash-separated), not descending into .git or
+// what m ignores, not following symlinks.
+func walk(root string, m *ignore.Matcher) ([]string, error) {
+	var names []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			return nil
+		}
+		if p == root {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() && (rel == ".git" && m != nil) {
+			return filepath.SkipDir
+		}
+		if m.Ignored(rel, d.IsDir()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		names = append(names, rel)
+		return nil
+	})
+	return names, err
+}
+
+// hostEntry describes a host path; ok is false for special files.
+func hostEntry(workdir, rel string, fi fs.FileInfo) (Entry, bool) {
+	e := Entry{Path: runnerproto.Name(rel), Mode: uint32(fi.Mode().Perm())}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		e.Mode = uint32(st.Mode) & 0o7777
+	}
+	e.MTime = fi.ModTime().Truncate(1e9).UnixNano()
+	switch {
+	case fi.Mode().IsRegular():
+		e.Type, e.Size = runnerproto.TypeFile, fi.Size()
+	case fi.IsDir():
+		e.Type, e.MTime = runnerproto.TypeDir, 0
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(filepath.Join(workdir, filepath.FromSlash(rel)))
+		if err != nil {
+			return e, false
+		}
+		e.Type, e.Target, e.MTime = runnerproto.TypeSymlink, runnerproto.Name(t), 0
+	default:
+		return e, false
+	}
+	return e, true
+}

@@ -1,0 +1,342 @@
+// Package staging keeps a staged copy of a working directory inside the guest: it pushes the
+// tree in one archive, remembers on the host what it pushed (the baseline manifest), resumes
+// after a restart, finds what changed on either side, and brings host edits over.
+package staging
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
+)
+
+// Session is a staged working directory and the connection to its guest.
+type Session struct {
+	conn     *guest.Conn
+	store    Store
+	State    *State
+	Baseline *Manifest
+}
+
+// OpenOptions say how to open a session.
+type OpenOptions struct {
+	Instance string
+	Workdir  string
+	Select   SelectOptions
+	// Fresh discards an existing session and stages anew.
+	Fresh bool
+	// GuestPath overrides where the copy goes in the guest (tests; default GuestPathFor).
+	GuestPath string
+	Progress  func(Progress)
+	Logger    *slog.Logger
+	// LockWait bounds the wait for another process staging the same directory.
+	LockWait time.Duration
+}
+
+// Outcome says what Open did.
+type Outcome string
+
+// Outcomes of Open.
+const (
+	Staged   Outcome = "staged"   // a new session
+	Resumed  Outcome = "resumed"  // the guest copy was there, with the agent's work in it
+	Restaged Outcome = "restaged" // the guest copy was gone, or --fresh
+)
+
+// Open resumes the session of opts.Workdir, or stages it.
+func Open(ctx context.Context, conn *guest.Conn, store Store, opts OpenOptions) (*Session, Outcome, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	workdir, err := filepath.Abs(opts.Workdir)
+	if err != nil {
+		return nil, "", err
+	}
+	if real, err := filepath.EvalSymlinks(workdir); err == nil {
+		workdir = real
+	}
+	id := SessionID(workdir)
+	wait := opts.LockWait
+	if wait == 0 {
+		wait = 10 * time.Minute
+	}
+	unlock, err := store.Lock(id, wait)
+	if err != nil {
+		return nil, "", err
+	}
+	defer unlock()
+
+	st, base, err := store.Load(workdir)
+	switch {
+	case err == nil && !opts.Fresh:
+		s := &Session{conn: conn, store: store, State: st, Baseline: base}
+		present, err := s.guestCopyPresent(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		if present {
+			return s, Resumed, nil
+		}
+		log.Warn("the staged copy is gone from the guest (the instance was recreated, or its disk cleared); staging the working directory again",
+			"workdir", workdir, "guest_path", st.GuestPath)
+	case err == nil && opts.Fresh:
+		s := &Session{conn: conn, store: store, State: st, Baseline: base}
+		if cs, err := s.GuestChanges(ctx); err == nil && len(cs.Changes) > 0 {
+			log.Warn(fmt.Sprintf("--fresh discards %d pending change(s) of the agent in the guest", len(cs.Changes)), "workdir", workdir)
+		}
+		if err := s.removeGuestCopy(ctx); err != nil {
+			return nil, "", err
+		}
+	case !errors.Is(err, ErrNoSession):
+		return nil, "", err
+	}
+	s, err := stage(ctx, conn, store, id, workdir, opts, log)
+	if err != nil {
+		return nil, "", err
+	}
+	if st != nil {
+		return s, Restaged, nil
+	}
+	return s, Staged, nil
+}
+
+func stage(ctx context.Context, conn *guest.Conn, store Store, id, workdir string, opts OpenOptions, log *slog.Logger) (*Session, error) {
+	home, err := conn.Home(ctx)
+	if err != nil {
+		return nil, err
+	}
+	guestPath := opts.GuestPath
+	if guestPath == "" {
+		var same bool
+		guestPath, same = GuestPathFor(workdir, home, id)
+		if !same {
+			log.Info("the working directory's path cannot be used in the guest; staging it elsewhere (tools translate paths)", "guest_path", guestPath)
+		}
+	}
+	sel, err := Select(ctx, workdir, opts.Select)
+	if err != nil {
+		return nil, fmt.Errorf("choosing what to stage: %w", err)
+	}
+	for _, sk := range sel.Skipped {
+		log.Warn("not staged: not a regular file, directory or symlink", "path", sk)
+	}
+	if err := prepareGuestDir(ctx, conn, guestPath); err != nil {
+		return nil, err
+	}
+	tok := make([]byte, 16)
+	_, _ = rand.Read(tok)
+	st := &State{
+		ID: id, Instance: opts.Instance, Workdir: workdir, GuestPath: guestPath, Token: hex.EncodeToString(tok),
+		Excludes: opts.Select.Excludes, IncludeIgnored: opts.Select.IncludeIgnored, Patterns: sel.Patterns,
+		Skipped: sel.Skipped, InGitRepo: sel.InGitRepo,
+	}
+	all := append(append([]Entry(nil), sel.GitDir...), sel.Entries...)
+	sent, err := push(ctx, conn, workdir, guestPath, all, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	base := &Manifest{}
+	for _, e := range sent {
+		if first, _, _ := strings.Cut(string(e.Path), "/"); first != ".git" {
+			base.Entries = append(base.Entries, e)
+		}
+	}
+	base.Sort()
+	s := &Session{conn: conn, store: store, State: st, Baseline: base}
+	if err := s.writeMarker(ctx); err != nil {
+		return nil, err
+	}
+	st.StagedAt = time.Now().UTC()
+	st.UpdatedAt = st.StagedAt
+	if err := store.Save(st, base); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepareGuestDir creates an empty directory at p owned by the guest user, with sudo when
+// the user cannot create it (a path like the host's /Users/NAME/...).
+func prepareGuestDir(ctx context.Context, conn *guest.Conn, p string) error {
+	q := shellquote.Quote(p)
+	script := `set -e
+if [ -e ` + q + ` ] && [ -n "$(ls -A ` + q + ` 2>/dev/null)" ]; then
+  echo "the guest path ` + strings.ReplaceAll(q, `"`, `\"`) + ` already exists and is not empty: it is not this session's copy; remove it in the guest, or pick another working directory" >&2
+  exit 3
+fi
+if ! mkdir -p ` + q + ` 2>/dev/null || [ ! -w ` + q + ` ]; then
+  sudo -n mkdir -p ` + q + `
+  sudo -n chown "$(id -u):$(id -g)" ` + q + `
+fi`
+	if _, err := conn.Stream(ctx, script, nil); err != nil {
+		return fmt.Errorf("creating %s in the guest: %w", p, err)
+	}
+	return nil
+}
+
+// markerPath is the guest file that proves the guest copy belongs to this session.
+func (s *Session) markerPath(home string) string {
+	return path.Join(home, ".cache", "limactl-mcp", "sessions", s.State.ID)
+}
+
+func (s *Session) writeMarker(ctx context.Context) error {
+	sc, err := s.conn.SFTP(ctx)
+	if err != nil {
+		return err
+	}
+	home, err := s.conn.Home(ctx)
+	if err != nil {
+		return err
+	}
+	p := s.markerPath(home)
+	if err := sc.MkdirAll(path.Dir(p)); err != nil {
+		return err
+	}
+	f, err := sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte(s.State.Token + "\n" + s.State.GuestPath + "\n")); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// guestCopyPresent says whether the guest still holds this session's copy: its marker with
+// the session's token. A missing marker means the copy is gone (never "the agent deleted
+// everything"); a marker without the directory means the agent removed the directory itself.
+func (s *Session) guestCopyPresent(ctx context.Context) (bool, error) {
+	sc, err := s.conn.SFTP(ctx)
+	if err != nil {
+		return false, err
+	}
+	home, err := s.conn.Home(ctx)
+	if err != nil {
+		return false, err
+	}
+	f, err := sc.Open(s.markerPath(home))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return false, err
+	}
+	tok, _, _ := strings.Cut(string(data), "\n")
+	if tok != s.State.Token {
+		return false, nil
+	}
+	if _, err := sc.Stat(s.State.GuestPath); errors.Is(err, os.ErrNotExist) {
+		// The agent removed the whole directory: recreate it empty so that it can go on
+		// working; every baseline path is then a pending deletion.
+		return true, prepareGuestDir(ctx, s.conn, s.State.GuestPath)
+	}
+	return true, nil
+}
+
+func (s *Session) removeGuestCopy(ctx context.Context) error {
+	home, err := s.conn.Home(ctx)
+	if err != nil {
+		return err
+	}
+	q := shellquote.Quote(s.State.GuestPath)
+	script := "rm -f " + shellquote.Quote(s.markerPath(home)) + "; chmod -R u+rwX " + q + " 2>/dev/null; rm -rf " + q + " 2>/dev/null || sudo -n rm -rf " + q
+	if _, err := s.conn.Stream(ctx, script, nil); err != nil {
+		return fmt.Errorf("removing the guest copy %s: %w", s.State.GuestPath, err)
+	}
+	return nil
+}
+
+// Discard removes the session's guest copy and its state on the host.
+func (s *Session) Discard(ctx context.Context) error {
+	unlock, err := s.store.Lock(s.State.ID, time.Minute)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.removeGuestCopy(ctx); err != nil {
+		return err
+	}
+	return s.store.Remove(s.State.ID)
+}
+
+// Attach returns the session of an existing state without checking the guest.
+func Attach(conn *guest.Conn, store Store, st *State, base *Manifest) *Session {
+	return &Session{conn: conn, store: store, State: st, Baseline: base}
+}
+
+// Workspace maps host paths of the working directory to the guest copy.
+func (s *Session) Workspace() *workspace.Workspace {
+	return workspace.Staged(s.State.Workdir, s.State.GuestPath)
+}
+
+// Store is where the session's state is kept.
+func (s *Session) Store() Store { return s.store }
+
+// Conn is the connection to the session's guest.
+func (s *Session) Conn() *guest.Conn { return s.conn }
+
+// SaveBaseline records a new baseline (after a sync or an apply).
+func (s *Session) SaveBaseline(m *Manifest) error {
+	m.Sort()
+	s.Baseline = m
+	s.State.UpdatedAt = time.Now().UTC()
+	return s.store.Save(s.State, m)
+}
+
+func errGuestCopyGone(st *State) error {
+	return fmt.Errorf("the staged copy %s is gone from the guest (the instance was recreated or its disk cleared); restart `limactl mcp serve` to stage %s again", st.GuestPath, st.Workdir)
+}
+
+// HashHostFile is the SHA-256 of a host file under workdir ("" if unreadable).
+func HashHostFile(workdir, rel string) string {
+	f, err := os.Open(filepath.Join(workdir, filepath.FromSlash(rel)))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ReadGuestFile reads a file of the guest copy (at most limit bytes).
+func (s *Session) ReadGuestFile(ctx context.Context, rel runnerproto.Name, limit int64) ([]byte, error) {
+	sc, err := s.conn.SFTP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return readSFTP(sc, path.Join(s.State.GuestPath, string(rel)), limit)
+}
+
+func readSFTP(sc *sftp.Client, p string, limit int64) ([]byte, error) {
+	f, err := sc.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}

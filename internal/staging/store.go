@@ -1,0 +1,174 @@
+package staging
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/fsutil"
+	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
+)
+
+// Store keeps session state on the host, under the instance's directory in LIMA_HOME, so that
+// it goes away with the instance.
+type Store struct {
+	Dir string // $LIMA_HOME/INSTANCE/limactl-mcp
+}
+
+// StoreFor is the store of the instance whose directory is instDir.
+func StoreFor(instDir string) Store {
+	return Store{Dir: filepath.Join(instDir, "limactl-mcp")}
+}
+
+// State is what the host remembers of a session.
+type State struct {
+	ID        string `json:"id"`
+	Instance  string `json:"instance"`
+	Workdir   string `json:"workdir"`
+	GuestPath string `json:"guest_path"`
+	// Token is also written in the guest; a guest without it does not have this session's
+	// copy (a recreated instance, a cleared disk).
+	Token          string           `json:"token"`
+	StagedAt       time.Time        `json:"staged_at"`
+	UpdatedAt      time.Time        `json:"updated_at"`
+	Excludes       []string         `json:"excludes,omitempty"`
+	IncludeIgnored bool             `json:"include_ignored,omitempty"`
+	Patterns       []ignore.Pattern `json:"patterns,omitempty"`
+	Skipped        []string         `json:"skipped,omitempty"`
+	InGitRepo      bool             `json:"in_git_repo,omitempty"`
+}
+
+// SessionID names the session of a working directory.
+func SessionID(workdir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(workdir)))
+	return hex.EncodeToString(sum[:6])
+}
+
+func (s Store) sessionDir(id string) string { return filepath.Join(s.Dir, "sessions", id) }
+
+func (s Store) statePath(id string) string    { return filepath.Join(s.sessionDir(id), "session.json") }
+func (s Store) baselinePath(id string) string { return filepath.Join(s.sessionDir(id), "baseline.json.gz") }
+
+// BackupDir is where an apply keeps what it overwrote (see internal/review).
+func (s Store) BackupDir(id string) string { return filepath.Join(s.sessionDir(id), "backups") }
+
+// ErrNoSession is returned when a working directory has no session.
+var ErrNoSession = errors.New("no staged session")
+
+// Load reads the state and baseline of the session of workdir.
+func (s Store) Load(workdir string) (*State, *Manifest, error) {
+	return s.LoadID(SessionID(workdir))
+}
+
+// LoadID reads a session by ID.
+func (s Store) LoadID(id string) (*State, *Manifest, error) {
+	data, err := os.ReadFile(s.statePath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, ErrNoSession
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, nil, fmt.Errorf("session state %s is corrupt: %w", s.statePath(id), err)
+	}
+	m, err := LoadManifest(s.baselinePath(id))
+	if err != nil {
+		return nil, nil, fmt.Errorf("session baseline of %s is unreadable: %w", st.Workdir, err)
+	}
+	return &st, m, nil
+}
+
+// Save writes state and baseline atomically (baseline first: a state always has its baseline).
+func (s Store) Save(st *State, m *Manifest) error {
+	if err := os.MkdirAll(s.sessionDir(st.ID), 0o700); err != nil {
+		return err
+	}
+	if m != nil {
+		if err := m.Save(s.baselinePath(st.ID)); err != nil {
+			return err
+		}
+	}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(s.statePath(st.ID), data, 0o600)
+}
+
+// Remove deletes a session's state.
+func (s Store) Remove(id string) error {
+	return os.RemoveAll(s.sessionDir(id))
+}
+
+// List returns every session of the instance.
+func (s Store) List() ([]*State, error) {
+	ents, err := os.ReadDir(filepath.Join(s.Dir, "sessions"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*State
+	for _, e := range ents {
+		data, err := os.ReadFile(s.statePath(e.Name()))
+		if err != nil {
+			continue
+		}
+		var st State
+		if json.Unmarshal(data, &st) == nil {
+			out = append(out, &st)
+		}
+	}
+	return out, nil
+}
+
+// ErrLocked is returned when another process holds a session's lock past the wait.
+var ErrLocked = errors.New("another limactl-mcp is staging or applying this working directory")
+
+// Lock takes the session's lock (staging, sync, discard and apply take it), waiting up to
+// wait. It returns the function that releases it.
+func (s Store) Lock(id string, wait time.Duration) (func(), error) {
+	if err := os.MkdirAll(s.sessionDir(id), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(s.sessionDir(id), "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			_ = f.Truncate(0)
+			_, _ = f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			pid, _ := os.ReadFile(f.Name())
+			f.Close()
+			return nil, fmt.Errorf("%w (pid %s); wait for it to finish and try again", ErrLocked, string(trimNL(pid)))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
