@@ -76,6 +76,9 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 		newInfoCmd(ios),
 		newServeCmd(ios),
 		newConfigureCmd(ios),
+		newStatusCmd(ios),
+		newSyncCmd(ios),
+		newDiscardCmd(ios),
 	)
 	return cmd
 }

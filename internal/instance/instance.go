@@ -134,3 +134,16 @@ func (i *Instance) SSHAddr() string {
 	host := cmp.Or(i.SSHAddress, "127.0.0.1")
 	return fmt.Sprintf("%s:%d", host, i.SSHLocalPort)
 }
+
+// Names lists the instances (`limactl list --format {{.Name}}`).
+func Names(ctx context.Context) ([]string, error) {
+	limactl, err := Limactl()
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.CommandContext(ctx, limactl, "list", "--format", "{{.Name}}").Output()
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(out)), nil
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
@@ -71,6 +72,9 @@ func Open(ctx context.Context, conn *guest.Conn, store Store, opts OpenOptions) 
 	}
 	if real, err := filepath.EvalSymlinks(workdir); err == nil {
 		workdir = real
+	}
+	if err := checkWorkdir(workdir); err != nil {
+		return nil, "", err
 	}
 	id := SessionID(workdir)
 	wait := opts.LockWait
@@ -134,6 +138,10 @@ func stage(ctx context.Context, conn *guest.Conn, store Store, id, workdir strin
 	if err != nil {
 		return nil, fmt.Errorf("choosing what to stage: %w", err)
 	}
+	if n, size := (&Manifest{Entries: sel.Entries}).Files(); n > MaxStageFiles || size > MaxStageBytes {
+		return nil, fmt.Errorf("%s holds %d files (%.1f GB) to stage, over the limit of %d files or %.0f GB: exclude large trees (build outputs, data, dependencies) with .gitignore, %s or --exclude, or run the server from a smaller directory",
+			workdir, n, float64(size)/1e9, MaxStageFiles, float64(MaxStageBytes)/1e9, ignore.ProjectFile)
+	}
 	for _, sk := range sel.Skipped {
 		log.Warn("not staged: not a regular file, directory or symlink", "path", sk)
 	}
@@ -169,6 +177,29 @@ func stage(ctx context.Context, conn *guest.Conn, store Store, id, workdir strin
 		return nil, err
 	}
 	return s, nil
+}
+
+// Limits of what one session stages.
+const (
+	MaxStageFiles = 200_000
+	MaxStageBytes = 4 << 30
+)
+
+// checkWorkdir refuses working directories that are not a project: the filesystem root, or
+// the user's home directory (or a parent of it).
+func checkWorkdir(workdir string) error {
+	if workdir == "/" {
+		return fmt.Errorf("refusing to stage the whole filesystem (the working directory is /): run the server in a project directory, or pass --workdir")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if real, err := filepath.EvalSymlinks(home); err == nil {
+			home = real
+		}
+		if under(home, workdir) {
+			return fmt.Errorf("refusing to stage %s, which holds your home directory: run the server in a project directory, or pass --workdir", workdir)
+		}
+	}
+	return nil
 }
 
 // prepareGuestDir creates an empty directory at p owned by the guest user, with sudo when

@@ -53,8 +53,10 @@ func SessionID(workdir string) string {
 
 func (s Store) sessionDir(id string) string { return filepath.Join(s.Dir, "sessions", id) }
 
-func (s Store) statePath(id string) string    { return filepath.Join(s.sessionDir(id), "session.json") }
-func (s Store) baselinePath(id string) string { return filepath.Join(s.sessionDir(id), "baseline.json.gz") }
+func (s Store) statePath(id string) string { return filepath.Join(s.sessionDir(id), "session.json") }
+func (s Store) baselinePath(id string) string {
+	return filepath.Join(s.sessionDir(id), "baseline.json.gz")
+}
 
 // BackupDir is where an apply keeps what it overwrote (see internal/review).
 func (s Store) BackupDir(id string) string { return filepath.Join(s.sessionDir(id), "backups") }

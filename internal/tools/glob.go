@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
 var globTool = &mcp.Tool{
@@ -28,11 +30,15 @@ type GlobResult struct {
 }
 
 // Glob finds files by name in the guest.
-func (ts *Toolset) Glob(ctx context.Context, _ *mcp.CallToolRequest, args GlobParams) (*mcp.CallToolResult, *GlobResult, error) {
+func (ts *Toolset) Glob(ctx context.Context, req *mcp.CallToolRequest, args GlobParams) (*mcp.CallToolResult, *GlobResult, error) {
+	ws, err := ts.workspace(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
 	if args.Pattern == "" {
 		return nil, nil, fmt.Errorf("pattern is empty: pass a glob pattern such as \"**/*.go\"")
 	}
-	dir, guestDir, err := ts.searchDir(args.Path)
+	dir, guestDir, err := searchDir(ws, args.Path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,18 +57,18 @@ func (ts *Toolset) Glob(ctx context.Context, _ *mcp.CallToolRequest, args GlobPa
 	}
 	res := &GlobResult{Matches: make([]string, len(r.Matches)), Truncated: r.Truncated}
 	for i, m := range r.Matches {
-		res.Matches[i] = ts.ws.ToHost(m)
+		res.Matches[i] = ws.ToHost(m)
 	}
 	return nil, res, nil
 }
 
 // searchDir resolves the optional directory of glob and search_file_content: the given
 // absolute path, or the workspace's default directory.
-func (ts *Toolset) searchDir(p *string) (host, guest string, err error) {
-	host = ts.ws.DefaultDir()
+func searchDir(ws *workspace.Workspace, p *string) (host, guest string, err error) {
+	host = ws.DefaultDir()
 	if p != nil && *p != "" {
 		host = *p
 	}
-	guest, err = ts.ws.ToGuest(host)
+	guest, err = ws.ToGuest(host)
 	return host, guest, err
 }

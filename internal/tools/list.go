@@ -11,7 +11,7 @@ import (
 // List returns the tools as a client sees them (for `info` and the generated reference).
 func List(ctx context.Context) ([]*mcp.Tool, error) {
 	server := NewServer("")
-	New(nil, workspace.Identity("/"), DefaultLimits).Register(server)
+	New(nil, Static{workspace.Identity("/")}, DefaultLimits, nil).Register(server)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(ctx, st, nil)
 	if err != nil {

@@ -38,8 +38,12 @@ type ListDirectoryResult struct {
 }
 
 // ListDirectory lists a directory of the guest.
-func (ts *Toolset) ListDirectory(ctx context.Context, _ *mcp.CallToolRequest, args ListDirectoryParams) (*mcp.CallToolResult, *ListDirectoryResult, error) {
-	guestPath, err := ts.ws.ToGuest(args.Path)
+func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, args ListDirectoryParams) (*mcp.CallToolResult, *ListDirectoryResult, error) {
+	ws, err := ts.workspace(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	guestPath, err := ws.ToGuest(args.Path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,7 +70,7 @@ func (ts *Toolset) ListDirectory(ctx context.Context, _ *mcp.CallToolRequest, ar
 		e.Size, e.Mode, e.ModTime, e.IsDir = ptr(f.Size()), ptr(f.Mode()), ptr(f.ModTime()), ptr(f.IsDir())
 		if f.Mode()&fs.ModeSymlink != 0 {
 			if target, err := sc.ReadLink(path.Join(guestPath, f.Name())); err == nil {
-				e.LinkTarget = ts.ws.ToHost(target)
+				e.LinkTarget = ws.ToHost(target)
 			}
 		}
 	}

@@ -51,8 +51,12 @@ var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/g
 const maxScan = 64 << 20
 
 // ReadFile reads a file of the guest.
-func (ts *Toolset) ReadFile(ctx context.Context, _ *mcp.CallToolRequest, args ReadFileParams) (*mcp.CallToolResult, *ReadFileResult, error) {
-	guestPath, err := ts.ws.ToGuest(args.Path)
+func (ts *Toolset) ReadFile(ctx context.Context, req *mcp.CallToolRequest, args ReadFileParams) (*mcp.CallToolResult, *ReadFileResult, error) {
+	ws, err := ts.workspace(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	guestPath, err := ws.ToGuest(args.Path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -36,8 +36,12 @@ type ReplaceResult struct {
 }
 
 // Replace edits a file of the guest.
-func (ts *Toolset) Replace(ctx context.Context, _ *mcp.CallToolRequest, args ReplaceParams) (*mcp.CallToolResult, *ReplaceResult, error) {
-	guestPath, err := ts.ws.ToGuest(args.FilePath)
+func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args ReplaceParams) (*mcp.CallToolResult, *ReplaceResult, error) {
+	ws, err := ts.workspace(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	guestPath, err := ws.ToGuest(args.FilePath)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -45,14 +45,18 @@ type RunShellCommandResult struct {
 }
 
 // RunShellCommand runs a command in the guest.
-func (ts *Toolset) RunShellCommand(ctx context.Context, _ *mcp.CallToolRequest, args RunShellCommandParams) (*mcp.CallToolResult, *RunShellCommandResult, error) {
+func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest, args RunShellCommandParams) (*mcp.CallToolResult, *RunShellCommandResult, error) {
+	ws, err := ts.workspace(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(args.Command) == 0 || args.Command[0] == "" {
 		return nil, nil, errors.New(`command is empty: pass the program and its arguments, e.g. ["ls", "-la"] or ["bash", "-c", "make && make test"]`)
 	}
 	if args.Directory == "" {
-		return nil, nil, fmt.Errorf("directory is empty: pass the absolute directory to run the command in, such as %q", ts.ws.DefaultDir())
+		return nil, nil, fmt.Errorf("directory is empty: pass the absolute directory to run the command in, such as %q", ws.DefaultDir())
 	}
-	guestDir, err := ts.ws.ToGuest(args.Directory)
+	guestDir, err := ws.ToGuest(args.Directory)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,7 +83,7 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, _ *mcp.CallToolRequest, 
 	res := &RunShellCommandResult{Signal: r.Signal, TimedOut: r.TimedOut}
 	res.Stdout, res.StdoutCutBytes = joinOutput(r.Stdout)
 	res.Stderr, res.StderrCutBytes = joinOutput(r.Stderr)
-	res.Stdout, res.Stderr = ts.ws.HostText(res.Stdout), ts.ws.HostText(res.Stderr)
+	res.Stdout, res.Stderr = ws.HostText(res.Stdout), ws.HostText(res.Stderr)
 	if r.Signal == "" {
 		res.ExitCode = ptr(r.ExitCode)
 	}

@@ -32,11 +32,15 @@ type SearchFileContentResult struct {
 }
 
 // SearchFileContent searches file contents in the guest.
-func (ts *Toolset) SearchFileContent(ctx context.Context, _ *mcp.CallToolRequest, args SearchFileContentParams) (*mcp.CallToolResult, *SearchFileContentResult, error) {
+func (ts *Toolset) SearchFileContent(ctx context.Context, req *mcp.CallToolRequest, args SearchFileContentParams) (*mcp.CallToolResult, *SearchFileContentResult, error) {
+	ws, err := ts.workspace(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
 	if args.Pattern == "" {
 		return nil, nil, fmt.Errorf("pattern is empty: pass a regular expression to search for")
 	}
-	dir, guestDir, err := ts.searchDir(args.Path)
+	dir, guestDir, err := searchDir(ws, args.Path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,11 +53,11 @@ func (ts *Toolset) SearchFileContent(ctx context.Context, _ *mcp.CallToolRequest
 	} else if !fi.IsDir() {
 		return nil, nil, notADirectory(dir)
 	}
-	req := runnerproto.GrepRequest{Dir: guestDir, Pattern: args.Pattern, MaxBytes: ts.lim.SearchBytes}
+	grep := runnerproto.GrepRequest{Dir: guestDir, Pattern: args.Pattern, MaxBytes: ts.lim.SearchBytes}
 	if args.Include != nil {
-		req.Include = *args.Include
+		grep.Include = *args.Include
 	}
-	r, err := ts.conn.Grep(ctx, req)
+	r, err := ts.conn.Grep(ctx, grep)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -63,5 +67,5 @@ func (ts *Toolset) SearchFileContent(ctx context.Context, _ *mcp.CallToolRequest
 	if r.Error != "" {
 		return nil, nil, fmt.Errorf("search in %s failed: %s", dir, r.Error)
 	}
-	return nil, &SearchFileContentResult{GitGrepOutput: ts.ws.HostText(r.Output), Truncated: r.Truncated}, nil
+	return nil, &SearchFileContentResult{GitGrepOutput: ws.HostText(r.Output), Truncated: r.Truncated}, nil
 }

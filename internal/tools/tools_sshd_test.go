@@ -20,7 +20,7 @@ import (
 func session(t *testing.T, conn *guest.Conn, root string) *mcp.ClientSession {
 	t.Helper()
 	server := tools.NewServer("")
-	tools.New(conn, workspace.Identity(root), tools.DefaultLimits).Register(server)
+	tools.New(conn, tools.Static{WS: workspace.Identity(root)}, tools.DefaultLimits, nil).Register(server)
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := server.Connect(ctx, st, nil)

@@ -4,6 +4,7 @@
 package tools
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -17,9 +18,29 @@ import (
 
 // Toolset is the set of tools over one guest connection and one workspace.
 type Toolset struct {
-	conn *guest.Conn
-	ws   *workspace.Workspace
-	lim  Limits
+	conn    *guest.Conn
+	src     WorkspaceSource
+	lim     Limits
+	pending PendingSource
+}
+
+// WorkspaceSource gives the workspace a call works in. A staged session's source waits until
+// the working directory is staged (reporting progress to the request), and fails when
+// staging failed.
+type WorkspaceSource interface {
+	Workspace(ctx context.Context, req *mcp.CallToolRequest) (*workspace.Workspace, error)
+}
+
+// Static is a WorkspaceSource that is always ready.
+type Static struct{ WS *workspace.Workspace }
+
+// Workspace implements WorkspaceSource.
+func (s Static) Workspace(context.Context, *mcp.CallToolRequest) (*workspace.Workspace, error) {
+	return s.WS, nil
+}
+
+func (ts *Toolset) workspace(ctx context.Context, req *mcp.CallToolRequest) (*workspace.Workspace, error) {
+	return ts.src.Workspace(ctx, req)
 }
 
 // Limits bound what tools accept and return.
@@ -51,8 +72,9 @@ var DefaultLimits = Limits{
 }
 
 // New returns the tools over conn; a nil conn is allowed for listing the tools only.
-func New(conn *guest.Conn, ws *workspace.Workspace, lim Limits) *Toolset {
-	return &Toolset{conn: conn, ws: ws, lim: lim}
+// pending, when not nil, serves the pending_changes tool (a staged session).
+func New(conn *guest.Conn, src WorkspaceSource, lim Limits, pending PendingSource) *Toolset {
+	return &Toolset{conn: conn, src: src, lim: lim, pending: pending}
 }
 
 // Register adds every tool to server.
@@ -64,6 +86,7 @@ func (ts *Toolset) Register(server *mcp.Server) {
 	mcp.AddTool(server, globTool, ts.Glob)
 	mcp.AddTool(server, searchFileContentTool, ts.SearchFileContent)
 	mcp.AddTool(server, runShellCommandTool, ts.RunShellCommand)
+	mcp.AddTool(server, pendingChangesTool, ts.PendingChanges)
 }
 
 // NewServer returns an MCP server with the name Lima's bundled server has ("lima"), so that

@@ -27,8 +27,12 @@ type WriteFileParams struct {
 type WriteFileResult struct{}
 
 // WriteFile writes a file of the guest, creating its parent directories.
-func (ts *Toolset) WriteFile(ctx context.Context, _ *mcp.CallToolRequest, args WriteFileParams) (*mcp.CallToolResult, *WriteFileResult, error) {
-	guestPath, err := ts.ws.ToGuest(args.Path)
+func (ts *Toolset) WriteFile(ctx context.Context, req *mcp.CallToolRequest, args WriteFileParams) (*mcp.CallToolResult, *WriteFileResult, error) {
+	ws, err := ts.workspace(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	guestPath, err := ws.ToGuest(args.Path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,124 @@
+package staging
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
+)
+
+// MaxDiffBytes bounds each side of a diff.
+const MaxDiffBytes = 4 << 20
+
+// ErrNotPending is returned for a path with no pending change.
+var ErrNotPending = errors.New("no pending change at that path")
+
+// BaseContent is the baseline content of a file: the host's file, when it still has the hash
+// that was staged. hostChanged says the host's file changed since (then data is the host's
+// current content, for showing, not the baseline).
+func BaseContent(workdir string, base *Entry) (data []byte, hostChanged bool, err error) {
+	data, err = os.ReadFile(filepath.Join(workdir, filepath.FromSlash(string(base.Path))))
+	if err != nil {
+		return nil, true, err
+	}
+	sum := sha256.Sum256(data)
+	return data, hex.EncodeToString(sum[:]) != base.Hash, nil
+}
+
+// Diff renders the pending change of one path as a unified diff (baseline → guest).
+func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
+	rel := string(c.Path)
+	header := fmt.Sprintf("diff --git a/%s b/%s\n", rel, rel)
+	switch {
+	case c.Now != nil && c.Now.Type == runnerproto.TypeSymlink, c.Base != nil && c.Base.Type == runnerproto.TypeSymlink && c.Now == nil:
+		return header + describe(c) + "\n", nil
+	case c.Kind == ModeChanged && !c.ContentChanged:
+		return header + fmt.Sprintf("old mode %o\nnew mode %o\n", c.Base.Mode, c.Now.Mode), nil
+	case (c.Now != nil && c.Now.Type != runnerproto.TypeFile) || (c.Base != nil && c.Base.Type != runnerproto.TypeFile && c.Now == nil):
+		return header + describe(c) + "\n", nil
+	}
+	var old, new *string
+	note := ""
+	if c.Base != nil && c.Base.Type == runnerproto.TypeFile {
+		data, hostChanged, err := BaseContent(s.State.Workdir, c.Base)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if hostChanged {
+			note = "(the host's copy changed since it was staged: this diff is against the host's current file)\n"
+		}
+		if len(data) > MaxDiffBytes || isBinary(data) {
+			return header + note + "Binary or large files differ\n", nil
+		}
+		t := string(data)
+		old = &t
+	}
+	if c.Now != nil {
+		data, err := s.ReadGuestFile(ctx, c.Path, MaxDiffBytes+1)
+		if err != nil {
+			return "", err
+		}
+		if len(data) > MaxDiffBytes || isBinary(data) {
+			return header + note + "Binary or large files differ\n", nil
+		}
+		t := string(data)
+		new = &t
+	}
+	mode := ""
+	switch {
+	case c.Base == nil:
+		mode = fmt.Sprintf("new file mode 100%o\n", c.Now.Mode&0o777)
+	case c.Now == nil:
+		mode = fmt.Sprintf("deleted file mode 100%o\n", c.Base.Mode&0o777)
+	case c.Base.Mode != c.Now.Mode:
+		mode = fmt.Sprintf("old mode 100%o\nnew mode 100%o\n", c.Base.Mode&0o777, c.Now.Mode&0o777)
+	}
+	return header + note + mode + udiff.Unified(rel, rel, old, new), nil
+}
+
+// describe says in one line what happened to a path that has no text diff.
+func describe(c Change) string {
+	what := func(e *Entry) string {
+		switch e.Type {
+		case runnerproto.TypeSymlink:
+			return fmt.Sprintf("symlink -> %q", string(e.Target))
+		case runnerproto.TypeDir:
+			return "directory"
+		case runnerproto.TypeFile:
+			return fmt.Sprintf("file (%d bytes, mode %o)", e.Size, e.Mode)
+		}
+		return "special file (fifo, socket or device)"
+	}
+	switch {
+	case c.Base == nil:
+		return "added: " + what(c.Now)
+	case c.Now == nil:
+		return "deleted: " + what(c.Base)
+	}
+	return "changed: " + what(c.Base) + " => " + what(c.Now)
+}
+
+func isBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
+}
+
+// PendingDiff is the diff of the pending change at rel.
+func (s *Session) PendingDiff(ctx context.Context, rel string) (string, error) {
+	cs, err := s.GuestChanges(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range cs.Changes {
+		if string(c.Path) == rel {
+			return s.Diff(ctx, c)
+		}
+	}
+	return "", ErrNotPending
+}
