@@ -4,7 +4,6 @@ import (
 	"context"
 	"path"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
@@ -65,7 +64,7 @@ func entryFromScan(s runnerproto.ScanEntry) Entry {
 // compare finds the changes of now against base. Files of the same size whose mtime differs
 // (in whole seconds) are content candidates: hash is called for them, and returns their
 // hashes ("" for unreadable ones).
-func compare(base *Manifest, now []Entry, hash func(paths []runnerproto.Name) ([]string, error)) ([]Change, int, error) {
+func compare(base *Manifest, now []Entry, hash func(paths []runnerproto.Name) ([]string, error), keepDirs bool) ([]Change, int, error) {
 	baseIdx := base.Index()
 	nowIdx := make(map[runnerproto.Name]*Entry, len(now))
 	var changes []Change
@@ -151,7 +150,9 @@ func compare(base *Manifest, now []Entry, hash func(paths []runnerproto.Name) ([
 		}
 		changes = keep
 	}
-	changes = dropImpliedDirs(changes)
+	if !keepDirs {
+		changes = dropImpliedDirs(changes)
+	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	return changes, hashed, nil
 }
@@ -180,8 +181,18 @@ func dropImpliedDirs(changes []Change) []Change {
 }
 
 // GuestChanges compares the staged copy in the guest with the baseline: one listing of the
-// tree, then hashes only for files whose size is unchanged but whose mtime moved.
+// tree, then hashes only for files whose size is unchanged but whose mtime moved. An added or
+// deleted directory is left out when a change inside it says so.
 func (s *Session) GuestChanges(ctx context.Context) (*ChangeSet, error) {
+	return s.guestChanges(ctx, false)
+}
+
+// GuestChangesAll is GuestChanges with every directory change listed.
+func (s *Session) GuestChangesAll(ctx context.Context) (*ChangeSet, error) {
+	return s.guestChanges(ctx, true)
+}
+
+func (s *Session) guestChanges(ctx context.Context, keepDirs bool) (*ChangeSet, error) {
 	start := time.Now()
 	scan, err := s.conn.Scan(ctx, s.scanRequest())
 	if err != nil {
@@ -196,7 +207,7 @@ func (s *Session) GuestChanges(ctx context.Context) (*ChangeSet, error) {
 	}
 	changes, hashed, err := compare(s.Baseline, now, func(paths []runnerproto.Name) ([]string, error) {
 		return s.conn.Hash(ctx, s.State.GuestPath, paths)
-	})
+	}, keepDirs)
 	if err != nil {
 		return nil, err
 	}
@@ -242,13 +253,10 @@ func HostChanges(ctx context.Context, st *State, base *Manifest) (*ChangeSet, er
 			hs[i] = HashHostFile(st.Workdir, string(p))
 		}
 		return hs, nil
-	})
+	}, false)
 	if err != nil {
 		return nil, err
 	}
 	return &ChangeSet{Changes: changes, Scanned: len(sel.Entries), Hashed: hashed, Duration: time.Since(start)}, nil
 }
 
-func isUnder(rel, dir string) bool {
-	return rel == dir || strings.HasPrefix(rel, dir+"/")
-}

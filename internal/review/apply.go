@@ -1,0 +1,608 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
+)
+
+// Report says what an apply did.
+type Report struct {
+	JournalID string   `json:"journal_id,omitempty"`
+	Written   []string `json:"written"`           // host paths written, created or removed
+	Guest     []string `json:"guest,omitempty"`   // guest paths reverted or set to the host's version
+	Pending   []string `json:"pending,omitempty"` // left pending in the guest (rejected, skipped)
+	Refused   []string `json:"refused,omitempty"` // "path: reason"
+	DryRun    bool     `json:"dry_run,omitempty"`
+}
+
+// Planned is one step of an apply, as the final confirmation and --dry-run show it.
+type Planned struct {
+	Path string
+	What string
+}
+
+// step is what an apply does for one item.
+type step struct {
+	it       *Item
+	dec      Decision
+	hostOp   bool           // write the host
+	after    *staging.Entry // the host's state after (nil: absent)
+	content  []byte         // a file's new content (nil: stream it from the guest)
+	baseNext *staging.Entry // the baseline's entry after
+	moveBase bool           // update the baseline for this path
+	guestOp  string         // "revert" or "keep-host"
+	what     string
+}
+
+// plan turns decisions into steps; it reads nothing from the host or the guest.
+func plan(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
+	byPath := map[string]*Item{}
+	for _, it := range cs.Items {
+		byPath[it.Path] = it
+	}
+	var steps []*step
+	var pending []string
+	for _, d := range decisions {
+		it := byPath[d.Path]
+		if it == nil {
+			return nil, nil, fmt.Errorf("no change at %s", display(d.Path))
+		}
+		if it.Refused != "" {
+			continue
+		}
+		if it.Conflict && (d.Action == Accept || d.Action == Reject || d.Action == RejectRevert) {
+			return nil, nil, fmt.Errorf("%s is a conflict: choose keep-host, take-guest or skip", it.Display)
+		}
+		if !it.Conflict && (d.Action == KeepHost || d.Action == TakeGuest || d.Action == Skip) {
+			return nil, nil, fmt.Errorf("%s is not a conflict: choose accept, reject or reject-revert", it.Display)
+		}
+		s := &step{it: it, dec: d}
+		switch d.Action {
+		case Reject, Skip:
+			pending = append(pending, it.Display)
+			continue
+		case RejectRevert:
+			s.guestOp, s.what = "revert", "revert in the guest to the staged version"
+		case KeepHost:
+			s.guestOp, s.moveBase, s.baseNext = "keep-host", true, hostAsBase(it.Host)
+			s.what = "keep the host's version (copied into the guest)"
+		case Accept, TakeGuest:
+			if err := s.acceptPlan(); err != nil {
+				return nil, nil, err
+			}
+			if s.after != nil && s.after.Type == runnerproto.TypeFile && s.content != nil && bytesHashMismatch(s) {
+				return nil, nil, fmt.Errorf("internal error: content of %s does not match its hash", it.Display)
+			}
+		default:
+			return nil, nil, fmt.Errorf("unknown action %q for %s", d.Action, it.Display)
+		}
+		steps = append(steps, s)
+	}
+	return steps, pending, nil
+}
+
+func bytesHashMismatch(s *step) bool {
+	sum := sha256.Sum256(s.content)
+	return hex.EncodeToString(sum[:]) != s.after.Hash
+}
+
+// hostAsBase is the baseline entry for a path set to the host's version in the guest: its
+// mtime is unknown, so change detection compares hashes.
+func hostAsBase(h *staging.Entry) *staging.Entry {
+	if h == nil {
+		return nil
+	}
+	e := *h
+	e.MTime = 0
+	return &e
+}
+
+// acceptPlan fills in the host write of an accepted change.
+func (s *step) acceptPlan() error {
+	it, g := s.it, s.it.Guest
+	s.hostOp, s.moveBase = true, true
+	if g == nil {
+		s.after, s.baseNext, s.what = nil, nil, "delete"
+		return nil
+	}
+	e := *g
+	e.Mode &= 0o777 // never setuid, setgid or sticky on the host
+	s.after, s.baseNext = &e, g
+	switch g.Type {
+	case runnerproto.TypeSymlink:
+		s.what = "symlink -> " + display(string(g.Target))
+	case runnerproto.TypeDir:
+		s.what = fmt.Sprintf("create directory (mode %o)", e.Mode)
+	case runnerproto.TypeFile:
+		if it.Kind == staging.ModeChanged && it.Base != nil && it.Base.Hash == g.Hash {
+			s.what = fmt.Sprintf("chmod %o", e.Mode)
+		} else {
+			s.what = "write"
+		}
+		if it.Host != nil && it.Host.Type == runnerproto.TypeFile && it.Kind != staging.ModeChanged && it.Kind != staging.Added && !it.Conflict {
+			e.Mode = it.Host.Mode & 0o777 // the content changed, not the mode: keep the host's
+		}
+		if it.Text || it.GuestText != "" || (g.Size == 0) {
+			s.content = []byte(it.GuestText)
+			if it.Text && s.dec.Hunks != nil {
+				if len(s.dec.Hunks) != len(it.Hunks) {
+					return fmt.Errorf("%s: %d hunk choices for %d hunks", it.Display, len(s.dec.Hunks), len(it.Hunks))
+				}
+				n := 0
+				for _, ok := range s.dec.Hunks {
+					if ok {
+						n++
+					}
+				}
+				s.content = []byte(udiff.Apply(it.BaseText, it.Hunks, func(i int) bool { return s.dec.Hunks[i] }))
+				if n < len(it.Hunks) {
+					s.what = fmt.Sprintf("write (%d of %d hunks)", n, len(it.Hunks))
+					// The rest stays pending: the baseline becomes what the host now has.
+					nb := e
+					nb.MTime, nb.Size = 0, int64(len(s.content))
+					s.baseNext = &nb
+				}
+			}
+			sum := sha256.Sum256(s.content)
+			e.Hash, e.Size = hex.EncodeToString(sum[:]), int64(len(s.content))
+			if s.baseNext != g {
+				s.baseNext.Hash = e.Hash
+			}
+		}
+	}
+	return nil
+}
+
+// Plan describes what applying decisions would do, without doing it.
+func Plan(cs *Changeset, decisions []Decision) ([]Planned, error) {
+	steps, pending, err := plan(cs, decisions)
+	if err != nil {
+		return nil, err
+	}
+	var out []Planned
+	for _, s := range steps {
+		out = append(out, Planned{Path: s.it.Display, What: s.what})
+	}
+	for _, p := range pending {
+		out = append(out, Planned{Path: p, What: "leave pending in the guest"})
+	}
+	return out, nil
+}
+
+// Apply carries out decisions: backups and a journal first, then each host write atomically,
+// then the new baseline, then the guest-side steps. A path whose host state changed since the
+// changeset was built is refused, never overwritten.
+func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions []Decision) (*Report, error) {
+	steps, pending, err := plan(cs, decisions)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := sess.Store().Lock(sess.State.ID, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	host, err := openHost(sess.State.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	defer host.close()
+	rep := &Report{Written: []string{}, Pending: pending}
+	if err := recoverInterrupted(sess, host, rep); err != nil {
+		return nil, err
+	}
+
+	j, err := newJournal(sess.Store().BackupDir(sess.State.ID))
+	if err != nil {
+		return nil, err
+	}
+	rep.JournalID = j.ID
+	var ready []*step
+	for i, s := range steps {
+		if !s.hostOp && !s.moveBase {
+			ready = append(ready, s)
+			continue
+		}
+		now, err := host.entry(s.it.Path)
+		if err != nil {
+			rep.Refused = append(rep.Refused, s.it.Display+": "+err.Error())
+			continue
+		}
+		if !sameEntry(now, s.it.Host) && !(now == nil && s.it.Host == nil) && !(now != nil && s.it.Host != nil && now.Type == runnerproto.TypeDir && s.it.Host.Type == runnerproto.TypeDir) {
+			rep.Refused = append(rep.Refused, s.it.Display+": changed on the host during the review; nothing written (review again)")
+			continue
+		}
+		je := journalEntry{Path: s.it.Path, Before: now, After: s.after, BaseBefore: s.it.Base, BaseAfter: s.baseNext, HostOp: s.hostOp}
+		if s.hostOp && now != nil && now.Type == runnerproto.TypeFile {
+			data, err := host.readFile(s.it.Path)
+			if err != nil {
+				rep.Refused = append(rep.Refused, s.it.Display+": cannot back it up: "+err.Error())
+				continue
+			}
+			je.BeforeBlob = fmt.Sprintf("%d.before", i)
+			if err := os.WriteFile(j.blobPath(je.BeforeBlob), data, 0o600); err != nil {
+				return nil, err
+			}
+		}
+		if s.hostOp && s.after != nil && s.after.Type == runnerproto.TypeFile {
+			je.AfterBlob = fmt.Sprintf("%d.after", i)
+			if err := s.fetch(ctx, sess, j.blobPath(je.AfterBlob)); err != nil {
+				rep.Refused = append(rep.Refused, s.it.Display+": "+err.Error())
+				continue
+			}
+		}
+		j.Entries = append(j.Entries, je)
+		ready = append(ready, s)
+	}
+	// Create and write in path order (parents first); remove deepest first.
+	sort.SliceStable(j.Entries, func(a, b int) bool {
+		ra, rb := j.Entries[a].After == nil, j.Entries[b].After == nil
+		if ra != rb {
+			return !ra
+		}
+		if ra {
+			return j.Entries[a].Path > j.Entries[b].Path
+		}
+		return j.Entries[a].Path < j.Entries[b].Path
+	})
+	if err := j.save(statePrepared); err != nil {
+		return nil, err
+	}
+	// Host writes: each atomic; the journal lets a crash here be rolled back.
+	for _, je := range j.Entries {
+		if !je.HostOp {
+			continue
+		}
+		if err := setHost(host, je.Path, je.After, j, je.AfterBlob, false); err != nil {
+			rep.Refused = append(rep.Refused, display(je.Path)+": "+err.Error())
+			continue
+		}
+		rep.Written = append(rep.Written, display(je.Path))
+	}
+	if err := j.save(stateCommitted); err != nil {
+		return nil, err
+	}
+	// The accepted changes become the new baseline.
+	idx := sess.Baseline.Index()
+	for _, je := range j.Entries {
+		if je.BaseAfter == nil {
+			delete(idx, runnerproto.Name(je.Path))
+		} else {
+			e := *je.BaseAfter
+			idx[runnerproto.Name(je.Path)] = &e
+		}
+	}
+	nb := &staging.Manifest{}
+	for _, e := range idx {
+		nb.Entries = append(nb.Entries, *e)
+	}
+	if err := sess.SaveBaseline(nb); err != nil {
+		return nil, err
+	}
+	// Guest-side steps.
+	for _, s := range ready {
+		if s.guestOp == "" {
+			continue
+		}
+		var err error
+		switch s.guestOp {
+		case "revert":
+			err = setGuest(ctx, sess, host, s.it.Path, s.it.Base, s.it)
+		case "keep-host":
+			err = setGuest(ctx, sess, host, s.it.Path, s.it.Host, s.it)
+		}
+		if err != nil {
+			rep.Refused = append(rep.Refused, s.it.Display+": in the guest: "+err.Error())
+			continue
+		}
+		rep.Guest = append(rep.Guest, s.it.Display)
+	}
+	return rep, nil
+}
+
+// fetch writes the step's new file content to dst: from memory, or streamed from the guest
+// and checked against the hash that was reviewed.
+func (s *step) fetch(ctx context.Context, sess *staging.Session, dst string) error {
+	if s.content != nil {
+		return os.WriteFile(dst, s.content, 0o600)
+	}
+	sc, err := sess.Conn().SFTP(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := sc.Open(path.Join(sess.State.GuestPath, s.it.Path))
+	if err != nil {
+		return fmt.Errorf("reading it from the guest: %w", err)
+	}
+	defer f.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(f, s.it.Guest.Size+1))
+	if err != nil {
+		return fmt.Errorf("reading it from the guest: %w", err)
+	}
+	if n != s.it.Guest.Size || hex.EncodeToString(h.Sum(nil)) != s.it.Guest.Hash {
+		return errors.New("changed in the guest since the review began; nothing written (review again)")
+	}
+	return out.Sync()
+}
+
+// setHost makes the host's rel match e (nil: absent), with a file's content from the
+// journal's blob. allowOutsideLinks is for restoring the host's own symlinks.
+func setHost(host *hostTree, rel string, e *staging.Entry, j *journal, blob string, allowOutsideLinks bool) error {
+	if e == nil {
+		return host.remove(rel)
+	}
+	switch e.Type {
+	case runnerproto.TypeFile:
+		f, err := os.Open(j.blobPath(blob))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return host.writeFile(rel, f, e.Mode)
+	case runnerproto.TypeSymlink:
+		if allowOutsideLinks && !symlinkTargetInside(rel, string(e.Target)) {
+			return host.restoreSymlink(rel, string(e.Target))
+		}
+		return host.symlink(rel, string(e.Target))
+	case runnerproto.TypeDir:
+		if err := host.mkdir(rel, e.Mode); err != nil {
+			return err
+		}
+		return host.chmod(rel, e.Mode)
+	}
+	return fmt.Errorf("refusing to create a %s", e.Type)
+}
+
+// setGuest makes the guest copy's rel match e (nil: absent), taking a file's content from
+// the host (the baseline's content is the host's while the host has not changed it).
+func setGuest(ctx context.Context, sess *staging.Session, host *hostTree, rel string, e *staging.Entry, it *Item) error {
+	gp := path.Join(sess.State.GuestPath, rel)
+	q := shellquote.Quote(gp)
+	if e == nil {
+		_, err := sess.Conn().Stream(ctx, "rm -rf -- "+q, nil)
+		return err
+	}
+	switch e.Type {
+	case runnerproto.TypeFile:
+		data, err := host.readFile(rel)
+		if err != nil {
+			return err
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != e.Hash {
+			return errors.New("the host's copy changed, so the staged version is no longer known; left as it is")
+		}
+		script := "mkdir -p " + shellquote.Quote(path.Dir(gp)) + " && rm -rf -- " + q + " && cat > " + q + " && chmod " + fmt.Sprintf("%o", e.Mode&0o777) + " " + q
+		_, err = sess.Conn().Stream(ctx, script, bytes.NewReader(data))
+		return err
+	case runnerproto.TypeSymlink:
+		_, err := sess.Conn().Stream(ctx, "rm -rf -- "+q+" && ln -s -- "+shellquote.Quote(string(e.Target))+" "+q, nil)
+		return err
+	case runnerproto.TypeDir:
+		_, err := sess.Conn().Stream(ctx, "mkdir -p -- "+q, nil)
+		return err
+	}
+	return fmt.Errorf("cannot restore a %s", e.Type)
+}
+
+// restoreSymlink puts back a symlink the host itself had (whatever its target).
+func (h *hostTree) restoreSymlink(rel, target string) error {
+	if err := h.mkdirParents(rel); err != nil {
+		return err
+	}
+	tmp := tmpName(rel)
+	if err := h.root.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := h.root.Rename(tmp, rel); err != nil {
+		_ = h.root.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// recoverInterrupted rolls back an apply that was killed before it finished: every path it
+// had already written goes back to its backup; paths changed since are left alone and reported.
+func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) error {
+	js, err := journals(sess.Store().BackupDir(sess.State.ID))
+	if err != nil {
+		return err
+	}
+	for _, j := range js {
+		if j.State != statePrepared {
+			continue
+		}
+		for _, je := range j.Entries {
+			if !je.HostOp {
+				continue
+			}
+			now, err := host.entry(je.Path)
+			if err != nil {
+				rep.Refused = append(rep.Refused, display(je.Path)+": interrupted apply: "+err.Error())
+				continue
+			}
+			if sameOrAbsent(now, je.After) && !sameOrAbsent(now, je.Before) {
+				if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true); err != nil {
+					rep.Refused = append(rep.Refused, display(je.Path)+": rolling back an interrupted apply: "+err.Error())
+				}
+			}
+		}
+		if err := j.save(stateRolledBack); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameOrAbsent(a, b *staging.Entry) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if a.Type == runnerproto.TypeDir && b.Type == runnerproto.TypeDir {
+		return true
+	}
+	x, y := *a, *b
+	x.Mode &= 0o777
+	y.Mode &= 0o777
+	return sameEntry(&x, &y)
+}
+
+// RecoverInterrupted rolls back an interrupted apply, if there is one, and says what it did.
+func RecoverInterrupted(sess *staging.Session) (*Report, bool, error) {
+	js, err := journals(sess.Store().BackupDir(sess.State.ID))
+	if err != nil {
+		return nil, false, err
+	}
+	found := false
+	for _, j := range js {
+		found = found || j.State == statePrepared
+	}
+	if !found {
+		return nil, false, nil
+	}
+	unlock, err := sess.Store().Lock(sess.State.ID, time.Minute)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	host, err := openHost(sess.State.Workdir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer host.close()
+	rep := &Report{}
+	return rep, true, recoverInterrupted(sess, host, rep)
+}
+
+// Undo restores what the last apply overwrote or deleted. A path the person changed after
+// that apply is refused, with a message, and left as it is.
+func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
+	if rep, rolled, err := RecoverInterrupted(sess); err != nil || rolled {
+		if rep != nil {
+			rep.JournalID = "interrupted apply rolled back"
+		}
+		return rep, err
+	}
+	unlock, err := sess.Store().Lock(sess.State.ID, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	js, err := journals(sess.Store().BackupDir(sess.State.ID))
+	if err != nil {
+		return nil, err
+	}
+	var j *journal
+	for _, c := range js {
+		if c.State == stateCommitted {
+			j = c
+			break
+		}
+	}
+	if j == nil {
+		return nil, errors.New("there is no apply to undo")
+	}
+	host, err := openHost(sess.State.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	defer host.close()
+	rep := &Report{JournalID: j.ID, Written: []string{}}
+	idx := sess.Baseline.Index()
+	for _, je := range j.Entries {
+		if je.HostOp {
+			now, err := host.entry(je.Path)
+			if err != nil {
+				rep.Refused = append(rep.Refused, display(je.Path)+": "+err.Error())
+				continue
+			}
+			if !sameOrAbsent(now, je.After) {
+				rep.Refused = append(rep.Refused, display(je.Path)+": changed on the host after the apply; left as it is")
+				continue
+			}
+			if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true); err != nil {
+				rep.Refused = append(rep.Refused, display(je.Path)+": "+err.Error())
+				continue
+			}
+			rep.Written = append(rep.Written, display(je.Path))
+		}
+		if je.BaseBefore == nil {
+			delete(idx, runnerproto.Name(je.Path))
+		} else {
+			e := *je.BaseBefore
+			idx[runnerproto.Name(je.Path)] = &e
+		}
+	}
+	nb := &staging.Manifest{}
+	for _, e := range idx {
+		nb.Entries = append(nb.Entries, *e)
+	}
+	if err := sess.SaveBaseline(nb); err != nil {
+		return nil, err
+	}
+	return rep, j.save(stateUndone)
+}
+
+// Patch renders the changeset as a unified diff that `git apply` accepts (text changes, new
+// and deleted files, mode changes; binaries and symlinks are noted, not encoded).
+func Patch(cs *Changeset) string {
+	var b strings.Builder
+	for _, it := range cs.Items {
+		if it.Refused != "" {
+			fmt.Fprintf(&b, "# refused: %s: %s\n", it.Display, it.Refused)
+			continue
+		}
+		p := it.Path
+		g, base := it.Guest, it.Base
+		if it.Conflict {
+			fmt.Fprintf(&b, "# conflict (the host changed it too): %s\n", it.Display)
+		}
+		if (g != nil && g.Type != runnerproto.TypeFile) || (g == nil && base != nil && base.Type != runnerproto.TypeFile) {
+			fmt.Fprintf(&b, "# %s: %s (not expressible as a text patch)\n", it.Display, it.Description)
+			continue
+		}
+		if !it.Text && it.BaseText == "" && it.GuestText == "" && !(g != nil && g.Size == 0) && !(g == nil && base != nil && base.Size == 0) {
+			if it.Kind != staging.ModeChanged {
+				fmt.Fprintf(&b, "# %s: binary or large file changed (not in this patch)\n", it.Display)
+				continue
+			}
+		}
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\n", p, p)
+		var old, nw *string
+		switch {
+		case base == nil:
+			fmt.Fprintf(&b, "new file mode 100%o\n", g.Mode&0o777)
+			nw = &it.GuestText
+		case g == nil:
+			fmt.Fprintf(&b, "deleted file mode 100%o\n", base.Mode&0o777)
+			old = &it.BaseText
+		default:
+			if base.Mode&0o777 != g.Mode&0o777 {
+				fmt.Fprintf(&b, "old mode 100%o\nnew mode 100%o\n", base.Mode&0o777, g.Mode&0o777)
+			}
+			old, nw = &it.BaseText, &it.GuestText
+		}
+		b.WriteString(udiff.Unified(p, p, old, nw))
+	}
+	return b.String()
+}

@@ -1,0 +1,239 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
+)
+
+// MaxTextBytes bounds a file shown and chosen hunk by hunk; larger files are whole-file items.
+const MaxTextBytes = staging.MaxDiffBytes
+
+// Build reads the agent's changes (guest now against the baseline) and the host's current
+// state of the same paths, and describes each as an Item. Paths not in paths (when given) are
+// left out. Nothing is written.
+func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changeset, error) {
+	gcs, err := sess.GuestChangesAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host, err := openHost(sess.State.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	defer host.close()
+	cs := &Changeset{Workdir: sess.State.Workdir}
+
+	// Hash every guest file that changed (once, in one request), so that what is applied can
+	// be checked against what was reviewed.
+	var toHash []runnerproto.Name
+	for _, c := range gcs.Changes {
+		if c.Now != nil && c.Now.Type == runnerproto.TypeFile && c.Now.Hash == "" && unsafePath(string(c.Path)) == "" {
+			toHash = append(toHash, c.Path)
+		}
+	}
+	hashes, err := sess.Conn().Hash(ctx, sess.State.GuestPath, toHash)
+	if err != nil {
+		return nil, err
+	}
+	hashOf := map[runnerproto.Name]string{}
+	for i, p := range toHash {
+		hashOf[p] = hashes[i]
+	}
+
+	for _, c := range gcs.Changes {
+		rel := string(c.Path)
+		if len(paths) > 0 && !selected(rel, paths) {
+			continue
+		}
+		it := &Item{Path: rel, Display: display(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
+		if why := unsafePath(rel); why != "" {
+			it.Refused = why
+			if strings.HasPrefix(why, ".git") {
+				cs.Ignored = append(cs.Ignored, it)
+			} else {
+				cs.Items = append(cs.Items, it)
+			}
+			continue
+		}
+		if it.Guest != nil && it.Guest.Type == runnerproto.TypeFile && it.Guest.Hash == "" {
+			g := *it.Guest
+			g.Hash = hashOf[c.Path]
+			it.Guest = &g
+		}
+		it.Host, err = host.entry(rel)
+		if err != nil {
+			it.Refused = err.Error()
+			cs.Items = append(cs.Items, it)
+			continue
+		}
+		if sameEntry(it.Guest, it.Host) && it.Guest != nil && it.Guest.Type != runnerproto.TypeDir {
+			continue // the host already has exactly this
+		}
+		it.Conflict = !sameEntry(it.Base, it.Host) && !(it.Base != nil && it.Base.Type == runnerproto.TypeDir && it.Host != nil && it.Host.Type == runnerproto.TypeDir)
+		if err := describeItem(ctx, sess, host, it); err != nil {
+			return nil, err
+		}
+		cs.Items = append(cs.Items, it)
+	}
+	sort.Slice(cs.Items, func(i, j int) bool { return cs.Items[i].Path < cs.Items[j].Path })
+	return cs, nil
+}
+
+// selected says whether rel is one of paths or under one of them.
+func selected(rel string, paths []string) bool {
+	for _, p := range paths {
+		p = strings.TrimSuffix(p, "/")
+		if p == "." || rel == p || strings.HasPrefix(rel, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// sameEntry says whether two entries have the same type, content, mode and target.
+func sameEntry(a, b *staging.Entry) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if a.Type != b.Type {
+		return false
+	}
+	switch a.Type {
+	case runnerproto.TypeFile:
+		return a.Hash != "" && a.Hash == b.Hash && a.Mode&0o777 == b.Mode&0o777
+	case runnerproto.TypeSymlink:
+		return a.Target == b.Target
+	case runnerproto.TypeDir:
+		return a.Mode&0o777 == b.Mode&0o777
+	}
+	return false
+}
+
+// describeItem fills in the text, hunks and description of an item, and refuses what cannot
+// be applied safely.
+func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it *Item) error {
+	g, b := it.Guest, it.Base
+	if g != nil {
+		switch g.Type {
+		case runnerproto.TypeOther:
+			it.Refused = "a fifo, socket or device: never created on the host"
+		case runnerproto.TypeSymlink:
+			if !symlinkTargetInside(it.Path, string(g.Target)) {
+				it.Refused = fmt.Sprintf("symlink to %s, outside the working directory: never created on the host", display(string(g.Target)))
+			}
+		}
+		if g.Mode&0o7000 != 0 && g.Type == runnerproto.TypeFile {
+			it.Description = fmt.Sprintf("setuid/setgid/sticky bits (%o) are stripped; ", g.Mode&0o7000)
+		}
+	}
+	it.Description += oneLine(it)
+	if it.Refused != "" {
+		return nil
+	}
+	// Text content, for diffs and hunks.
+	var oldText, newText []byte
+	oldOK, newOK := b == nil || b.Type != runnerproto.TypeFile, g == nil || g.Type != runnerproto.TypeFile
+	if it.Conflict && it.Host != nil && it.Host.Type == runnerproto.TypeFile && it.Host.Size <= MaxTextBytes {
+		data, err := host.readFile(it.Path)
+		if err == nil && !isBinary(data) {
+			oldText, oldOK = data, true
+		}
+	} else if b != nil && b.Type == runnerproto.TypeFile && b.Size <= MaxTextBytes && it.Host != nil && it.Host.Type == runnerproto.TypeFile {
+		data, err := host.readFile(it.Path)
+		if err == nil && !isBinary(data) {
+			oldText, oldOK = data, true
+		}
+	}
+	if g != nil && g.Type == runnerproto.TypeFile && g.Size <= MaxTextBytes {
+		data, err := sess.ReadGuestFile(ctx, runnerproto.Name(it.Path), MaxTextBytes+1)
+		if err != nil {
+			return fmt.Errorf("reading %s from the guest: %w", it.Display, err)
+		}
+		sum := sha256.Sum256(data)
+		if hex.EncodeToString(sum[:]) != g.Hash {
+			it.Refused = "changed in the guest while the review was being prepared; review again"
+			return nil
+		}
+		if !isBinary(data) {
+			newText, newOK = data, true
+		}
+	}
+	if !oldOK || !newOK {
+		if it.Description == "" || it.Kind == staging.Modified {
+			it.Description = "binary or large file changed"
+		}
+		return nil
+	}
+	it.BaseText, it.GuestText = string(oldText), string(newText)
+	it.Hunks = udiff.Hunks(it.BaseText, it.GuestText)
+	for _, h := range it.Hunks {
+		for _, l := range h.Lines {
+			switch l.Op {
+			case udiff.Insert:
+				it.Added++
+			case udiff.Delete:
+				it.Removed++
+			}
+		}
+	}
+	// Hunk by hunk only for an edit of a text file the host has not touched.
+	it.Text = !it.Conflict && b != nil && g != nil && b.Type == runnerproto.TypeFile && g.Type == runnerproto.TypeFile
+	return nil
+}
+
+// oneLine says what happened to an item.
+func oneLine(it *Item) string {
+	what := func(e *staging.Entry) string {
+		switch e.Type {
+		case runnerproto.TypeSymlink:
+			return "symlink -> " + display(string(e.Target))
+		case runnerproto.TypeDir:
+			return fmt.Sprintf("directory (mode %o)", e.Mode&0o777)
+		case runnerproto.TypeFile:
+			return fmt.Sprintf("file of %d bytes (mode %o)", e.Size, e.Mode&0o7777)
+		}
+		return "special file (fifo, socket or device)"
+	}
+	var s string
+	switch {
+	case it.Base == nil:
+		s = "added " + what(it.Guest)
+	case it.Guest == nil:
+		s = "deleted " + what(it.Base)
+	case it.Kind == staging.ModeChanged:
+		s = fmt.Sprintf("mode %o -> %o", it.Base.Mode&0o7777, it.Guest.Mode&0o7777)
+		if it.Base.Mode&0o111 != it.Guest.Mode&0o111 {
+			s += " (executable bit changed)"
+		}
+		if it.Guest.Type == runnerproto.TypeFile && it.Base.Hash != it.Guest.Hash && it.Guest.Hash != "" {
+			s += ", content changed"
+		}
+	case it.Base.Type != it.Guest.Type:
+		s = what(it.Base) + " replaced by " + what(it.Guest)
+	case it.Guest.Type == runnerproto.TypeSymlink:
+		s = "symlink now -> " + display(string(it.Guest.Target)) + " (was -> " + display(string(it.Base.Target)) + ")"
+	default:
+		s = "modified"
+	}
+	if it.Conflict {
+		host := "deleted it"
+		if it.Host != nil {
+			host = "changed it too"
+		}
+		s += "; CONFLICT: the host " + host + " since it was staged"
+	}
+	return s
+}
+
+func isBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
+}
