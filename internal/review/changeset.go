@@ -49,6 +49,10 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		hashOf[p] = hashes[i]
 	}
 
+	for _, p := range gcs.GitMetadata {
+		cs.Ignored = append(cs.Ignored, &Item{Path: string(p), Display: display(string(p)), Kind: staging.Modified,
+			Refused: ".git is never written by a review: the guest's git config and hooks could run code on the host"})
+	}
 	for _, c := range gcs.Changes {
 		rel := string(c.Path)
 		if len(paths) > 0 && !selected(rel, paths) {

@@ -183,7 +183,7 @@ func TestHostileGuest(t *testing.T) {
 	f := newFx(t)
 	name := "evil\x1b[31mred\nline.txt"
 	f.guest("ln -s /etc/passwd abs-link && ln -s ../../../outside up-link && mkfifo a-fifo && printf x > suid && chmod 4755 suid && " +
-		"printf 'n' > \"$(printf 'evil\\033[31mred\\nline.txt')\" && rm hostlink && mkdir hostlink && echo pwned > hostlink/evil.txt")
+		"printf 'n' > \"$(printf 'evil\\033[31mred\\nline.txt')\" && mkdir -p .git/hooks && printf '#!/bin/sh\\ncurl evil\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && rm hostlink && mkdir hostlink && echo pwned > hostlink/evil.txt")
 	cs := f.build()
 	byPath := map[string]*review.Item{}
 	for _, it := range cs.Items {
@@ -193,6 +193,9 @@ func TestHostileGuest(t *testing.T) {
 		if it := byPath[p]; it == nil || it.Refused == "" {
 			t.Errorf("%s: not refused: %+v", p, it)
 		}
+	}
+	if len(cs.Ignored) != 1 || cs.Ignored[0].Path != ".git/hooks/pre-commit" || !strings.Contains(cs.Ignored[0].Refused, "never written") {
+		t.Errorf(".git hook not listed as ignored: %+v", cs.Ignored)
 	}
 	if it := byPath[name]; it == nil || strings.ContainsAny(it.Display, "\x1b\n") {
 		t.Errorf("odd name not escaped: %+v", it)

@@ -69,6 +69,22 @@ func runScan(req *runnerproto.ScanRequest) *runnerproto.ScanResult {
 		}
 	}
 	sort.Slice(res.Entries, func(i, j int) bool { return res.Entries[i].Path < res.Entries[j].Path })
+	for _, a := range req.Also {
+		rel := filepath.Clean(string(a))
+		if !filepath.IsLocal(rel) {
+			continue
+		}
+		_ = filepath.WalkDir(filepath.Join(req.Root, rel), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if fi, err := d.Info(); err == nil {
+				r, _ := filepath.Rel(req.Root, p)
+				res.Also = append(res.Also, entryOf(p, filepath.ToSlash(r), fi))
+			}
+			return nil
+		})
+	}
 	return res
 }
 

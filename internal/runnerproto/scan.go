@@ -7,6 +7,9 @@ type ScanRequest struct {
 	Root     string    `json:"root"`
 	Patterns []Pattern `json:"patterns,omitempty"`
 	Keep     []Name    `json:"keep,omitempty"`
+	// Also are relative paths (files or directories, walked whole) listed apart in
+	// ScanResult.Also, even inside .git and whatever the patterns say.
+	Also []Name `json:"also,omitempty"`
 }
 
 // Pattern is a gitignore line and the relative directory it applies from.
@@ -39,6 +42,7 @@ type ScanResult struct {
 	// RootMissing says Root does not exist.
 	RootMissing bool        `json:"root_missing,omitempty"`
 	Entries     []ScanEntry `json:"entries"`
+	Also        []ScanEntry `json:"also,omitempty"`
 	// Errors lists paths that could not be read.
 	Errors []string `json:"errors,omitempty"`
 }

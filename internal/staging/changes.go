@@ -2,7 +2,9 @@ package staging
 
 import (
 	"context"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -37,10 +39,13 @@ type Change struct {
 
 // ChangeSet is the result of comparing a tree with the baseline.
 type ChangeSet struct {
-	Changes  []Change      `json:"changes"`
-	Scanned  int           `json:"scanned"`
-	Hashed   int           `json:"hashed"`
-	Duration time.Duration `json:"duration_ns"`
+	Changes []Change `json:"changes"`
+	// GitMetadata lists the guest's .git/config and .git/hooks files that differ from the
+	// host's: never applied (they could run code on the host), only reported.
+	GitMetadata []runnerproto.Name `json:"git_metadata,omitempty"`
+	Scanned     int                `json:"scanned"`
+	Hashed      int                `json:"hashed"`
+	Duration    time.Duration      `json:"duration_ns"`
 }
 
 // Counts tallies the changes by kind.
@@ -211,13 +216,50 @@ func (s *Session) guestChanges(ctx context.Context, keepDirs bool) (*ChangeSet, 
 	if err != nil {
 		return nil, err
 	}
-	return &ChangeSet{Changes: changes, Scanned: len(scan.Entries), Hashed: hashed, Duration: time.Since(start)}, nil
+	gitMeta, err := s.gitMetadataChanges(ctx, scan.Also)
+	if err != nil {
+		return nil, err
+	}
+	return &ChangeSet{Changes: changes, GitMetadata: gitMeta, Scanned: len(scan.Entries), Hashed: hashed, Duration: time.Since(start)}, nil
+}
+
+// gitMetadataPaths are the parts of .git that can make the host run code.
+var gitMetadataPaths = []runnerproto.Name{".git/config", ".git/hooks"}
+
+// gitMetadataChanges compares the guest's .git/config and hooks with the host's.
+func (s *Session) gitMetadataChanges(ctx context.Context, guest []runnerproto.ScanEntry) ([]runnerproto.Name, error) {
+	var differ, toHash []runnerproto.Name
+	hostHash := map[runnerproto.Name]string{}
+	for _, g := range guest {
+		if g.Type == runnerproto.TypeDir {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(s.State.Workdir, filepath.FromSlash(string(g.Path))))
+		switch {
+		case err != nil || g.Type != runnerproto.TypeFile || !fi.Mode().IsRegular() || fi.Size() != g.Size || uint32(fi.Mode().Perm())&0o111 != g.Mode&0o111:
+			differ = append(differ, g.Path)
+		default:
+			toHash = append(toHash, g.Path)
+			hostHash[g.Path] = HashHostFile(s.State.Workdir, string(g.Path))
+		}
+	}
+	hs, err := s.conn.Hash(ctx, s.State.GuestPath, toHash)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range toHash {
+		if hs[i] != hostHash[p] {
+			differ = append(differ, p)
+		}
+	}
+	sort.Slice(differ, func(i, j int) bool { return differ[i] < differ[j] })
+	return differ, nil
 }
 
 // scanRequest lists the staged tree with the session's ignore patterns, keeping baseline
 // paths that the patterns would skip (tracked files that match .gitignore).
 func (s *Session) scanRequest() runnerproto.ScanRequest {
-	req := runnerproto.ScanRequest{Root: s.State.GuestPath}
+	req := runnerproto.ScanRequest{Root: s.State.GuestPath, Also: gitMetadataPaths}
 	for _, p := range s.State.Patterns {
 		req.Patterns = append(req.Patterns, runnerproto.Pattern{Line: p.Line, Dir: p.Dir})
 	}
@@ -259,4 +301,3 @@ func HostChanges(ctx context.Context, st *State, base *Manifest) (*ChangeSet, er
 	}
 	return &ChangeSet{Changes: changes, Scanned: len(sel.Entries), Hashed: hashed, Duration: time.Since(start)}, nil
 }
-
