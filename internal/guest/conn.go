@@ -21,6 +21,9 @@ type Options struct {
 	// `limactl shell` does, instead of through the guest runner (slower; for tests and for
 	// guests the runner cannot run on).
 	NoRunner bool
+	// NoLoginShell starts the runner without the user's login shell: faster, for commands
+	// that only read and write files (review, status), not for running the agent's commands.
+	NoLoginShell bool
 	// KeepaliveInterval is how often a dead connection is looked for (default 10s).
 	KeepaliveInterval time.Duration
 }
@@ -142,7 +145,7 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 		return nil, fmt.Errorf("sftp in instance %q: %w", t.Name, err)
 	}
 	if !c.opts.NoRunner {
-		l.runner, err = startRunner(ctx, l, c.log)
+		l.runner, err = startRunner(ctx, l, c.log, !c.opts.NoLoginShell)
 		if err != nil {
 			// Commands still work, one SSH session each; say why it is slower.
 			c.log.Warn("the guest runner could not start; falling back to one ssh session per command", "error", err)

@@ -49,7 +49,7 @@ type runnerClient struct {
 
 // startRunner copies the runner into the guest if it is not there yet and starts it through
 // the user's login shell.
-func startRunner(ctx context.Context, l *link, log *slog.Logger) (*runnerClient, error) {
+func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool) (*runnerClient, error) {
 	arch := l.target.Arch
 	if arch == "" {
 		out, err := runSession(l.client, "uname -m")
@@ -95,7 +95,10 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger) (*runnerClient,
 	s.Stderr = r.stderr
 	// sshd runs this with the user's shell; the login shell then execs the runner, which
 	// inherits the login environment (PATH from the profile, and so on).
-	cmd := `exec "$SHELL" -l -c ` + shellquote.Quote("exec "+shellquote.Quote(exe)+" serve")
+	cmd := "exec " + shellquote.Quote(exe) + " serve"
+	if login {
+		cmd = `exec "$SHELL" -l -c ` + shellquote.Quote(cmd)
+	}
 	if err := s.Start(cmd); err != nil {
 		s.Close()
 		return nil, err

@@ -436,6 +436,7 @@ func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) erro
 			if !je.HostOp {
 				continue
 			}
+			host.removeTemps(je.Path)
 			now, err := host.entry(je.Path)
 			if err != nil {
 				rep.Refused = append(rep.Refused, display(je.Path)+": interrupted apply: "+err.Error())

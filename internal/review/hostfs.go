@@ -307,3 +307,26 @@ func (h *hostTree) chmod(rel string, mode uint32) error {
 	}
 	return h.root.Chmod(rel, fs.FileMode(mode&0o777))
 }
+
+// removeTemps deletes temporary files a killed apply left next to rel.
+func (h *hostTree) removeTemps(rel string) {
+	if h.checkParents(rel) != nil {
+		return
+	}
+	dir, base := path.Split(rel)
+	d := strings.TrimSuffix(dir, "/")
+	if d == "" {
+		d = "."
+	}
+	f, err := h.root.Open(d)
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	for _, n := range names {
+		if strings.HasPrefix(n, "."+base+".limactl-mcp-") {
+			_ = h.root.Remove(dir + n)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/toolsuite"
+)
+
+// TestBenchmarkStaging measures, on the same VM in one run: staging a generated 10k-file /
+// 100 MB tree against `rsync -a --delete` over the instance's ssh (what `limactl shell --sync`
+// does), then finding 10 changed files among the 10k (pending_changes on a running server) and
+// opening the review of them (`review --json`, a whole process). Opt-in:
+//
+//	LIMACTL_MCP_BENCH=1 go test -tags e2e -count=1 -v -run TestBenchmarkStaging ./test/e2e/
+//
+// It never asserts on times. Results are in docs/benchmarks.md.
+func TestBenchmarkStaging(t *testing.T) {
+	if os.Getenv("LIMACTL_MCP_BENCH") != "1" {
+		t.Skip("set LIMACTL_MCP_BENCH=1 to run the staging benchmark")
+	}
+	const dirs, perDir, size = 100, 100, 10 << 10 // 10,000 files of 10 KiB: 100 MiB
+	files := map[string]string{}
+	dir := project(t, files)
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, size)
+	for d := range dirs {
+		sub := filepath.Join(dir, fmt.Sprintf("pkg%03d", d))
+		mustT(t, os.MkdirAll(sub, 0o755))
+		for f := range perDir {
+			for i := range buf {
+				buf[i] = byte('a' + rng.IntN(26))
+			}
+			mustT(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("file%03d.txt", f)), buf, 0o644))
+		}
+	}
+	chownToUser(t, dir)
+	const runs = 3
+
+	// rsync, as `limactl shell --sync` runs it (-a --delete over the instance's ssh).
+	sshConfig := filepath.Join(vm.LimaHome, instanceName, "ssh.config")
+	target := guestHome(t) + "/rsync-bench"
+	var rsyncTimes []time.Duration
+	for range runs {
+		guestShell(t, "rm -rf "+shq(target)+" && mkdir -p "+shq(target))
+		cmd := vm.Command(ctxT(t, 10*time.Minute), "rsync", "-a", "--delete", "-e", "ssh -F "+sshConfig, dir+"/", "lima-"+instanceName+":"+target+"/")
+		t0 := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("rsync: %v\n%s", err, out)
+		}
+		rsyncTimes = append(rsyncTimes, time.Since(t0))
+	}
+	guestShell(t, "rm -rf "+shq(target))
+	if got := strings.TrimSpace(guestShell(t, "true")); got != "" {
+		t.Fatal(got)
+	}
+
+	// Ours: serve --fresh stages anew each time; its log says how long staging took.
+	took := regexp.MustCompile(`working directory (?:staged|restaged).* took=([0-9.]+[a-zµ]+)`)
+	var ourTimes []time.Duration
+	var s *server
+	for i := range runs {
+		args := []string{"serve", instanceName}
+		if i > 0 {
+			args = append(args, "--fresh")
+		}
+		s = startServerIn(t, dir, nil, "limactl-mcp", args...)
+		toolsuite.MustOK(t, s.Session, "list_directory", map[string]any{"path": dir})
+		m := took.FindStringSubmatch(s.Stderr.String())
+		if m == nil {
+			t.Fatalf("no staging time in the log:\n%s", s.Stderr.String())
+		}
+		d, err := time.ParseDuration(m[1])
+		mustT(t, err)
+		ourTimes = append(ourTimes, d)
+		if i < runs-1 {
+			mustT(t, s.Session.Close())
+		}
+	}
+	if got := strings.TrimSpace(guestShell(t, "find "+shq(dir)+" -type f | wc -l")); got != "10000" {
+		t.Fatalf("staged %s files", got)
+	}
+
+	// Ten changed files among the 10k.
+	guestShell(t, "cd "+shq(dir)+" && for d in 000 011 022 033 044 055 066 077 088 099; do echo changed >> pkg$d/file050.txt; done")
+	var detect []time.Duration
+	for range 5 {
+		t0 := time.Now()
+		r := toolsuite.MustOK(t, s.Session, "pending_changes", map[string]any{})
+		detect = append(detect, time.Since(t0))
+		if n := len(r.Structured["changes"].([]any)); n != 10 {
+			t.Fatalf("pending_changes found %d changes, want 10", n)
+		}
+	}
+	var reviewOpen []time.Duration
+	for range 3 {
+		t0 := time.Now()
+		out, stderr, code := plugin(t, dir, "review", instanceName, "--json")
+		reviewOpen = append(reviewOpen, time.Since(t0))
+		if code != 0 || strings.Count(out, `"kind": "modified"`) != 10 {
+			t.Fatalf("review --json: exit %d\n%s\n%s", code, out, stderr)
+		}
+	}
+	med := func(ds []time.Duration) time.Duration {
+		c := append([]time.Duration(nil), ds...)
+		sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+		return c[len(c)/2]
+	}
+	rsyncVersion, _ := exec.Command("rsync", "--version").Output()
+	t.Logf("\nStaging a 10,000-file / 100 MiB tree (median of %d; %s):\n"+
+		"| | median | runs |\n|---|---|---|\n"+
+		"| rsync -a --delete over the instance's ssh | %s | %v |\n"+
+		"| limactl-mcp staging (one tar stream) | %s | %v |\n"+
+		"| ratio rsync / ours | %.1fx | |\n\n"+
+		"Finding 10 changed files among 10,000 (pending_changes, running server): median %s %v\n"+
+		"Opening the review of them (`review --json`, whole process incl. connect): median %s %v\n",
+		runs, strings.SplitN(string(rsyncVersion), "\n", 2)[0],
+		med(rsyncTimes).Round(time.Millisecond), rsyncTimes, med(ourTimes).Round(time.Millisecond), ourTimes,
+		float64(med(rsyncTimes))/float64(med(ourTimes)),
+		med(detect).Round(time.Millisecond), detect, med(reviewOpen).Round(time.Millisecond), reviewOpen)
+}
