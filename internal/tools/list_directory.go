@@ -51,15 +51,12 @@ func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return nil, nil, err
 	}
-	fi, err := sc.Stat(guestPath)
-	if err != nil {
-		return nil, nil, fsError(args.Path, err)
-	}
-	if !fi.IsDir() {
-		return nil, nil, notADirectory(args.Path)
-	}
 	ents, err := sc.ReadDirContext(ctx, guestPath)
 	if err != nil {
+		// Diagnose only on failure: the common case costs no extra round trip.
+		if fi, serr := sc.Stat(guestPath); serr == nil && !fi.IsDir() {
+			return nil, nil, notADirectory(args.Path)
+		}
 		return nil, nil, fsError(args.Path, err)
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })

@@ -77,12 +77,8 @@ func (ts *Toolset) ReadFile(ctx context.Context, req *mcp.CallToolRequest, args 
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := sc.Open(guestPath)
-	if err != nil {
-		return nil, nil, fsError(args.Path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	// Stat first: opening a fifo would block the guest's sftp server.
+	fi, err := sc.Stat(guestPath)
 	if err != nil {
 		return nil, nil, fsError(args.Path, err)
 	}
@@ -92,6 +88,12 @@ func (ts *Toolset) ReadFile(ctx context.Context, req *mcp.CallToolRequest, args 
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("not a regular file: %s (%s); read_file reads regular files only", args.Path, fi.Mode().Type())
 	}
+	f, err := sc.Open(guestPath)
+	if err != nil {
+		return nil, nil, fsError(args.Path, err)
+	}
+	// Closing needs no answer before the result goes back.
+	defer func() { go f.Close() }()
 	size := fi.Size()
 	data := make([]byte, min(size, maxScan))
 	n, err := f.ReadAt(data, 0)

@@ -2,7 +2,9 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 
@@ -50,21 +52,24 @@ func (ts *Toolset) WriteFile(ctx context.Context, req *mcp.CallToolRequest, args
 }
 
 // writeFile writes data to p in place (keeping the mode, owner and links of an existing
-// file), creating missing parent directories.
+// file), creating missing parent directories. The common case costs three round trips (open,
+// write, close); what failed is looked into only on failure.
 func writeFile(sc *sftp.Client, p string, data []byte) error {
-	if fi, err := sc.Stat(p); err == nil && fi.IsDir() {
-		return fmt.Errorf("is a directory; pass the path of a file")
-	}
-	if dir := path.Dir(p); dir != "/" {
-		if fi, err := sc.Stat(dir); err != nil || !fi.IsDir() {
-			if err := sc.MkdirAll(dir); err != nil {
-				return err
-			}
-		}
-	}
 	f, err := sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
-		return err
+		if fi, serr := sc.Stat(p); serr == nil && fi.IsDir() {
+			return fmt.Errorf("is a directory; pass the path of a file")
+		}
+		dir := path.Dir(p)
+		if _, serr := sc.Stat(dir); !errors.Is(serr, fs.ErrNotExist) {
+			return err
+		}
+		if err := sc.MkdirAll(dir); err != nil {
+			return err
+		}
+		if f, err = sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC); err != nil {
+			return err
+		}
 	}
 	if len(data) > 0 {
 		if _, err := f.Write(data); err != nil {

@@ -24,14 +24,14 @@ import (
 //
 //	LIMACTL_MCP_BENCH=1 go test -tags e2e -count=1 -v -run 'TestBenchmarkTools' ./test/e2e/
 //
-// LIMACTL_MCP_BENCH_N (default 30) is the number of timed calls per tool and server, after 3
+// LIMACTL_MCP_BENCH_N (default 50) is the number of timed calls per tool and server, after 3
 // warm-up calls; LIMACTL_MCP_BENCH_STARTS (default 5) the number of cold starts. Results are in
 // docs/benchmarks.md.
 func TestBenchmarkTools(t *testing.T) {
 	if os.Getenv("LIMACTL_MCP_BENCH") != "1" {
 		t.Skip("set LIMACTL_MCP_BENCH=1 to run the benchmark against Lima's bundled server")
 	}
-	n := envInt(t, "LIMACTL_MCP_BENCH_N", 30)
+	n := envInt(t, "LIMACTL_MCP_BENCH_N", 50)
 	starts := envInt(t, "LIMACTL_MCP_BENCH_STARTS", 5)
 	const warmup = 3
 

@@ -60,7 +60,6 @@ func sharedDir(t testing.TB) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	guestShell(t, fmt.Sprintf("mkdir -p %s", shq(dir)))
 	t.Cleanup(func() {
 		_ = os.RemoveAll(dir)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -68,6 +67,7 @@ func sharedDir(t testing.TB) string {
 		// The VM may be stopped at this point (the restart test); that is not a failure.
 		_, _, _ = vm.Shell(ctx, fmt.Sprintf("rm -rf %s", shq(dir)))
 	})
+	guestShell(t, fmt.Sprintf("mkdir -p %s", shq(dir)))
 	return dir
 }
 

@@ -14,6 +14,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,6 +43,10 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	flag.Parse()
+	if f := flag.Lookup("test.list"); f != nil && f.Value.String() != "" {
+		return m.Run() // `go test -list`: no build, no VM
+	}
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "\n*** test/e2e: "+format+"\n*** the end-to-end tests did NOT run\n\n", args...)
 		return 1

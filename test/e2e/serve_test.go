@@ -18,12 +18,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/testutil/limavm"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/toolsuite"
 )
 
-// The tests of this file run in source order, and this file sorts after the others of the
-// package: TestServeRestart, which stops and restarts the VM, must stay the last test.
+// TestServeRestart, which stops and restarts the VM, is in zz_restart_test.go: Go runs the
+// tests of a package file by file in name order, so that file keeps it last.
 
 // limaServerTitle is the serverInfo.title of Lima's bundled server, to tell it apart from ours
 // (both are named "lima").
@@ -417,89 +416,5 @@ func TestServeNoSuchInstance(t *testing.T) {
 				t.Errorf("%v: stdout = %q, want nothing (stdout is for MCP messages only)", tc.argv, stdout)
 			}
 		})
-	}
-}
-
-// TestServeRestart (keep it LAST: it stops the VM) stops the instance under an open session:
-// calls then fail with an error that says so and how to start it; once the instance runs again,
-// the same session reconnects by itself.
-func TestServeRestart(t *testing.T) {
-	t.Cleanup(func() {
-		// Whatever happened, leave the VM running for whatever comes next.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		if st, err := vm.Status(ctx); err != nil || st != "Running" {
-			if _, err := limavm.Boot(ctx, instanceName); err != nil {
-				t.Errorf("restarting the VM after the test: %v", err)
-			}
-		}
-	})
-	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
-	const bootID = "cat /proc/sys/kernel/random/boot_id"
-	before := shellOK(t, s.Session, "/", bootID)
-	// The file tools use the same connection; make sure it is up before the stop.
-	if res, text := callTool(t, s.Session, "list_directory", map[string]any{"path": "/"}); res.IsError {
-		t.Fatalf("list_directory(/): %s", text)
-	}
-
-	t0 := time.Now()
-	if err := vm.Stop(ctxT(t, 3*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("limactl stop: %s", time.Since(t0).Round(100*time.Millisecond))
-	if st, err := vm.Status(ctxT(t, time.Minute)); err != nil || st != "Stopped" {
-		t.Fatalf("status after stop = %q, %v; want Stopped", st, err)
-	}
-
-	wantStopped := func(t *testing.T, sess *mcp.ClientSession, tool string, args map[string]any) {
-		t.Helper()
-		t0 := time.Now()
-		res, text := callTool(t, sess, tool, args)
-		t.Logf("%s while stopped (%s): isError=%v %q", tool, time.Since(t0).Round(time.Millisecond), res.IsError, text)
-		if !res.IsError {
-			t.Errorf("%s while the instance is stopped: want an isError result, got %q", tool, text)
-			return
-		}
-		if !strings.Contains(text, "stopped") {
-			t.Errorf("%s while stopped: error %q does not say the instance is stopped", tool, text)
-		}
-		if want := "limactl start " + instanceName; !strings.Contains(text, want) {
-			t.Errorf("%s while stopped: error %q does not name %q", tool, text, want)
-		}
-	}
-	shellArgs := map[string]any{"command": []string{"true"}, "directory": "/"}
-	t.Run("OpenSession", func(t *testing.T) {
-		wantStopped(t, s.Session, "run_shell_command", shellArgs)
-		wantStopped(t, s.Session, "read_file", map[string]any{"path": "/etc/hostname"})
-		wantStopped(t, s.Session, "list_directory", map[string]any{"path": "/"})
-	})
-	t.Run("NewSession", func(t *testing.T) {
-		// A server started while the instance is stopped still serves (tools/list works) and
-		// explains every call.
-		// (The guest cannot make a new directory now: reuse the first server's.)
-		s2 := startServerIn(t, s.Dir, nil, "limactl", "mcp", "serve", instanceName)
-		if names := toolNames(t, s2.Session); len(names) < 7 {
-			t.Errorf("tools/list while stopped: %v", names)
-		}
-		wantStopped(t, s2.Session, "run_shell_command", shellArgs)
-	})
-
-	t0 = time.Now()
-	if _, err := limavm.Boot(ctxT(t, 10*time.Minute), instanceName); err != nil {
-		t.Fatalf("restarting the VM: %v", err)
-	}
-	t.Logf("limactl start: %s", time.Since(t0).Round(100*time.Millisecond))
-
-	t0 = time.Now()
-	after := shellOK(t, s.Session, "/", bootID)
-	t.Logf("first call after the restart (reconnect): %s", time.Since(t0).Round(time.Millisecond))
-	if after == before {
-		t.Errorf("boot_id unchanged (%q): the VM did not restart", after)
-	}
-	if res, text := callTool(t, s.Session, "read_file", map[string]any{"path": "/etc/hostname"}); res.IsError {
-		t.Errorf("read_file after the restart: %s", text)
-	}
-	if res, text := callTool(t, s.Session, "glob", map[string]any{"pattern": "host*", "path": "/etc"}); res.IsError || !strings.Contains(text, "/etc/hostname") {
-		t.Errorf("glob after the restart: isError=%v %s", res.IsError, text)
 	}
 }

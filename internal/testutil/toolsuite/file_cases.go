@@ -42,6 +42,12 @@ func testReadFile(t *testing.T, env Env) {
 	t.Run("permission denied", func(t *testing.T) {
 		MustError(t, s, "read_file", map[string]any{"path": "/etc/shadow"}, "permission denied")
 	})
+	t.Run("fifo does not hang", func(t *testing.T) {
+		env.Shell(t, fmt.Sprintf("mkfifo '%s/fifo'", d))
+		MustError(t, s, "read_file", map[string]any{"path": d + "/fifo"}, "not a regular file")
+		// The server still answers.
+		MustOK(t, s, "list_directory", map[string]any{"path": d})
+	})
 	t.Run("offset and limit", func(t *testing.T) {
 		env.Shell(t, fmt.Sprintf("seq 1 5000 > '%s/lines'", d))
 		r := MustOK(t, s, "read_file", map[string]any{"path": d + "/lines"})
