@@ -79,6 +79,8 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 		newStatusCmd(ios),
 		newSyncCmd(ios),
 		newDiscardCmd(ios),
+		newReviewCmd(ios),
+		newGenDocsCmd(ios),
 	)
 	return cmd
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
@@ -24,6 +23,7 @@ type serveOptions struct {
 	Fresh    bool
 	NoRunner bool
 	Debug    bool
+	http     httpOptions
 }
 
 // sessionFlags are the flags that pick and shape a staged session.
@@ -45,9 +45,9 @@ func newServeCmd(ios *iostreams.IOStreams) *cobra.Command {
 	opts := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve [INSTANCE]",
-		Short: "Serve MCP over stdio",
-		Long: `Serve MCP over stdio: file and shell tools that run inside the Lima instance INSTANCE
-(default "default").
+		Short: "Serve MCP over stdio (or Streamable HTTP with --http)",
+		Long: `Serve MCP over stdio (or Streamable HTTP with --http, on loopback, with a bearer token):
+file and shell tools that run inside the Lima instance INSTANCE (default "default").
 
 For an instance without mounts (limactl start --mount-none), the working directory is staged
 into the guest at the same absolute path, and the tools work on that copy: nothing reaches the
@@ -67,6 +67,7 @@ only; logs go to standard error.`,
 	cmd.Flags().BoolVar(&opts.Fresh, "fresh", false, "Discard the staged copy (and the agent's pending changes in it) and stage again")
 	cmd.Flags().BoolVar(&opts.NoRunner, "no-runner", false, "Run each command in its own ssh session and login shell (slower; for debugging)")
 	cmd.Flags().BoolVar(&opts.Debug, "debug", false, "Log debug messages to standard error")
+	opts.http.register(cmd)
 	return cmd
 }
 
@@ -133,7 +134,7 @@ func runServe(ctx context.Context, ios *iostreams.IOStreams, opts *serveOptions)
 	}
 	server := tools.NewServer(instructions)
 	tools.New(conn, src, tools.DefaultLimits, pending).Register(server)
-	err = server.Run(ctx, &mcp.StdioTransport{})
+	err = serveTransport(ctx, ios, log, server, &opts.http)
 	if ctx.Err() != nil {
 		return nil // interrupted: a normal way for a client to stop its server
 	}

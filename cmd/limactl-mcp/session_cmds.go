@@ -40,7 +40,7 @@ func openTarget(ctx context.Context, ios *iostreams.IOStreams, name string) (*ta
 	t := &target{inst: inst, store: staging.StoreFor(inst.Dir)}
 	if t.connErr = inst.CheckRunning(); t.connErr == nil {
 		log := slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		t.conn = guest.New(instance.Resolver(limactl, name), guest.Options{Logger: log})
+		t.conn = guest.New(instance.Resolver(limactl, name), guest.Options{Logger: log, NoLoginShell: true})
 	}
 	return t, nil
 }

@@ -1,0 +1,80 @@
+#!/bin/bash
+# Validate .goreleaser.yaml and build a release snapshot, as CI does: installs GoReleaser
+# $GORELEASER_VERSION (through the Go module proxy, cached in $TOOLS_BIN), runs `goreleaser check`,
+# then `goreleaser release --snapshot --clean --skip=publish` (every build, archive, checksum and
+# the Homebrew cask, written to dist/, nothing published; needs no tag, token or network beyond
+# the module proxy), and checks that the linux/amd64 binary reports the snapshot version.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v go >/dev/null 2>&1 || export PATH=$PATH:/usr/local/go/bin
+GO=${GO:-go}
+GORELEASER_VERSION=${GORELEASER_VERSION:-v2.15.1}
+TOOLS_DIR=${TOOLS_DIR:-/var/cache/limactl-mcp-tools}
+TOOLS_BIN=${TOOLS_BIN:-$TOOLS_DIR/bin}
+goreleaser=$TOOLS_BIN/goreleaser
+
+t0=$SECONDS
+phase() { echo "==> [$((SECONDS - t0)) s] $*"; }
+
+have_goreleaser() {
+  [ -x "$goreleaser" ] &&
+    "$GO" version -m "$goreleaser" 2>/dev/null |
+    grep -Eq "^[[:space:]]+mod[[:space:]]+github.com/goreleaser/goreleaser/v2[[:space:]]+$GORELEASER_VERSION[[:space:]]"
+}
+
+if ! have_goreleaser; then
+  phase "installing GoReleaser $GORELEASER_VERSION into $TOOLS_BIN"
+  mkdir -p "$TOOLS_BIN"
+  # GoReleaser needs no cgo; a static binary keeps working if the C toolchain changes.
+  if ! CGO_ENABLED=0 GOBIN=$TOOLS_BIN GOFLAGS=-buildvcs=false \
+    "$GO" install "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"; then
+    # `go install ...@version` may need the proxy's version list, which some proxies refuse;
+    # a throwaway module that pins the version needs only the endpoints that work.
+    echo "go install failed; building from a module that pins $GORELEASER_VERSION" >&2
+    build=$TOOLS_DIR/goreleaser-build
+    mkdir -p "$build"
+    cat >"$build/go.mod" <<EOM
+module tools/goreleaserbuild
+
+go 1.26
+
+require github.com/goreleaser/goreleaser/v2 $GORELEASER_VERSION
+EOM
+    cat >"$build/tools.go" <<'EOM'
+//go:build tools
+
+package tools
+
+import _ "github.com/goreleaser/goreleaser/v2"
+EOM
+    (cd "$build" && "$GO" mod tidy &&
+      CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$GO" build -o "$goreleaser" github.com/goreleaser/goreleaser/v2)
+  fi
+  have_goreleaser || { echo "installed $goreleaser is not GoReleaser $GORELEASER_VERSION" >&2; exit 1; }
+fi
+
+phase "goreleaser check"
+"$goreleaser" check
+
+phase "goreleaser release --snapshot --clean --skip=publish"
+"$goreleaser" release --snapshot --clean --skip=publish
+
+phase "verifying the snapshot"
+# dist/metadata.json is one JSON object; its "version" is the snapshot version stamped in.
+version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json)
+[ -n "$version" ] || { echo "no version in dist/metadata.json" >&2; exit 1; }
+bin=dist/limactl-mcp_linux_amd64_v1/limactl-mcp
+got=$("$bin" --version)
+want="limactl-mcp version $version"
+if [ "$got" != "$want" ]; then
+  echo "$bin --version: got \"$got\", want \"$want\"" >&2
+  exit 1
+fi
+for f in checksums.txt homebrew/Casks/limactl-mcp.rb \
+  limactl-mcp_"$version"_{darwin,linux}_{amd64,arm64}.tar.gz; do
+  [ -s "dist/$f" ] || { echo "dist/$f is missing" >&2; exit 1; }
+done
+tar -tzf "dist/limactl-mcp_${version}_darwin_arm64.tar.gz" | grep -qx limactl-mcp ||
+  { echo "the darwin/arm64 archive has no limactl-mcp at its top" >&2; exit 1; }
+echo "ok: $got; archives, checksums and dist/homebrew/Casks/limactl-mcp.rb in dist/ ($((SECONDS - t0)) s)"

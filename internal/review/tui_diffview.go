@@ -1,0 +1,253 @@
+package review
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/huh"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// doc is something long to show in the pager: render lays it out for a width and says on
+// which line to start.
+type doc struct {
+	title  string
+	render func(width int) (lines []string, start int)
+}
+
+// pagerModel is the scrollable view of a doc (its own small bubbletea program).
+type pagerModel struct {
+	doc     doc
+	p       *painter
+	vp      viewport.Model
+	ready   bool
+	aborted bool
+	width   int
+	height  int
+}
+
+func newPager(d doc, p *painter, width, height int) *pagerModel {
+	m := &pagerModel{doc: d, p: p}
+	m.resize(width, height)
+	return m
+}
+
+func (m *pagerModel) resize(width, height int) {
+	if width <= 0 || height <= 0 {
+		return
+	}
+	top := 0
+	if m.ready {
+		top = m.vp.YOffset
+	}
+	m.width, m.height = width, height
+	lines, start := m.doc.render(width)
+	m.vp = viewport.New(width, max(1, height-2))
+	m.vp.SetContent(strings.Join(lines, "\n"))
+	if !m.ready {
+		top = start
+	}
+	m.vp.SetYOffset(top)
+	m.ready = true
+}
+
+func (m *pagerModel) Init() tea.Cmd { return nil }
+
+func (m *pagerModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.resize(msg.Width, msg.Height)
+		return m, nil
+	case tea.KeyMsg:
+		switch msg.String() {
+		case "ctrl+c", "esc":
+			m.aborted = true
+			return m, tea.Quit
+		case "q", "Q", "enter":
+			return m, tea.Quit
+		case "g", "home":
+			m.vp.GotoTop()
+			return m, nil
+		case "G", "end":
+			m.vp.GotoBottom()
+			return m, nil
+		}
+	}
+	var cmd tea.Cmd
+	m.vp, cmd = m.vp.Update(msg)
+	return m, cmd
+}
+
+func (m *pagerModel) View() string {
+	if !m.ready {
+		return ""
+	}
+	title := ansi.Truncate(" "+m.doc.title+" ", m.width, "…")
+	pad := max(0, m.width-ansi.StringWidth(title))
+	head := m.p.title.Render(title + strings.Repeat(" ", pad))
+	pos := fmt.Sprintf(" %d-%d/%d ", min(m.vp.YOffset+1, m.vp.TotalLineCount()),
+		min(m.vp.YOffset+m.vp.Height, m.vp.TotalLineCount()), m.vp.TotalLineCount())
+	help := "↑↓ jk PgUp PgDn g G: scroll · q/enter: back · esc: abort"
+	help = ansi.Truncate(help, max(0, m.width-len(pos)), "…")
+	gap := max(0, m.width-ansi.StringWidth(help)-len(pos))
+	foot := m.p.dim.Render(help + strings.Repeat(" ", gap) + pos)
+	return head + "\n" + m.vp.View() + "\n" + foot
+}
+
+// formModel runs a huh form inside our own program so that Esc aborts (unless it is closing
+// a filter) and "v" can open the pager.
+type formModel struct {
+	form     *huh.Form
+	canView  bool
+	wantView bool
+	aborted  bool
+}
+
+func (m *formModel) Init() tea.Cmd { return m.form.Init() }
+
+// filtering says whether the focused field is typing a filter (then keys are text).
+func (m *formModel) filtering() bool {
+	f, ok := m.form.GetFocusedField().(interface{ GetFiltering() bool })
+	return ok && f.GetFiltering()
+}
+
+func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if k, ok := msg.(tea.KeyMsg); ok {
+		switch k.String() {
+		case "ctrl+c":
+			m.aborted = true
+			return m, tea.Quit
+		case "esc":
+			if !m.filtering() {
+				m.aborted = true
+				return m, tea.Quit
+			}
+		case "v", "V":
+			if m.canView && !m.filtering() {
+				m.wantView = true
+				return m, tea.Quit
+			}
+		}
+	}
+	f, cmd := m.form.Update(msg)
+	if ff, ok := f.(*huh.Form); ok {
+		m.form = ff
+	}
+	switch m.form.State {
+	case huh.StateAborted:
+		m.aborted = true
+		return m, tea.Quit
+	case huh.StateCompleted:
+		return m, tea.Quit
+	}
+	return m, cmd
+}
+
+func (m *formModel) View() string {
+	if m.form.State != huh.StateNormal {
+		return ""
+	}
+	return m.form.View()
+}
+
+// teaOptions are the options of every full-screen program.
+func (r *reviewer) teaOptions() []tea.ProgramOption {
+	return []tea.ProgramOption{
+		tea.WithInput(r.in),
+		tea.WithOutput(r.out),
+		tea.WithAltScreen(),
+	}
+}
+
+// runProgram runs a bubbletea program and maps its ways of ending to ErrAborted.
+func (r *reviewer) runProgram(m tea.Model) error {
+	_, err := tea.NewProgram(m, r.teaOptions()...).Run()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, tea.ErrInterrupted), errors.Is(err, tea.ErrProgramKilled):
+		return ErrAborted
+	default:
+		return fmt.Errorf("review: terminal UI: %w", err)
+	}
+}
+
+// runForm shows a form until it is completed. view, when not nil, is what "v" shows (or
+// nil when there is nothing to show for the current state of the form).
+func (r *reviewer) runForm(f *huh.Form, view func() *doc) error {
+	f = f.WithKeyMap(r.keymap).WithTheme(r.theme).WithShowHelp(true)
+	if r.opts.Width > 0 {
+		f = f.WithWidth(r.opts.Width)
+	}
+	if r.opts.Height > 0 {
+		f = f.WithHeight(r.opts.Height)
+	}
+	if r.accessible {
+		if r.acc.aborted() {
+			return ErrAborted
+		}
+		// Note: huh's accessible mode ignores errors and never reports an abort; our
+		// input reader notices Esc, Ctrl-C (SIGINT) and the end of the input instead.
+		err := f.WithAccessible(true).WithInput(r.acc).WithOutput(r.out).Run()
+		if r.acc.aborted() {
+			return ErrAborted
+		}
+		if err != nil {
+			if errors.Is(err, huh.ErrUserAborted) {
+				return ErrAborted
+			}
+			return fmt.Errorf("review: %w", err)
+		}
+		return nil
+	}
+	f = f.WithInput(r.in).WithOutput(r.out)
+	for {
+		m := &formModel{form: f, canView: view != nil}
+		if err := r.runProgram(m); err != nil {
+			return err
+		}
+		switch {
+		case m.aborted, f.State == huh.StateAborted:
+			return ErrAborted
+		case f.State == huh.StateCompleted:
+			return nil
+		case m.wantView:
+			if d := view(); d != nil {
+				if err := r.page(*d); err != nil {
+					return err
+				}
+			}
+		default:
+			return ErrAborted
+		}
+	}
+}
+
+// page shows a doc: scrollable full screen, or printed in accessible mode.
+func (r *reviewer) page(d doc) error {
+	if r.accessible {
+		lines, _ := d.render(r.width())
+		_, _ = fmt.Fprintf(r.out, "\n--- %s ---\n", d.title)
+		for _, l := range lines {
+			_, _ = io.WriteString(r.out, l+"\n")
+		}
+		_, _ = fmt.Fprintf(r.out, "--- end of %s ---\n\n", d.title)
+		if r.acc.aborted() {
+			return ErrAborted
+		}
+		return nil
+	}
+	w, h := r.size()
+	m := newPager(d, r.paint, w, h)
+	if err := r.runProgram(m); err != nil {
+		return err
+	}
+	if m.aborted {
+		return ErrAborted
+	}
+	return nil
+}

@@ -1,0 +1,435 @@
+package review
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/mattn/go-runewidth"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
+)
+
+// Everything the TUI prints that came from the guest (paths, file contents, descriptions,
+// link targets) goes through sanitize first: a hostile file must not be able to move the
+// cursor, recolour the screen, hide a line or reorder text with bidi controls.
+
+// span is a piece of text to print; esc marks an escape sequence standing for a character
+// that could not be printed as is (shown highlighted so it is not mistaken for source text).
+type span struct {
+	text string
+	esc  bool
+	op   udiff.Op // colour of the line the span belongs to (0: none)
+	meta bool     // a hunk header or a note ("\ No newline at end of file")
+}
+
+// mustEscape reports whether r cannot be printed as is: control characters (C0, DEL, C1),
+// format characters (bidi overrides and isolates, zero-width characters, BOM) and line or
+// paragraph separators.
+func mustEscape(r rune) bool {
+	if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		return true
+	}
+	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// escapeRune writes the visible form of a rune that must be escaped.
+func escapeRune(r rune) string {
+	switch r {
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	}
+	if r < 0x80 {
+		return fmt.Sprintf(`\x%02x`, r)
+	}
+	return fmt.Sprintf(`\u%04x`, r)
+}
+
+// sanitizeSpans splits s into printable text and escapes. With tabWidth > 0 tabs are
+// expanded to that tab stop (for file contents), otherwise they are escaped (for names).
+func sanitizeSpans(s string, tabWidth int) []span {
+	var out []span
+	var b strings.Builder
+	col := 0
+	flush := func() {
+		if b.Len() > 0 {
+			out = append(out, span{text: b.String()})
+			b.Reset()
+		}
+	}
+	esc := func(e string) {
+		flush()
+		out = append(out, span{text: e, esc: true})
+		col += len(e)
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			esc(fmt.Sprintf(`\x%02x`, s[i]))
+		case r == '\t' && tabWidth > 0:
+			n := tabWidth - col%tabWidth
+			b.WriteString(strings.Repeat(" ", n))
+			col += n
+		case mustEscape(r):
+			esc(escapeRune(r))
+		default:
+			b.WriteRune(r)
+			col += runewidth.RuneWidth(r)
+		}
+		i += size
+	}
+	flush()
+	return out
+}
+
+// safe returns s with everything unprintable escaped.
+func safe(s string) string {
+	var b strings.Builder
+	for _, sp := range sanitizeSpans(s, 0) {
+		b.WriteString(sp.text)
+	}
+	return b.String()
+}
+
+// displayName is how an item's path is shown: Display (already escaped by the changeset
+// builder; escaping again is harmless), never the raw Path.
+func displayName(it *Item) string {
+	if it.Display != "" {
+		return safe(it.Display)
+	}
+	return safe(it.Path)
+}
+
+// painter turns spans into terminal text: coloured, or plain for accessible mode.
+type painter struct {
+	plain bool
+	// markup escapes the characters huh's Note treats as markup (\ _ * `).
+	markup                      bool
+	add, del, hunk, meta, escSt lipgloss.Style
+	title, dim                  lipgloss.Style
+}
+
+func newPainter(r *lipgloss.Renderer, plain bool) *painter {
+	return &painter{
+		plain: plain,
+		add:   r.NewStyle().Foreground(lipgloss.Color("2")),
+		del:   r.NewStyle().Foreground(lipgloss.Color("1")),
+		hunk:  r.NewStyle().Foreground(lipgloss.Color("6")),
+		meta:  r.NewStyle().Faint(true),
+		escSt: r.NewStyle().Reverse(true),
+		title: r.NewStyle().Bold(true).Reverse(true),
+		dim:   r.NewStyle().Faint(true),
+	}
+}
+
+// forNote returns a copy of p whose output goes into a huh Note description.
+func (p *painter) forNote() *painter {
+	q := *p
+	q.markup = !p.plain
+	return &q
+}
+
+var noteMarkup = strings.NewReplacer(`\`, `\\`, `_`, `\_`, `*`, `\*`, "`", "\\`")
+
+// paint renders one line of spans.
+func (p *painter) paint(line []span) string {
+	var b strings.Builder
+	for _, sp := range line {
+		t := sp.text
+		if p.markup {
+			t = noteMarkup.Replace(t)
+		}
+		if p.plain {
+			b.WriteString(t)
+			continue
+		}
+		var st lipgloss.Style
+		switch {
+		case sp.meta && sp.op == '@':
+			st = p.hunk
+		case sp.meta:
+			st = p.meta
+		case sp.op == udiff.Insert:
+			st = p.add
+		case sp.op == udiff.Delete:
+			st = p.del
+		}
+		if sp.esc {
+			st = st.Inherit(p.escSt)
+		}
+		b.WriteString(st.Render(t))
+	}
+	return b.String()
+}
+
+// wrapSpans hard-wraps a line of spans at width cells. Continuation lines start with cont
+// (in the line's colour). Nothing is ever cut off: a reviewer must see every character.
+func wrapSpans(line []span, width int, cont string) [][]span {
+	if width < 8 {
+		width = 8
+	}
+	var out [][]span
+	var cur []span
+	col := 0
+	var op udiff.Op
+	var meta bool
+	if len(line) > 0 {
+		op, meta = line[0].op, line[0].meta
+	}
+	newLine := func() {
+		out = append(out, cur)
+		cur = []span{{text: cont, op: op, meta: meta}}
+		col = runewidth.StringWidth(cont)
+	}
+	for _, sp := range line {
+		if sp.esc {
+			// An escape is never split.
+			if col+len(sp.text) > width && col > 0 {
+				newLine()
+			}
+			cur = append(cur, sp)
+			col += len(sp.text)
+			continue
+		}
+		var b strings.Builder
+		for _, r := range sp.text {
+			w := runewidth.RuneWidth(r)
+			if col+w > width && col > 0 {
+				if b.Len() > 0 {
+					cur = append(cur, span{text: b.String(), op: sp.op, meta: sp.meta})
+					b.Reset()
+				}
+				newLine()
+			}
+			b.WriteRune(r)
+			col += w
+		}
+		if b.Len() > 0 {
+			cur = append(cur, span{text: b.String(), op: sp.op, meta: sp.meta})
+		}
+	}
+	out = append(out, cur)
+	return out
+}
+
+// textLine is a line of plain text (a name, a description) as spans.
+func textLine(s string, op udiff.Op, meta bool) []span {
+	sps := sanitizeSpans(s, 0)
+	for i := range sps {
+		sps[i].op, sps[i].meta = op, meta
+	}
+	if len(sps) == 0 {
+		sps = []span{{op: op, meta: meta}}
+	}
+	return sps
+}
+
+// hunkLines renders a hunk as wrapped, painted lines of at most width cells.
+func (p *painter) hunkLines(h udiff.Hunk, width int) []string {
+	var out []string
+	add := func(line []span) {
+		for _, l := range wrapSpans(line, width, "↪") {
+			out = append(out, p.paint(l))
+		}
+	}
+	add([]span{{text: h.Header(), op: '@', meta: true}})
+	for _, l := range h.Lines {
+		text := strings.TrimSuffix(l.Text, "\n")
+		line := []span{{text: string(byte(l.Op)), op: l.Op}}
+		for _, sp := range sanitizeSpans(text, 4) {
+			sp.op = l.Op
+			line = append(line, sp)
+		}
+		add(line)
+		if !strings.HasSuffix(l.Text, "\n") {
+			add([]span{{text: `\ No newline at end of file`, meta: true}})
+		}
+	}
+	return out
+}
+
+// textLines renders plain text (possibly several lines) wrapped at width.
+func (p *painter) textLines(s string, width int) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		for _, w := range wrapSpans(textLine(l, 0, false), width, "  ") {
+			out = append(out, p.paint(w))
+		}
+	}
+	return out
+}
+
+// itemDoc renders everything there is to see about an item: its description, and for a
+// text item the whole diff. hunkAt[i] is the line where hunk i starts.
+func (p *painter) itemDoc(it *Item, width int) (lines []string, hunkAt []int) {
+	if it.Refused != "" {
+		lines = append(lines, p.textLines("refused: "+it.Refused, width)...)
+	}
+	if it.Conflict {
+		lines = append(lines, p.textLines("conflict: the host changed this path too; the diff is the agent's change (baseline → guest)", width)...)
+	}
+	if it.Description != "" {
+		lines = append(lines, p.textLines(it.Description, width)...)
+	}
+	if info := entryInfo(it); info != "" {
+		lines = append(lines, p.textLines(info, width)...)
+	}
+	if it.Text && len(it.Hunks) > 0 {
+		if len(lines) > 0 {
+			lines = append(lines, "")
+		}
+		for _, h := range it.Hunks {
+			hunkAt = append(hunkAt, len(lines))
+			lines = append(lines, p.hunkLines(h, width)...)
+		}
+	} else if it.Text {
+		lines = append(lines, p.textLines("(no content change)", width)...)
+	} else if len(lines) == 0 {
+		lines = append(lines, p.textLines("(no text diff to show)", width)...)
+	}
+	return lines, hunkAt
+}
+
+// entryInfo describes what changed in the entries themselves (type, mode, link target).
+func entryInfo(it *Item) string {
+	b, g := it.Base, it.Guest
+	var parts []string
+	switch {
+	case b == nil && g != nil:
+		parts = append(parts, "new "+g.Type+" "+modeStr(g.Mode))
+	case b != nil && g == nil:
+		parts = append(parts, "deleted "+b.Type)
+	case b != nil && g != nil:
+		if b.Type != g.Type {
+			parts = append(parts, b.Type+" → "+g.Type)
+		}
+		if b.Mode != g.Mode && b.Type == g.Type {
+			parts = append(parts, "mode "+modeStr(b.Mode)+" → "+modeStr(g.Mode))
+		}
+	}
+	if g != nil && g.Type == "symlink" {
+		t := "link target: " + string(g.Target)
+		if b != nil && b.Type == "symlink" && b.Target != g.Target {
+			t = "link target: " + string(b.Target) + " → " + string(g.Target)
+		}
+		parts = append(parts, t)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func modeStr(m uint32) string { return fmt.Sprintf("%o", m&0o7777) }
+
+// modeChange returns "644 → 755" when both sides have a mode.
+func modeChange(it *Item) (string, bool) {
+	if it.Base == nil || it.Guest == nil || it.Base.Mode == it.Guest.Mode {
+		return "", false
+	}
+	return modeStr(it.Base.Mode) + " → " + modeStr(it.Guest.Mode), true
+}
+
+// countStr is "+3 −1" for a text item.
+func countStr(it *Item) string {
+	if !it.Text {
+		return ""
+	}
+	return fmt.Sprintf("+%d −%d", it.Added, it.Removed)
+}
+
+// label is the one-line summary of an item in the file list, e.g. "M path  +3 −1".
+func label(it *Item) string {
+	name := displayName(it)
+	var s string
+	switch it.Kind {
+	case staging.Added:
+		s = "A " + name
+	case staging.Deleted:
+		s = "D " + name
+	case staging.ModeChanged:
+		s = "mode " + name
+		if mc, ok := modeChange(it); ok {
+			s += " (" + mc + ")"
+		}
+	case staging.LinkChanged:
+		s = "link " + name
+	case staging.TypeChanged:
+		s = "type " + name
+	default:
+		s = "M " + name
+	}
+	if it.Conflict {
+		s = "C " + s
+	}
+	switch {
+	case it.Text && len(it.Hunks) > 0:
+		s += "  " + countStr(it)
+		if len(it.Hunks) > 1 {
+			s += fmt.Sprintf(" (%d hunks)", len(it.Hunks))
+		}
+	case it.Description != "" && it.Kind != staging.ModeChanged:
+		s += "  " + safe(it.Description)
+	}
+	return s
+}
+
+// action is the line the final confirmation shows for a decision that changes something;
+// "" when the decision leaves everything as it is.
+func action(it *Item, d Decision) string {
+	name := displayName(it)
+	write := func(verb string) string {
+		switch {
+		case it.Guest == nil && it.Kind == staging.Deleted:
+			return "delete " + name
+		case it.Kind == staging.Added:
+			return "create " + name
+		case it.Kind == staging.LinkChanged:
+			if it.Guest != nil && it.Guest.Type == "symlink" {
+				return "relink " + name + " → " + safe(string(it.Guest.Target))
+			}
+			return "relink " + name
+		case it.Kind == staging.TypeChanged:
+			s := "replace " + name
+			if it.Base != nil && it.Guest != nil {
+				s += " (" + it.Base.Type + " → " + it.Guest.Type + ")"
+			}
+			return s
+		case it.Kind == staging.ModeChanged:
+			s := ""
+			if it.Text && len(it.Hunks) > 0 {
+				s = verb + " " + name + " and "
+			}
+			if it.Guest != nil {
+				return s + "chmod " + name + " " + modeStr(it.Guest.Mode)
+			}
+			return s + "chmod " + name
+		}
+		return verb + " " + name
+	}
+	switch d.Action {
+	case Accept:
+		if d.Hunks != nil {
+			n := 0
+			for _, ok := range d.Hunks {
+				if ok {
+					n++
+				}
+			}
+			return fmt.Sprintf("write %s (%d of %d hunks)", name, n, len(d.Hunks))
+		}
+		return write("write")
+	case TakeGuest:
+		return write("overwrite") + " (conflict: take guest)"
+	case KeepHost:
+		return "keep host: " + name + " (copied into the guest)"
+	case RejectRevert:
+		return "revert in guest: " + name
+	}
+	return ""
+}

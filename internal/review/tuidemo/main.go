@@ -1,0 +1,61 @@
+// Command tuidemo runs the review TUI on a changeset read from a JSON file, for tests:
+//
+//	tuidemo [-accessible] [-width N -height N] changeset.json result.json
+//
+// It writes the decisions as JSON to result.json, or the JSON string "aborted", or
+// {"error": "..."} for any other error.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
+)
+
+func main() {
+	accessible := flag.Bool("accessible", false, "accessible mode")
+	width := flag.Int("width", 0, "width (0: terminal)")
+	height := flag.Int("height", 0, "height (0: terminal)")
+	flag.Parse()
+	if flag.NArg() != 2 {
+		fmt.Fprintln(os.Stderr, "usage: tuidemo [-accessible] changeset.json result.json")
+		os.Exit(2)
+	}
+	data, err := os.ReadFile(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var cs review.Changeset
+	if err := json.Unmarshal(data, &cs); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	decs, err := review.RunTUI(&cs, os.Stdin, os.Stdout, review.TUIOptions{Accessible: *accessible, Width: *width, Height: *height})
+	var result any = decs
+	switch {
+	case errors.Is(err, review.ErrAborted):
+		result = "aborted"
+	case err != nil:
+		result = map[string]string{"error": err.Error()}
+	}
+	out, err := json.Marshal(result)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// Write atomically: the test polls for the file.
+	tmp := flag.Arg(1) + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := os.Rename(tmp, flag.Arg(1)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
