@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/agentconfig"
+	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 )
 
@@ -19,6 +22,8 @@ type configureOptions struct {
 	DisableBuiltinTools bool
 	Name                string
 	Workdir             string
+	Create              bool
+	Template            string
 }
 
 func newConfigureCmd(ios *iostreams.IOStreams) *cobra.Command {
@@ -36,9 +41,10 @@ AGENT is one of:
 
 The server is added to the file the agent already has: other servers and settings are kept as
 they are, running the command again changes nothing, and a file that cannot be parsed is left
-alone. --disable-builtin-tools also turns off the agent's own file and shell tools where the
+alone. --create makes the instance (without host mounts) if it does not exist, or starts it.
+--disable-builtin-tools also turns off the agent's own file and shell tools where the
 agent has a setting for it; the notes printed at the end say what stays on.`,
-		Example: `  limactl mcp configure claude
+		Example: `  limactl mcp configure claude --instance agent --create
   limactl mcp configure gemini --instance dev --disable-builtin-tools
   limactl mcp configure codex --user --dry-run`,
 		Args: cobra.ExactArgs(1),
@@ -53,7 +59,10 @@ agent has a setting for it; the notes printed at the end say what stays on.`,
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runConfigure(ios, args[0], opts)
+			if err := runConfigure(ios, args[0], opts); err != nil {
+				return err
+			}
+			return checkSandbox(cmd.Context(), ios, opts)
 		},
 	}
 	f := cmd.Flags()
@@ -64,7 +73,45 @@ agent has a setting for it; the notes printed at the end say what stays on.`,
 	f.StringVar(&opts.Name, "name", "lima", "Name of the MCP server in the agent's config")
 	f.StringVar(&opts.Workdir, "workdir", "", "Project directory (default: the current directory)")
 	_ = cmd.MarkFlagDirname("workdir")
+	f.BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
+	f.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
 	return cmd
+}
+
+// checkSandbox makes sure the configured instance is a sandbox: it exists (or --create makes
+// it), it runs, and it has no host mounts.
+func checkSandbox(ctx context.Context, ios *iostreams.IOStreams, opts *configureOptions) error {
+	limactl, err := instance.Limactl()
+	if err != nil {
+		fmt.Fprintf(ios.ErrOut, "note: %v; the agent needs Lima's limactl to run its tools\n", err)
+		return nil
+	}
+	if opts.DryRun {
+		if _, err := instance.Inspect(ctx, limactl, opts.Instance); errors.Is(err, instance.ErrNotExist) {
+			fmt.Fprintf(ios.Out, "note: instance %q does not exist; without --dry-run, --create would make it (`%s`)\n", opts.Instance, instance.CreateCommand(opts.Instance, opts.Template))
+		}
+		return nil
+	}
+	if opts.Create {
+		fmt.Fprintf(ios.ErrOut, "Checking instance %q (creating or starting it can take a few minutes)...\n", opts.Instance)
+	}
+	warnings, err := instance.EnsureSandbox(ctx, limactl, opts.Instance, instance.SandboxOptions{Create: opts.Create, Template: opts.Template, Progress: ios.ErrOut})
+	for _, w := range warnings {
+		fmt.Fprintf(ios.Out, "warning: %s\n", w)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(ios.Out, "Ready: start the agent in %s; then review its changes with `limactl mcp review %s`.\n", opts.workdirOrCwd(), opts.Instance)
+	return nil
+}
+
+func (o *configureOptions) workdirOrCwd() string {
+	if o.Workdir != "" {
+		return o.Workdir
+	}
+	wd, _ := os.Getwd()
+	return wd
 }
 
 func runConfigure(ios *iostreams.IOStreams, agent string, opts *configureOptions) error {

@@ -23,6 +23,8 @@ type serveOptions struct {
 	Fresh    bool
 	NoRunner bool
 	Debug    bool
+	Create   bool
+	Template string
 	http     httpOptions
 }
 
@@ -67,6 +69,8 @@ only; logs go to standard error.`,
 	cmd.Flags().BoolVar(&opts.Fresh, "fresh", false, "Discard the staged copy (and the agent's pending changes in it) and stage again")
 	cmd.Flags().BoolVar(&opts.NoRunner, "no-runner", false, "Run each command in its own ssh session and login shell (slower; for debugging)")
 	cmd.Flags().BoolVar(&opts.Debug, "debug", false, "Log debug messages to standard error")
+	cmd.Flags().BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
+	cmd.Flags().StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
 	opts.http.register(cmd)
 	return cmd
 }
@@ -84,6 +88,12 @@ func runServe(ctx context.Context, ios *iostreams.IOStreams, opts *serveOptions)
 	limactl, err := instance.Limactl()
 	if err != nil {
 		return err
+	}
+	if opts.Create {
+		log.Info("making sure the instance exists and runs", "instance", opts.Instance)
+		if _, err := instance.EnsureSandbox(ctx, limactl, opts.Instance, instance.SandboxOptions{Create: true, Template: opts.Template, Progress: ios.ErrOut}); err != nil {
+			return err
+		}
 	}
 	inst, err := instance.Inspect(ctx, limactl, opts.Instance)
 	if err != nil {

@@ -329,3 +329,7 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// Template writes the kit's Lima template (with its image directory filled in) and returns its
+// path, for tests that create instances of their own.
+func (vm *VM) Template() (string, error) { return vm.renderTemplate() }
