@@ -95,7 +95,7 @@ func startTUI(t *testing.T, cs *Changeset, flags ...string) *tmuxSession {
 	args = append(args, fixture, s.result)
 	// timeout and the final sleep bound the life of a session the test could not kill (the
 	// sleep keeps the last screen for the failure message).
-	cmd := "env TERM=xterm-256color COLORTERM= NO_COLOR= timeout --foreground 60 " + shellJoin(args) + "; sleep 30"
+	cmd := "env -u CI TERM=xterm-256color COLORTERM= NO_COLOR= timeout --foreground 60 " + shellJoin(args) + "; sleep 30"
 	if out, err := s.tmux("new-session", "-d", "-s", "review", "-x", "80", "-y", "24", cmd); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
