@@ -278,20 +278,11 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 		return nil, err
 	}
 	// The accepted changes become the new baseline.
-	idx := sess.Baseline.Index()
+	set := map[runnerproto.Name]*staging.Entry{}
 	for _, je := range j.Entries {
-		if je.BaseAfter == nil {
-			delete(idx, runnerproto.Name(je.Path))
-		} else {
-			e := *je.BaseAfter
-			idx[runnerproto.Name(je.Path)] = &e
-		}
+		set[runnerproto.Name(je.Path)] = je.BaseAfter
 	}
-	nb := &staging.Manifest{}
-	for _, e := range idx {
-		nb.Entries = append(nb.Entries, *e)
-	}
-	if err := sess.SaveBaseline(nb); err != nil {
+	if err := sess.SaveBaseline(sess.Baseline.Update(set)); err != nil {
 		return nil, err
 	}
 	// Guest-side steps.
@@ -361,10 +352,7 @@ func setHost(host *hostTree, rel string, e *staging.Entry, j *journal, blob stri
 		defer f.Close()
 		return host.writeFile(rel, f, e.Mode)
 	case runnerproto.TypeSymlink:
-		if allowOutsideLinks && !symlinkTargetInside(rel, string(e.Target)) {
-			return host.restoreSymlink(rel, string(e.Target))
-		}
-		return host.symlink(rel, string(e.Target))
+		return host.symlink(rel, string(e.Target), allowOutsideLinks)
 	case runnerproto.TypeDir:
 		if err := host.mkdir(rel, e.Mode); err != nil {
 			return err
@@ -403,22 +391,6 @@ func setGuest(ctx context.Context, sess *staging.Session, host *hostTree, rel st
 		return err
 	}
 	return fmt.Errorf("cannot restore a %s", e.Type)
-}
-
-// restoreSymlink puts back a symlink the host itself had (whatever its target).
-func (h *hostTree) restoreSymlink(rel, target string) error {
-	if err := h.mkdirParents(rel); err != nil {
-		return err
-	}
-	tmp := tmpName(rel)
-	if err := h.root.Symlink(target, tmp); err != nil {
-		return err
-	}
-	if err := h.root.Rename(tmp, rel); err != nil {
-		_ = h.root.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // recoverInterrupted rolls back an apply that was killed before it finished: every path it
@@ -529,7 +501,7 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 	}
 	defer host.close()
 	rep := &Report{JournalID: j.ID, Written: []string{}}
-	idx := sess.Baseline.Index()
+	set := map[runnerproto.Name]*staging.Entry{}
 	for _, je := range j.Entries {
 		if je.HostOp {
 			now, err := host.entry(je.Path)
@@ -547,18 +519,9 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 			}
 			rep.Written = append(rep.Written, display(je.Path))
 		}
-		if je.BaseBefore == nil {
-			delete(idx, runnerproto.Name(je.Path))
-		} else {
-			e := *je.BaseBefore
-			idx[runnerproto.Name(je.Path)] = &e
-		}
+		set[runnerproto.Name(je.Path)] = je.BaseBefore
 	}
-	nb := &staging.Manifest{}
-	for _, e := range idx {
-		nb.Entries = append(nb.Entries, *e)
-	}
-	if err := sess.SaveBaseline(nb); err != nil {
+	if err := sess.SaveBaseline(sess.Baseline.Update(set)); err != nil {
 		return nil, err
 	}
 	return rep, j.save(stateUndone)

@@ -235,9 +235,10 @@ func (h *hostTree) writeFile(rel string, data io.Reader, mode uint32) error {
 	return nil
 }
 
-// symlink replaces rel with a symlink to target (which must stay inside the working directory).
-func (h *hostTree) symlink(rel, target string) error {
-	if !symlinkTargetInside(rel, target) {
+// symlink replaces rel with a symlink to target, which must stay inside the working directory
+// unless restoring is set (putting back a symlink the host itself had).
+func (h *hostTree) symlink(rel, target string, restoring bool) error {
+	if !restoring && !symlinkTargetInside(rel, target) {
 		return fmt.Errorf("%s: symlink target %s leaves the working directory; refused", display(rel), display(target))
 	}
 	if err := h.mkdirParents(rel); err != nil {

@@ -45,6 +45,25 @@ func (m *Manifest) Index() map[runnerproto.Name]*Entry {
 	return idx
 }
 
+// Update returns a copy of m with the entries of set in place of its own: a nil entry removes
+// the path.
+func (m *Manifest) Update(set map[runnerproto.Name]*Entry) *Manifest {
+	idx := m.Index()
+	for p, e := range set {
+		if e == nil {
+			delete(idx, p)
+		} else {
+			idx[p] = e
+		}
+	}
+	out := &Manifest{Entries: make([]Entry, 0, len(idx))}
+	for _, e := range idx {
+		out.Entries = append(out.Entries, *e)
+	}
+	out.Sort()
+	return out
+}
+
 // Files counts regular files and sums their sizes.
 func (m *Manifest) Files() (n int, bytes int64) {
 	for _, e := range m.Entries {

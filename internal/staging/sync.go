@@ -73,24 +73,20 @@ func (s *Session) Sync(ctx context.Context) (*SyncReport, error) {
 		}
 	}
 	// The new baseline: what both sides now agree on.
-	idx := s.Baseline.Index()
+	set := map[runnerproto.Name]*Entry{}
 	for _, p := range toRemove {
-		delete(idx, p)
+		set[p] = nil
 	}
 	for i := range sent {
-		idx[sent[i].Path] = &sent[i]
+		set[sent[i].Path] = &sent[i]
 		rep.Pushed = append(rep.Pushed, sent[i].Path)
 	}
 	for _, p := range toRemove {
-		if _, again := idx[p]; !again {
+		if set[p] == nil {
 			rep.Removed = append(rep.Removed, p)
 		}
 	}
-	nb := &Manifest{}
-	for _, e := range idx {
-		nb.Entries = append(nb.Entries, *e)
-	}
-	if err := s.SaveBaseline(nb); err != nil {
+	if err := s.SaveBaseline(s.Baseline.Update(set)); err != nil {
 		return nil, err
 	}
 	return rep, nil

@@ -42,14 +42,8 @@ func (ts *Toolset) Glob(ctx context.Context, req *mcp.CallToolRequest, args Glob
 	if err != nil {
 		return nil, nil, err
 	}
-	sc, err := ts.conn.SFTP(ctx)
-	if err != nil {
+	if err := ts.checkDir(ctx, dir, guestDir); err != nil {
 		return nil, nil, err
-	}
-	if fi, err := sc.Stat(guestDir); err != nil {
-		return nil, nil, fsError(dir, err)
-	} else if !fi.IsDir() {
-		return nil, nil, notADirectory(dir)
 	}
 	r, err := ts.conn.Glob(ctx, guestDir, args.Pattern, ts.lim.GlobMatches)
 	if err != nil {
@@ -60,6 +54,20 @@ func (ts *Toolset) Glob(ctx context.Context, req *mcp.CallToolRequest, args Glob
 		res.Matches[i] = ws.ToHost(m)
 	}
 	return nil, res, nil
+}
+
+// checkDir says clearly when the directory of a search is missing or not a directory.
+func (ts *Toolset) checkDir(ctx context.Context, dir, guestDir string) error {
+	sc, err := ts.conn.SFTP(ctx)
+	if err != nil {
+		return err
+	}
+	if fi, err := sc.Stat(guestDir); err != nil {
+		return fsError(dir, err)
+	} else if !fi.IsDir() {
+		return notADirectory(dir)
+	}
+	return nil
 }
 
 // searchDir resolves the optional directory of glob and search_file_content: the given

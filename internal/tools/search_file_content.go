@@ -44,14 +44,8 @@ func (ts *Toolset) SearchFileContent(ctx context.Context, req *mcp.CallToolReque
 	if err != nil {
 		return nil, nil, err
 	}
-	sc, err := ts.conn.SFTP(ctx)
-	if err != nil {
+	if err := ts.checkDir(ctx, dir, guestDir); err != nil {
 		return nil, nil, err
-	}
-	if fi, err := sc.Stat(guestDir); err != nil {
-		return nil, nil, fsError(dir, err)
-	} else if !fi.IsDir() {
-		return nil, nil, notADirectory(dir)
 	}
 	grep := runnerproto.GrepRequest{Dir: guestDir, Pattern: args.Pattern, MaxBytes: ts.lim.SearchBytes}
 	if args.Include != nil {
