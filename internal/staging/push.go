@@ -2,6 +2,7 @@ package staging
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -46,7 +47,10 @@ func push(ctx context.Context, conn *guest.Conn, workdir, guestDir string, entri
 	sent := make([]Entry, 0, len(entries))
 	start := time.Now()
 	go func() {
-		tw := tar.NewWriter(pw)
+		// Large writes: each one becomes SSH packets the guest's sshd must decrypt, and small
+		// packets (a 512-byte header, a small file) cost an emulated guest dearly.
+		bw := bufio.NewWriterSize(pw, 1<<20)
+		tw := tar.NewWriter(bw)
 		last := time.Time{}
 		for _, e := range entries {
 			if ctx.Err() != nil {
@@ -72,7 +76,11 @@ func push(ctx context.Context, conn *guest.Conn, workdir, guestDir string, entri
 				progress(total)
 			}
 		}
-		pw.CloseWithError(tw.Close())
+		err := tw.Close()
+		if err == nil {
+			err = bw.Flush()
+		}
+		pw.CloseWithError(err)
 	}()
 	// GNU tar and busybox tar both read this; -p keeps modes, -m is not given so times stay.
 	script := "mkdir -p " + shellquote.Quote(guestDir) + " && cd " + shellquote.Quote(guestDir) + " && tar -x -p -f -"
