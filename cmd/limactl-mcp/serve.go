@@ -122,6 +122,13 @@ func runServe(ctx context.Context, ios *iostreams.IOStreams, opts *serveOptions)
 	} else {
 		store := staging.StoreFor(inst.Dir)
 		staged := tools.NewStaged(ctx, func(ctx context.Context, progress func(staging.Progress)) (*staging.Session, error) {
+			// Connect first, so that the staging time logged is the staging's own.
+			t0 := time.Now()
+			if _, err := conn.Home(ctx); err != nil {
+				log.Error("cannot connect to the instance", "error", err)
+				return nil, err
+			}
+			log.Debug("connected", "took", time.Since(t0).Round(time.Millisecond))
 			start := time.Now()
 			report := progressLogger(log, progress)
 			sess, outcome, err := staging.Open(ctx, conn, store, staging.OpenOptions{

@@ -13,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 )
 
 // project creates a host project directory owned by the user that runs limactl (so that
@@ -122,3 +126,25 @@ func readHost(t *testing.T, p string) string {
 }
 
 var _ = context.Background
+
+// rootConn connects this test process to the instance directly, with Lima's key (readable by
+// root), for measurements of the engine apart from process start-up.
+func rootConn(t *testing.T) *guest.Conn {
+	t.Helper()
+	out, err := vm.Limactl(ctxT(t, time.Minute), "list", "--format", "{{.SSHLocalPort}}", instanceName)
+	mustT(t, err)
+	port := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
+	pem, err := os.ReadFile(filepath.Join(vm.LimaHome, "_config", "user"))
+	mustT(t, err)
+	signer, err := ssh.ParsePrivateKey(pem)
+	mustT(t, err)
+	user := vm.User
+	if user == "" {
+		user = os.Getenv("USER")
+	}
+	c := guest.New(func(context.Context) (*guest.Target, error) {
+		return &guest.Target{Name: instanceName, Addr: "127.0.0.1:" + port, User: user, Signers: []ssh.Signer{signer}, Arch: "x86_64"}, nil
+	}, guest.Options{NoLoginShell: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
