@@ -66,6 +66,25 @@ func (s *Staged) Session(ctx context.Context, req *mcp.CallToolRequest) (*stagin
 	if req != nil && req.Params != nil {
 		token = req.Params.GetProgressToken()
 	}
+	notify := func() {
+		if token == nil || req.Session == nil {
+			return
+		}
+		s.mu.Lock()
+		p := s.prog
+		s.mu.Unlock()
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token,
+			Progress:      float64(p.Bytes),
+			Total:         float64(p.TotalBytes),
+			Message:       fmt.Sprintf("staging the working directory: %d/%d files", p.Files, p.TotalFiles),
+		})
+	}
+	select {
+	case <-done:
+	default:
+		notify() // at once: the call is waiting for staging
+	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -80,18 +99,7 @@ func (s *Staged) Session(ctx context.Context, req *mcp.CallToolRequest) (*stagin
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-tick.C:
-			if token == nil || req.Session == nil {
-				continue
-			}
-			s.mu.Lock()
-			p := s.prog
-			s.mu.Unlock()
-			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-				ProgressToken: token,
-				Progress:      float64(p.Bytes),
-				Total:         float64(p.TotalBytes),
-				Message:       fmt.Sprintf("staging the working directory: %d/%d files", p.Files, p.TotalFiles),
-			})
+			notify()
 		}
 	}
 }
