@@ -70,12 +70,17 @@ func Select(ctx context.Context, workdir string, opts SelectOptions) (*Selection
 	if files, ok := gitFiles(ctx, workdir, opts.IncludeIgnored); ok {
 		sel.InGitRepo = true
 		names = files
+		var extra []string
 		for _, w := range walked {
 			fi, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(w)))
 			if err == nil && (fi.IsDir() || !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0) {
-				names = append(names, w)
+				extra = append(extra, w)
 			}
 		}
+		if !opts.IncludeIgnored {
+			extra = notIgnoredByGit(ctx, workdir, extra)
+		}
+		names = append(names, extra...)
 	}
 	seen := map[string]bool{}
 	var add func(rel string) error
@@ -163,14 +168,15 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// gitFiles asks git for the files of the work tree at workdir (which must be its top level),
-// relative to it.
+// gitFiles asks git for the files under workdir, relative to it, when workdir is in a git
+// work tree.
 func gitFiles(ctx context.Context, workdir string, includeIgnored bool) ([]string, bool) {
-	if !isDir(filepath.Join(workdir, ".git")) && !isFile(filepath.Join(workdir, ".git")) {
-		return nil, false
-	}
 	git, err := exec.LookPath("git")
 	if err != nil {
+		return nil, false
+	}
+	// Inside a work tree (its top level or a subdirectory, whose parents' .gitignore apply).
+	if out, err := exec.CommandContext(ctx, git, "-C", workdir, "rev-parse", "--is-inside-work-tree").Output(); err != nil || strings.TrimSpace(string(out)) != "true" {
 		return nil, false
 	}
 	args := []string{"-C", workdir, "ls-files", "-z", "--cached", "--others"}
@@ -190,9 +196,35 @@ func gitFiles(ctx context.Context, workdir string, includeIgnored bool) ([]strin
 	return files, true
 }
 
-func isFile(p string) bool {
-	fi, err := os.Lstat(p)
-	return err == nil && fi.Mode().IsRegular()
+// notIgnoredByGit drops the paths git ignores (with the rules of the whole repository, its
+// parents' .gitignore included), and what lies under them.
+func notIgnoredByGit(ctx context.Context, workdir string, paths []string) []string {
+	if len(paths) == 0 {
+		return paths
+	}
+	cmd := exec.CommandContext(ctx, "git", "-C", workdir, "check-ignore", "-z", "--stdin")
+	cmd.Stdin = strings.NewReader(strings.Join(paths, "\x00") + "\x00")
+	out, _ := cmd.Output() // exit 1: nothing ignored
+	ignored := map[string]bool{}
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) > 0 {
+			ignored[string(p)] = true
+		}
+	}
+	var keep []string
+	for _, p := range paths {
+		skip := false
+		for d := p; d != "." && d != ""; d = path.Dir(d) {
+			if ignored[d] {
+				skip = true
+				break
+			}
+		}
+		if !skip {
+			keep = append(keep, p)
+		}
+	}
+	return keep
 }
 
 // walk lists everything under root (relative, slash-separated), not descending into .git or
