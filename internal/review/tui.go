@@ -168,6 +168,9 @@ func (r *reviewer) run() ([]Decision, error) {
 		}
 		decs[i].Action = Accept
 	}
+	if err := r.revertRejected(items, decs); err != nil {
+		return nil, err
+	}
 	for i, it := range items {
 		if it.Conflict && selected[i] {
 			a, err := r.conflict(it)
@@ -394,6 +397,52 @@ func (r *reviewer) fileList(items, refused []*Item) ([]bool, error) {
 		}
 	}
 	return sel, nil
+}
+
+// revertRejected asks whether files left out of the file list should also be put back to
+// their staged version in the guest (default: no, they stay pending).
+func (r *reviewer) revertRejected(items []*Item, decs []Decision) error {
+	var idx []int
+	var opts []huh.Option[int]
+	w, _ := r.size()
+	for i, it := range items {
+		if it.Conflict || decs[i].Action != Reject {
+			continue
+		}
+		l := label(it)
+		if !r.accessible {
+			l = truncate(l, w-8)
+		}
+		idx = append(idx, i)
+		opts = append(opts, huh.NewOption(l, i))
+	}
+	if len(opts) == 0 {
+		return nil
+	}
+	var chosen []int
+	ms := huh.NewMultiSelect[int]().
+		Title("Also revert these rejected files in the guest? (unselected ones stay pending)").
+		Description(r.vHint("space: toggle · v: view diff · enter: continue · esc: abort")).
+		Options(opts...).
+		Value(&chosen)
+	f := r.form("Rejected files", ms)
+	err := r.runForm(f, func() *doc {
+		i, ok := ms.Hovered()
+		if !ok || i < 0 || i >= len(items) {
+			return nil
+		}
+		return r.itemDoc(items[i], -1)
+	})
+	if err != nil {
+		return err
+	}
+	for _, i := range chosen {
+		if i >= 0 && i < len(items) && decs[i].Action == Reject {
+			decs[i].Action = RejectRevert
+		}
+	}
+	_ = idx
+	return nil
 }
 
 // lineCount is how many lines s takes wrapped at width.

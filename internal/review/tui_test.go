@@ -296,6 +296,8 @@ func TestTUIDeselectOne(t *testing.T) {
 	s.keys("Space")
 	s.waitFor("> • A docs/new.txt")
 	s.keys("Enter")
+	s.waitFor("Also revert these rejected files in the guest?", "A docs/new.txt")
+	s.keys("Enter")
 	scr := s.waitFor("Apply these changes?", "left pending in the guest (1): docs/new.txt")
 	if strings.Contains(scr, "create docs/new.txt") {
 		t.Fatalf("deselected file in the plan:\n%s", scr)
@@ -562,6 +564,8 @@ func TestTUIManyFiles(t *testing.T) {
 	s.keys("End")
 	s.waitFor("> ✓ M dir/file29.go", "Refused (never applied)", "enter submit")
 	s.keys("Space", "Enter")
+	s.waitFor("Also revert these rejected files in the guest?")
+	s.keys("Enter")
 	s.waitFor("Apply these changes?", "write dir/file00.go", "more lines: press v to see everything")
 	s.keys("v")
 	s.waitFor("What will be done", "write dir/file00.go")
@@ -734,4 +738,27 @@ func TestTUIOnlyRefused(t *testing.T) {
 	if aborted || len(decs) != 0 {
 		t.Fatalf("aborted %v, decisions %+v", aborted, decs)
 	}
+}
+
+func TestTUIRejectAndRevert(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, basicChangeset())
+	s.waitFor("> ✓ M README.md")
+	s.keys("Space")
+	s.waitFor("> • M README.md")
+	s.keys("Enter")
+	s.waitFor("Also revert these rejected files in the guest?", "M README.md")
+	s.keys("Space")
+	s.keys("Enter")
+	s.waitFor("Apply these changes?", "README.md")
+	s.keys("y")
+	decs, aborted := s.outcome()
+	if aborted {
+		t.Fatal("aborted")
+	}
+	wantDecisions(t, decs, []Decision{
+		{Path: "README.md", Action: RejectRevert},
+		{Path: "docs/new.txt", Action: Accept},
+		{Path: "logo.png", Action: Accept},
+	})
 }

@@ -110,6 +110,8 @@ func TestReviewTUI(t *testing.T) {
 	r.keys("Space")
 	r.waitFor("> • M b.txt")
 	r.keys("Enter")
+	r.waitFor("Also revert these rejected files in the guest?", "M b.txt")
+	r.keys("Enter") // no: b.txt stays pending
 	r.waitFor("Apply these changes?", "write a.txt")
 	r.keys("y")
 	r.waitFor("Applied: 1 path(s) written", "EXIT=0")
