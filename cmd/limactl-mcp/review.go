@@ -74,15 +74,11 @@ func runReview(cmd *cobra.Command, ios *iostreams.IOStreams, opts *reviewOptions
 			paths = append(paths, rel)
 		}
 	}
-	t, err := openTarget(ctx, ios, instanceArg(args))
+	t, sess, err := openSession(ctx, ios, instanceArg(args), workdir)
 	if err != nil {
 		return err
 	}
 	defer t.close()
-	sess, err := t.session(ctx, workdir)
-	if err != nil {
-		return err
-	}
 	if opts.Undo {
 		rep, err := review.Undo(ctx, sess)
 		if err != nil {

@@ -66,6 +66,25 @@ func (t *target) session(ctx context.Context, workdir string) (*staging.Session,
 	return staging.Attach(t.conn, t.store, st, base), nil
 }
 
+// openSession opens the instance and the staged session of the working directory workdir
+// (default: the current directory). The caller closes the target.
+func openSession(ctx context.Context, ios *iostreams.IOStreams, name, workdir string) (*target, *staging.Session, error) {
+	wd, err := resolveWorkdir(workdir)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := openTarget(ctx, ios, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := t.session(ctx, wd)
+	if err != nil {
+		t.close()
+		return nil, nil, err
+	}
+	return t, s, nil
+}
+
 func newStatusCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -136,19 +155,11 @@ conflict: the guest's version is kept and it stays pending for review.`,
 		ValidArgsFunction: completeInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			workdir, err := resolveWorkdir(f.Workdir)
-			if err != nil {
-				return err
-			}
-			t, err := openTarget(ctx, ios, instanceArg(args))
+			t, s, err := openSession(ctx, ios, instanceArg(args), f.Workdir)
 			if err != nil {
 				return err
 			}
 			defer t.close()
-			s, err := t.session(ctx, workdir)
-			if err != nil {
-				return err
-			}
 			rep, err := s.Sync(ctx)
 			if err != nil {
 				return err
@@ -174,19 +185,12 @@ func newDiscardCmd(ios *iostreams.IOStreams) *cobra.Command {
 		ValidArgsFunction: completeInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			workdir, err := resolveWorkdir(f.Workdir)
-			if err != nil {
-				return err
-			}
-			t, err := openTarget(ctx, ios, instanceArg(args))
+			t, s, err := openSession(ctx, ios, instanceArg(args), f.Workdir)
 			if err != nil {
 				return err
 			}
 			defer t.close()
-			s, err := t.session(ctx, workdir)
-			if err != nil {
-				return err
-			}
+			workdir := s.State.Workdir
 			what := "the staged copy of " + workdir
 			if cs, err := s.GuestChanges(ctx); err == nil && len(cs.Changes) > 0 {
 				what += fmt.Sprintf(", with %d pending change(s) that will be lost", len(cs.Changes))
