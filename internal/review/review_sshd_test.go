@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -316,5 +315,4 @@ func TestInterruptedApplyRollsBack(t *testing.T) {
 	if !rolled || f.read("main.go") != "package main\n\nfunc main() {}\n" || f.read("gone.txt") != "to be deleted\n" || f.read("new.txt") != "person's\n" {
 		t.Errorf("after rollback: %v %q %q %q", rep, f.read("main.go"), f.read("gone.txt"), f.read("new.txt"))
 	}
-	_ = syscall.Getpid
 }

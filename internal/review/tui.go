@@ -402,7 +402,6 @@ func (r *reviewer) fileList(items, refused []*Item) ([]bool, error) {
 // revertRejected asks whether files left out of the file list should also be put back to
 // their staged version in the guest (default: no, they stay pending).
 func (r *reviewer) revertRejected(items []*Item, decs []Decision) error {
-	var idx []int
 	var opts []huh.Option[int]
 	w, _ := r.size()
 	for i, it := range items {
@@ -413,7 +412,6 @@ func (r *reviewer) revertRejected(items []*Item, decs []Decision) error {
 		if !r.accessible {
 			l = truncate(l, w-8)
 		}
-		idx = append(idx, i)
 		opts = append(opts, huh.NewOption(l, i))
 	}
 	if len(opts) == 0 {
@@ -441,7 +439,6 @@ func (r *reviewer) revertRejected(items []*Item, decs []Decision) error {
 			decs[i].Action = RejectRevert
 		}
 	}
-	_ = idx
 	return nil
 }
 

@@ -1,16 +1,12 @@
 package runner
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/globfs"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
-
-// errStop ends a walk early.
-var errStop = errors.New("stop")
 
 func runGlob(req *runnerproto.GlobRequest) (*runnerproto.GlobResult, error) {
 	return globfs.Glob(func(root string) fs.FS { return os.DirFS(root) }, req.Dir, req.Pattern, req.MaxMatches)

@@ -55,6 +55,9 @@ func gitGrep(git string, req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 	return res
 }
 
+// errStop ends a walk early.
+var errStop = errors.New("stop")
+
 // limitWriter keeps n bytes and then fails, which stops the writer on the other side.
 type limitWriter struct {
 	w   *bytes.Buffer

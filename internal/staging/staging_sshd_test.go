@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
@@ -247,5 +246,4 @@ func TestGoneCopyIsRestagedNotDeleted(t *testing.T) {
 	if out := f.srv.Run(t, "bash", "-c", "test -e "+f.gpath+" && echo present || echo absent"); out != "absent\n" {
 		t.Errorf("guest copy after discard: %s", out)
 	}
-	_ = runnerproto.TypeFile
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 	"github.com/limactl-mcp/limactl-mcp/internal/tools"
-	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
 // A cancelled MCP request (notifications/cancelled from a real client) kills the command's
@@ -73,26 +72,14 @@ func TestStagingProgressReachesTheClient(t *testing.T) {
 		s, _, err := staging.Open(ctx, conn, store, staging.OpenOptions{Workdir: host, GuestPath: gpath, Progress: progress})
 		return s, err
 	})
-	server := tools.NewServer("")
-	tools.New(conn, src, tools.DefaultLimits, src).Register(server)
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var notes atomic.Int32
 	var last atomic.Value
-	client := mcp.NewClient(&mcp.Implementation{Name: "t"}, &mcp.ClientOptions{
+	cs := serve(t, tools.New(conn, src, tools.DefaultLimits, src), &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			notes.Add(1)
 			last.Store(req.Params.Message)
 		},
 	})
-	cs, err := client.Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cs.Close(); ss.Close() }()
 	params := &mcp.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": host}}
 	params.SetProgressToken("staging-1")
 	r, err := cs.CallTool(context.Background(), params)
@@ -104,5 +91,4 @@ func TestStagingProgressReachesTheClient(t *testing.T) {
 	} else if msg, _ := last.Load().(string); !strings.Contains(msg, "staging the working directory") {
 		t.Errorf("progress message %q", msg)
 	}
-	_ = workspace.Identity
 }

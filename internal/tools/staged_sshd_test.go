@@ -15,8 +15,6 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/toolsuite"
 	"github.com/limactl-mcp/limactl-mcp/internal/tools"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The tools on a staged copy at another guest path: host paths in, host paths out, and the
@@ -38,18 +36,7 @@ func TestStagedWorkspaceTranslatesPaths(t *testing.T) {
 		s, _, err := staging.Open(ctx, conn, store, staging.OpenOptions{Workdir: host, GuestPath: gpath, Progress: progress})
 		return s, err
 	})
-	server := tools.NewServer("")
-	tools.New(conn, src, tools.DefaultLimits, src).Register(server)
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cs.Close(); ss.Close() }()
+	cs := serve(t, tools.New(conn, src, tools.DefaultLimits, src), nil)
 
 	r := toolsuite.MustOK(t, cs, "read_file", map[string]any{"path": host + "/src/a.go"})
 	if r.Structured["content"] != "package a\n" {

@@ -16,18 +16,24 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
-// session serves the tools over conn to a real go-sdk client.
+// session serves the tools over conn, in the identity workspace root, to a real go-sdk client.
 func session(t *testing.T, conn *guest.Conn, root string) *mcp.ClientSession {
 	t.Helper()
+	return serve(t, tools.New(conn, tools.Static{WS: workspace.Identity(root)}, tools.DefaultLimits, nil), nil)
+}
+
+// serve connects a real go-sdk client (with opts) to a server holding ts.
+func serve(t *testing.T, ts *tools.Toolset, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	server := tools.NewServer("")
-	tools.New(conn, tools.Static{WS: workspace.Identity(root)}, tools.DefaultLimits, nil).Register(server)
+	ts.Register(server)
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := server.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client"}, opts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,8 +125,6 @@ func readHost(t *testing.T, p string) string {
 	return string(data)
 }
 
-var _ = context.Background
-
 // rootConn connects this test process to the instance directly, with Lima's key (readable by
 // root), for measurements of the engine apart from process start-up.
 func rootConn(t *testing.T) *guest.Conn {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,5 +130,4 @@ func TestStagingEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "new.txt")); !os.IsNotExist(err) {
 		t.Errorf("new.txt survived the undo")
 	}
-	fmt.Fprintln(os.Stderr, s2.Stderr.String()[:0])
 }
