@@ -121,7 +121,7 @@ func (s *step) acceptPlan() error {
 		return nil
 	}
 	e := *g
-	e.Mode &= 0o777 // never setuid, setgid or sticky on the host
+	e.Mode = masked(g.Mode) // never setuid, setgid or sticky, nor what the person's umask forbids
 	s.after, s.baseNext = &e, g
 	switch g.Type {
 	case runnerproto.TypeSymlink:
@@ -184,9 +184,12 @@ func Plan(cs *Changeset, decisions []Decision) ([]Planned, error) {
 	return out, nil
 }
 
-// Apply carries out decisions: backups and a journal first, then each host write atomically,
-// then the new baseline, then the guest-side steps. A path whose host state changed since the
-// changeset was built is refused, never overwritten.
+// Apply carries out decisions, in an order that keeps every host edit: the tree the steps
+// would leave is checked first (guardFinalState); then every new file's content is fetched
+// from the guest into the journal (the long part); then, per path, the host is checked against
+// what was reviewed and backed up; then each write is made atomically, after checking the host
+// once more immediately before its rename. The baseline moves only for what was written; a
+// refused or failed step leaves its path pending.
 func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions []Decision) (*Report, error) {
 	steps, pending, err := plan(cs, decisions)
 	if err != nil {
@@ -206,54 +209,65 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 	if err := recoverInterrupted(sess, host, rep); err != nil {
 		return nil, err
 	}
+	refused := map[*step]string{}
+	if err := guardFinalState(host, steps, refused); err != nil {
+		return nil, err
+	}
 
 	j, err := newJournal(sess.Store().BackupDir(sess.State.ID))
 	if err != nil {
 		return nil, err
 	}
 	rep.JournalID = j.ID
-	var ready []*step
+	// The content first, while the host is not yet looked at.
+	blobs := map[*step]string{}
 	for i, s := range steps {
-		if !s.hostOp && !s.moveBase {
-			ready = append(ready, s)
+		if refused[s] != "" || !s.hostOp || s.after == nil || s.after.Type != runnerproto.TypeFile {
+			continue
+		}
+		blobs[s] = fmt.Sprintf("%d.after", i)
+		if err := s.fetch(ctx, sess, j.blobPath(blobs[s])); err != nil {
+			refused[s] = err.Error()
+		}
+	}
+	// The host as reviewed, and its backup.
+	entries := map[*step]*journalEntry{}
+	for i, s := range steps {
+		if refused[s] != "" || (!s.hostOp && !s.moveBase) {
 			continue
 		}
 		now, err := host.entry(s.it.Path)
 		if err != nil {
-			rep.Refused = append(rep.Refused, s.it.Display+": "+err.Error())
+			refused[s] = err.Error()
 			continue
 		}
-		if !sameEntry(now, s.it.Host) && !(now == nil && s.it.Host == nil) && !(now != nil && s.it.Host != nil && now.Type == runnerproto.TypeDir && s.it.Host.Type == runnerproto.TypeDir) {
-			rep.Refused = append(rep.Refused, s.it.Display+": changed on the host during the review; nothing written (review again)")
+		if !sameOrAbsent(now, s.it.Host) {
+			refused[s] = errChangedOnHost.Error()
 			continue
 		}
-		je := journalEntry{Path: s.it.Path, Before: now, After: s.after, BaseBefore: s.it.Base, BaseAfter: s.baseNext, HostOp: s.hostOp}
+		je := &journalEntry{Path: s.it.Path, Before: now, After: s.after, AfterBlob: blobs[s], BaseBefore: s.it.Base, BaseAfter: s.baseNext, HostOp: s.hostOp}
 		if s.hostOp && now != nil && now.Type == runnerproto.TypeFile {
-			data, err := host.readFile(s.it.Path)
-			if err != nil {
-				rep.Refused = append(rep.Refused, s.it.Display+": cannot back it up: "+err.Error())
-				continue
-			}
 			je.BeforeBlob = fmt.Sprintf("%d.before", i)
-			if err := os.WriteFile(j.blobPath(je.BeforeBlob), data, 0o600); err != nil {
-				return nil, err
-			}
-		}
-		if s.hostOp && s.after != nil && s.after.Type == runnerproto.TypeFile {
-			je.AfterBlob = fmt.Sprintf("%d.after", i)
-			if err := s.fetch(ctx, sess, j.blobPath(je.AfterBlob)); err != nil {
-				rep.Refused = append(rep.Refused, s.it.Display+": "+err.Error())
+			if err := host.backup(s.it.Path, now, j.blobPath(je.BeforeBlob)); err != nil {
+				refused[s] = "cannot back it up: " + err.Error()
 				continue
 			}
 		}
-		j.Entries = append(j.Entries, je)
-		ready = append(ready, s)
+		entries[s] = je
 	}
-	// Create and write in path order (parents first); remove deepest first.
+	refuseReplacedTrees(host, steps, refused)
+	refuseUnits(steps, refused)
+	for _, s := range steps {
+		if refused[s] == "" && entries[s] != nil {
+			j.Entries = append(j.Entries, *entries[s])
+		}
+	}
+	// Removals first, deepest first (a directory that becomes something else is emptied before
+	// it is replaced); then creations and writes, parents first.
 	sort.SliceStable(j.Entries, func(a, b int) bool {
 		ra, rb := j.Entries[a].After == nil, j.Entries[b].After == nil
 		if ra != rb {
-			return !ra
+			return ra
 		}
 		if ra {
 			return j.Entries[a].Path > j.Entries[b].Path
@@ -264,30 +278,53 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 		return nil, err
 	}
 	// Host writes: each atomic; the journal lets a crash here be rolled back.
-	for _, je := range j.Entries {
+	failed := map[string]string{} // unit root path → why
+	for k := range j.Entries {
+		je := &j.Entries[k]
 		if !je.HostOp {
 			continue
 		}
-		if err := setHost(host, je.Path, je.After, j, je.AfterBlob, false); err != nil {
+		if root, why := failedUnit(failed, je); root != "" {
+			je.NotWritten = true
+			rep.Refused = append(rep.Refused, display(je.Path)+": not applied: it goes with "+display(root)+", which failed ("+why+")")
+			continue
+		}
+		if err := setHost(host, je.Path, je.After, j, je.AfterBlob, false, host.expect(je.Path, je.Before)); err != nil {
+			je.NotWritten = true
 			rep.Refused = append(rep.Refused, display(je.Path)+": "+err.Error())
+			failed[je.Path] = err.Error()
 			continue
 		}
 		rep.Written = append(rep.Written, display(je.Path))
 	}
+	if err := host.syncDirs(); err != nil {
+		return nil, err
+	}
 	if err := j.save(stateCommitted); err != nil {
 		return nil, err
 	}
-	// The accepted changes become the new baseline.
+	// What was written becomes the new baseline; the rest stays pending.
 	set := map[runnerproto.Name]*staging.Entry{}
 	for _, je := range j.Entries {
-		set[runnerproto.Name(je.Path)] = je.BaseAfter
+		if !je.NotWritten {
+			set[runnerproto.Name(je.Path)] = je.BaseAfter
+		}
 	}
 	if err := sess.SaveBaseline(sess.Baseline.Update(set)); err != nil {
 		return nil, err
 	}
+	for _, s := range steps {
+		if why := refused[s]; why != "" {
+			rep.Refused = append(rep.Refused, s.it.Display+": "+why)
+		}
+	}
 	// Guest-side steps.
-	for _, s := range ready {
-		if s.guestOp == "" {
+	done := map[string]bool{}
+	for _, je := range j.Entries {
+		done[je.Path] = !je.NotWritten
+	}
+	for _, s := range steps {
+		if s.guestOp == "" || refused[s] != "" || (s.moveBase && !done[s.it.Path]) {
 			continue
 		}
 		var err error
@@ -295,7 +332,7 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 		case "revert":
 			err = setGuest(ctx, sess, host, s.it.Path, s.it.Base, s.it)
 		case "keep-host":
-			err = setGuest(ctx, sess, host, s.it.Path, s.it.Host, s.it)
+			err = keepHostInGuest(ctx, sess, host, s.it)
 		}
 		if err != nil {
 			rep.Refused = append(rep.Refused, s.it.Display+": in the guest: "+err.Error())
@@ -304,6 +341,52 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 		rep.Guest = append(rep.Guest, s.it.Display)
 	}
 	return rep, nil
+}
+
+// refuseReplacedTrees refuses removing or replacing a host directory that holds anything the
+// same apply does not remove: the person's own files in it are kept, and so is the change.
+func refuseReplacedTrees(host *hostTree, steps []*step, refused map[*step]string) {
+	removed := map[string]bool{}
+	for _, s := range steps {
+		if s.hostOp && s.after == nil && refused[s] == "" {
+			removed[s.it.Path] = true
+		}
+	}
+	for _, s := range steps {
+		h := s.it.Host
+		if refused[s] != "" || !s.hostOp || h == nil || h.Type != runnerproto.TypeDir || (s.after != nil && s.after.Type == runnerproto.TypeDir) {
+			continue
+		}
+		below, err := host.tree(s.it.Path)
+		if err != nil {
+			refused[s] = err.Error()
+			continue
+		}
+		for _, p := range below {
+			if !removed[p] {
+				refused[s] = fmt.Sprintf("the host's directory holds %s, which the guest does not know: the directory and everything in it are kept", display(p))
+				break
+			}
+		}
+	}
+}
+
+// failedUnit says whether je goes with a path whose write failed: a unit root above it (a
+// directory being created or replaced), or, when je is itself a unit root, a path below it.
+func failedUnit(failed map[string]string, je *journalEntry) (string, string) {
+	for f, why := range failed {
+		if strings.HasPrefix(je.Path, f+"/") || strings.HasPrefix(f, je.Path+"/") && entryUnitRoot(je) {
+			return f, why
+		}
+	}
+	return "", ""
+}
+
+// entryUnitRoot is unitRoot for a journal entry.
+func entryUnitRoot(je *journalEntry) bool {
+	wasDir := je.Before != nil && je.Before.Type == runnerproto.TypeDir
+	isDir := je.After != nil && je.After.Type == runnerproto.TypeDir
+	return je.HostOp && wasDir != isDir
 }
 
 // fetch writes the step's new file content to dst: from memory, or streamed from the guest
@@ -338,10 +421,11 @@ func (s *step) fetch(ctx context.Context, sess *staging.Session, dst string) err
 }
 
 // setHost makes the host's rel match e (nil: absent), with a file's content from the
-// journal's blob. allowOutsideLinks is for restoring the host's own symlinks.
-func setHost(host *hostTree, rel string, e *staging.Entry, j *journal, blob string, allowOutsideLinks bool) error {
+// journal's blob; ok runs immediately before the host changes. allowOutsideLinks is for
+// restoring the host's own symlinks.
+func setHost(host *hostTree, rel string, e *staging.Entry, j *journal, blob string, allowOutsideLinks bool, ok check) error {
 	if e == nil {
-		return host.remove(rel)
+		return host.remove(rel, ok)
 	}
 	switch e.Type {
 	case runnerproto.TypeFile:
@@ -350,14 +434,11 @@ func setHost(host *hostTree, rel string, e *staging.Entry, j *journal, blob stri
 			return err
 		}
 		defer f.Close()
-		return host.writeFile(rel, f, e.Mode)
+		return host.writeFile(rel, f, e.Mode, ok)
 	case runnerproto.TypeSymlink:
-		return host.symlink(rel, string(e.Target), allowOutsideLinks)
+		return host.symlink(rel, string(e.Target), allowOutsideLinks, ok)
 	case runnerproto.TypeDir:
-		if err := host.mkdir(rel, e.Mode); err != nil {
-			return err
-		}
-		return host.chmod(rel, e.Mode)
+		return host.mkdir(rel, e.Mode, ok)
 	}
 	return fmt.Errorf("refusing to create a %s", e.Type)
 }
@@ -393,6 +474,17 @@ func setGuest(ctx context.Context, sess *staging.Session, host *hostTree, rel st
 	return fmt.Errorf("cannot restore a %s", e.Type)
 }
 
+// keepHostInGuest settles a conflict for the host's version. The host's content goes into the
+// guest only for a path that was staged (in the baseline): a host file that was never staged
+// may be a secret the staging rules kept out (a global gitignore, a nested repository's
+// rules), so the guest's version is removed instead, and the path is no longer pending.
+func keepHostInGuest(ctx context.Context, sess *staging.Session, host *hostTree, it *Item) error {
+	if it.Base == nil && it.Host != nil && it.Host.Type != runnerproto.TypeDir {
+		return setGuest(ctx, sess, host, it.Path, nil, it)
+	}
+	return setGuest(ctx, sess, host, it.Path, it.Host, it)
+}
+
 // recoverInterrupted rolls back an apply that was killed before it finished: every path it
 // had already written goes back to its backup; paths changed since are left alone and reported.
 func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) error {
@@ -404,7 +496,8 @@ func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) erro
 		if j.State != statePrepared {
 			continue
 		}
-		for _, je := range j.Entries {
+		for k := len(j.Entries) - 1; k >= 0; k-- { // the reverse of the apply's order
+			je := j.Entries[k]
 			if !je.HostOp {
 				continue
 			}
@@ -415,10 +508,13 @@ func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) erro
 				continue
 			}
 			if sameOrAbsent(now, je.After) && !sameOrAbsent(now, je.Before) {
-				if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true); err != nil {
+				if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true, host.expect(je.Path, je.After)); err != nil {
 					rep.Refused = append(rep.Refused, display(je.Path)+": rolling back an interrupted apply: "+err.Error())
 				}
 			}
+		}
+		if err := host.syncDirs(); err != nil {
+			return err
 		}
 		if err := j.save(stateRolledBack); err != nil {
 			return err
@@ -502,7 +598,11 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 	defer host.close()
 	rep := &Report{JournalID: j.ID, Written: []string{}}
 	set := map[runnerproto.Name]*staging.Entry{}
-	for _, je := range j.Entries {
+	for k := len(j.Entries) - 1; k >= 0; k-- { // the reverse of the apply's order
+		je := j.Entries[k]
+		if je.NotWritten {
+			continue
+		}
 		if je.HostOp {
 			now, err := host.entry(je.Path)
 			if err != nil {
@@ -513,13 +613,16 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 				rep.Refused = append(rep.Refused, display(je.Path)+": changed on the host after the apply; left as it is")
 				continue
 			}
-			if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true); err != nil {
+			if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true, host.expect(je.Path, je.After)); err != nil {
 				rep.Refused = append(rep.Refused, display(je.Path)+": "+err.Error())
 				continue
 			}
 			rep.Written = append(rep.Written, display(je.Path))
 		}
 		set[runnerproto.Name(je.Path)] = je.BaseBefore
+	}
+	if err := host.syncDirs(); err != nil {
+		return nil, err
 	}
 	if err := sess.SaveBaseline(sess.Baseline.Update(set)); err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 	// be checked against what was reviewed.
 	var toHash []runnerproto.Name
 	for _, c := range gcs.Changes {
-		if c.Now != nil && c.Now.Type == runnerproto.TypeFile && c.Now.Hash == "" && unsafePath(string(c.Path)) == "" {
+		if c.Now != nil && c.Now.Type == runnerproto.TypeFile && c.Now.Hash == "" && refusePath(string(c.Path)) == "" {
 			toHash = append(toHash, c.Path)
 		}
 	}
@@ -59,9 +59,9 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 			continue
 		}
 		it := &Item{Path: rel, Display: display(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
-		if why := unsafePath(rel); why != "" {
+		if why := refusePath(rel); why != "" {
 			it.Refused = why
-			if strings.HasPrefix(why, ".git") {
+			if ignoredReason(why) {
 				cs.Ignored = append(cs.Ignored, it)
 			} else {
 				cs.Items = append(cs.Items, it)
@@ -89,7 +89,40 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		cs.Items = append(cs.Items, it)
 	}
 	sort.Slice(cs.Items, func(i, j int) bool { return cs.Items[i].Path < cs.Items[j].Path })
+	if err := refuseUnsafeFinalState(host, cs); err != nil {
+		return nil, err
+	}
 	return cs, nil
+}
+
+// refuseUnsafeFinalState marks the items that accepting everything would have to refuse
+// (guardFinalState, a replaced directory that holds the host's own files), so that the person
+// sees why before choosing. Apply checks its own plan again.
+func refuseUnsafeFinalState(host *hostTree, cs *Changeset) error {
+	var ds []Decision
+	for _, it := range cs.Items {
+		if it.Refused != "" {
+			continue
+		}
+		a := Accept
+		if it.Conflict {
+			a = TakeGuest
+		}
+		ds = append(ds, Decision{Path: it.Path, Action: a})
+	}
+	steps, _, err := plan(cs, ds)
+	if err != nil {
+		return err
+	}
+	refused := map[*step]string{}
+	refuseReplacedTrees(host, steps, refused)
+	if err := guardFinalState(host, steps, refused); err != nil {
+		return err
+	}
+	for s, why := range refused {
+		s.it.Refused = why
+	}
+	return nil
 }
 
 // selected says whether rel is one of paths or under one of them.

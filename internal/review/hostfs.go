@@ -10,7 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -25,6 +27,8 @@ import (
 type hostTree struct {
 	dir  string
 	root *os.Root
+	// dirty are the directories whose entries changed, for syncDirs.
+	dirty map[string]bool
 }
 
 func openHost(dir string) (*hostTree, error) {
@@ -37,39 +41,13 @@ func openHost(dir string) (*hostTree, error) {
 
 func (h *hostTree) close() { h.root.Close() }
 
-// unsafePath says why a path read from the guest must not be used on the host ("" if it is
-// fine): it must be relative, clean, without "..", NUL, or a .git component at its start.
-func unsafePath(p string) string {
-	switch {
-	case p == "" || p == ".":
-		return "empty path"
-	case strings.ContainsRune(p, 0):
-		return "the path contains a NUL byte"
-	case strings.HasPrefix(p, "/"):
-		return "absolute path"
-	case path.Clean(p) != p:
-		return "the path is not clean (it has //, ./ or a trailing /)"
-	}
-	for _, c := range strings.Split(p, "/") {
-		if c == ".." {
-			return "the path climbs out with .."
-		}
-	}
-	if first, _, _ := strings.Cut(p, "/"); strings.EqualFold(first, ".git") {
-		return ".git is never written by a review (the guest's git metadata stays in the guest)"
-	}
-	return ""
-}
-
-// display escapes a path for a terminal: control characters (newlines, escape sequences) and
-// invalid UTF-8 are shown as Go escapes.
+// display escapes a path for a terminal: a name with control or format characters (newlines,
+// escape sequences, bidi overrides) or invalid UTF-8 is shown quoted, with Go escapes.
 func display(p string) string {
-	safe := utf8.ValidString(p) && !strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) })
-	if safe {
+	if utf8.ValidString(p) && !strings.ContainsFunc(p, mustEscape) {
 		return p
 	}
-	q := fmt.Sprintf("%q", p)
-	return q
+	return strconv.QuoteToASCII(p)
 }
 
 // symlinkTargetInside says whether a symlink at rel pointing to target stays inside the
@@ -186,27 +164,54 @@ func tmpName(rel string) string {
 	return dir + "." + base + ".limactl-mcp-" + hex.EncodeToString(b)
 }
 
+// check is what a write verifies immediately before it changes the host (nil: nothing).
+type check func() error
+
+// expect returns the check that the host's rel is still want (nil: absent): run immediately
+// before a rename, after the new content is already local, so that a save the person makes
+// while the content travels is never overwritten.
+func (h *hostTree) expect(rel string, want *staging.Entry) check {
+	return func() error {
+		now, err := h.entry(rel)
+		if err != nil {
+			return err
+		}
+		if !sameOrAbsent(now, want) {
+			return errChangedOnHost
+		}
+		return nil
+	}
+}
+
+var errChangedOnHost = errors.New("changed on the host during the review; nothing written (review again)")
+
+// allowed refuses, for every writer, what the host invariant forbids whatever the plan says.
+func allowed(rel string) error {
+	if why := refusePath(rel); why != "" {
+		return fmt.Errorf("%s: %s", display(rel), why)
+	}
+	return nil
+}
+
 // writeFile replaces rel with data atomically: a temporary file in the same directory,
-// fsync, then rename. The mode loses setuid, setgid and sticky bits. An existing file's owner
-// is kept when the process may set it.
-func (h *hostTree) writeFile(rel string, data io.Reader, mode uint32) error {
-	if err := h.mkdirParents(rel); err != nil {
+// fsync, the check, then rename. The mode is taken as given (permission bits only: the plan
+// masks a guest's mode with the umask, undo restores the host's own). An existing file's
+// owner is kept when the process may set it.
+func (h *hostTree) writeFile(rel string, data io.Reader, mode uint32, ok check) error {
+	if err := allowed(rel); err != nil {
 		return err
 	}
-	old, _ := h.root.Lstat(rel)
-	if old != nil && old.IsDir() {
-		if err := h.root.Remove(rel); err != nil {
-			return fmt.Errorf("%s is a directory on the host and is not empty: %w", display(rel), err)
-		}
+	if err := h.mkdirParents(rel); err != nil {
+		return err
 	}
 	tmp := tmpName(rel)
 	f, err := h.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	ok := false
+	done := false
 	defer func() {
-		if !ok {
+		if !done {
 			f.Close()
 			_ = h.root.Remove(tmp)
 		}
@@ -217,35 +222,59 @@ func (h *hostTree) writeFile(rel string, data io.Reader, mode uint32) error {
 	if err := f.Chmod(fs.FileMode(mode & 0o777)); err != nil {
 		return err
 	}
-	if old != nil {
-		if st, isStat := old.Sys().(*syscall.Stat_t); isStat {
-			_ = f.Chown(int(st.Uid), int(st.Gid)) // best effort: keep the host's ownership
-		}
-	}
 	if err := f.Sync(); err != nil {
 		return err
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if err := runCheck(ok); err != nil {
+		return err
+	}
+	old, _ := h.root.Lstat(rel)
+	if old != nil {
+		if st, isStat := old.Sys().(*syscall.Stat_t); isStat {
+			_ = h.root.Lchown(tmp, int(st.Uid), int(st.Gid)) // best effort: keep the host's ownership
+		}
+		if old.IsDir() {
+			if err := h.removeDir(rel); err != nil {
+				return err
+			}
+		}
+	}
 	if err := h.root.Rename(tmp, rel); err != nil {
 		return err
 	}
-	ok = true
+	done = true
+	h.touched(rel)
 	return nil
 }
 
+func runCheck(ok check) error {
+	if ok == nil {
+		return nil
+	}
+	return ok()
+}
+
 // symlink replaces rel with a symlink to target, which must stay inside the working directory
-// unless restoring is set (putting back a symlink the host itself had).
-func (h *hostTree) symlink(rel, target string, restoring bool) error {
+// (by its text; guardFinalState follows chains) unless restoring is set (putting back a
+// symlink the host itself had).
+func (h *hostTree) symlink(rel, target string, restoring bool, ok check) error {
+	if err := allowed(rel); err != nil {
+		return err
+	}
 	if !restoring && !symlinkTargetInside(rel, target) {
 		return fmt.Errorf("%s: symlink target %s leaves the working directory; refused", display(rel), display(target))
 	}
 	if err := h.mkdirParents(rel); err != nil {
 		return err
 	}
+	if err := runCheck(ok); err != nil {
+		return err
+	}
 	if old, _ := h.root.Lstat(rel); old != nil && old.IsDir() {
-		if err := h.root.Remove(rel); err != nil {
+		if err := h.removeDir(rel); err != nil {
 			return err
 		}
 	}
@@ -257,45 +286,204 @@ func (h *hostTree) symlink(rel, target string, restoring bool) error {
 		_ = h.root.Remove(tmp)
 		return err
 	}
+	h.touched(rel)
 	return nil
 }
 
-// mkdir creates the directory rel.
-func (h *hostTree) mkdir(rel string, mode uint32) error {
+// mkdir makes rel a directory with mode (permission bits), replacing what else is there.
+func (h *hostTree) mkdir(rel string, mode uint32, ok check) error {
+	if err := allowed(rel); err != nil {
+		return err
+	}
 	if err := h.checkParents(rel); err != nil {
 		return err
 	}
-	if fi, err := h.root.Lstat(rel); err == nil {
-		if fi.IsDir() {
-			return nil
-		}
+	if err := runCheck(ok); err != nil {
+		return err
+	}
+	fi, err := h.root.Lstat(rel)
+	switch {
+	case err == nil && fi.IsDir():
+	case err == nil:
 		if err := h.root.Remove(rel); err != nil {
 			return err
 		}
+		fallthrough
+	default:
+		if err := h.root.MkdirAll(rel, 0o700); err != nil {
+			return err
+		}
+		h.touched(rel)
 	}
-	return h.root.MkdirAll(rel, fs.FileMode(mode&0o777)|0o700)
+	return h.root.Chmod(rel, fs.FileMode(mode&0o777))
 }
 
 // remove deletes rel (a file, a symlink itself, or an empty directory). A directory that
-// still holds something (the host's own new files) is kept.
-func (h *hostTree) remove(rel string) error {
+// still holds something (the host's own files) is an error: it is kept, and so is the path's
+// pending change.
+func (h *hostTree) remove(rel string, ok check) error {
+	if err := allowed(rel); err != nil {
+		return err
+	}
 	if err := h.checkParents(rel); err != nil {
 		return err
 	}
-	err := h.root.Remove(rel)
+	if err := runCheck(ok); err != nil {
+		return err
+	}
+	fi, err := h.root.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return h.removeDir(rel)
+	}
+	if err := h.root.Remove(rel); err != nil {
+		return err
+	}
+	h.touched(rel)
+	return nil
+}
+
+// removeDir removes an empty directory; one that holds something is kept, with an error that
+// says so.
+func (h *hostTree) removeDir(rel string) error {
+	if err := h.root.Remove(rel); err != nil {
 		if fi, lerr := h.root.Lstat(rel); lerr == nil && fi.IsDir() {
-			return nil // not empty: what is left is the host's
+			return fmt.Errorf("the host's directory %s still holds files the guest does not know; kept", display(rel))
+		}
+		return err
+	}
+	h.touched(rel)
+	return nil
+}
+
+// lstat describes rel without reading a file's content (nil when absent, or when a parent is
+// not a directory).
+func (h *hostTree) lstat(rel string) (*staging.Entry, error) {
+	fi, err := h.root.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := &staging.Entry{Path: runnerproto.Name(rel), Mode: uint32(fi.Mode().Perm())}
+	switch {
+	case fi.Mode().IsRegular():
+		e.Type, e.Size = runnerproto.TypeFile, fi.Size()
+	case fi.IsDir():
+		e.Type = runnerproto.TypeDir
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := h.root.Readlink(rel)
+		if err != nil {
+			return nil, err
+		}
+		e.Type, e.Target = runnerproto.TypeSymlink, runnerproto.Name(t)
+	default:
+		e.Type = runnerproto.TypeOther
+	}
+	return e, nil
+}
+
+// touched records that rel's directory changed, so that syncDirs makes it durable.
+func (h *hostTree) touched(rel string) {
+	if h.dirty == nil {
+		h.dirty = map[string]bool{}
+	}
+	h.dirty[path.Dir(rel)] = true
+}
+
+// syncDirs fsyncs every directory whose entries changed: a rename is durable only once its
+// directory is.
+func (h *hostTree) syncDirs() error {
+	for d := range h.dirty {
+		f, err := h.root.Open(d)
+		if err != nil {
+			continue // removed since: nothing to make durable
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("syncing %s: %w", display(d), err)
 		}
 	}
-	return err
+	h.dirty = nil
+	return nil
 }
+
+// backup copies the host's file rel to dst and checks that it is the one described by want
+// (its content hash), so that the backup holds exactly what the write replaces.
+func (h *hostTree) backup(rel string, want *staging.Entry, dst string) error {
+	if err := h.checkParents(rel); err != nil {
+		return err
+	}
+	src, err := h.root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	sum := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(out, sum), src); err != nil {
+		return err
+	}
+	if hex.EncodeToString(sum.Sum(nil)) != want.Hash {
+		return errChangedOnHost
+	}
+	return out.Sync()
+}
+
+// tree lists every path below the host's directory rel (relative to the working directory),
+// not following links.
+func (h *hostTree) tree(rel string) ([]string, error) {
+	var out []string
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		f, err := h.root.Open(dir)
+		if err != nil {
+			return err
+		}
+		ents, err := f.ReadDir(-1)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			p := dir + "/" + e.Name()
+			out = append(out, p)
+			if e.IsDir() {
+				if err := walk(p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return out, walk(rel)
+}
+
+// masked is mode as the host gets it: permission bits only, less the person's umask.
+func masked(mode uint32) uint32 {
+	return mode & 0o777 &^ umask()
+}
+
+var umaskOnce = sync.OnceValue(readUmask)
+
+func umask() uint32 { return umaskOnce() }
 
 // chmod sets rel's permission bits (never setuid, setgid or sticky); a symlink is refused.
 func (h *hostTree) chmod(rel string, mode uint32) error {
+	if err := allowed(rel); err != nil {
+		return err
+	}
 	if err := h.checkParents(rel); err != nil {
 		return err
 	}

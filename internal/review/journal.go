@@ -43,6 +43,9 @@ type journalEntry struct {
 	BaseAfter  *staging.Entry `json:"base_after,omitempty"`
 	// HostOp says the host is written for this path (false: only the baseline moves).
 	HostOp bool `json:"host_op"`
+	// NotWritten says the write was refused or failed when it was tried: the host and the
+	// baseline were left as they were, and undo skips it.
+	NotWritten bool `json:"not_written,omitempty"`
 }
 
 func newJournal(backupDir string) (*journal, error) {
