@@ -138,7 +138,7 @@ func runReview(cmd *cobra.Command, ios *iostreams.IOStreams, opts *reviewOptions
 		printSummary(ios.Out, cs)
 		fmt.Fprintln(ios.Out, "\nWith --yes, this would:")
 		for _, p := range planned {
-			fmt.Fprintf(ios.Out, "  %-40s %s\n", p.Path, p.What)
+			fmt.Fprintf(ios.Out, "  %-40s %s\n", review.Sanitize(p.Path), review.Sanitize(p.What))
 		}
 		printConflicts(ios.Out, cs)
 		return nil
@@ -153,10 +153,10 @@ func runReview(cmd *cobra.Command, ios *iostreams.IOStreams, opts *reviewOptions
 	}
 	fmt.Fprintf(ios.Out, ". Undo with `limactl mcp review %s --undo`.\n", t.inst.Name)
 	for _, w := range rep.Written {
-		fmt.Fprintf(ios.Out, "  wrote   %s\n", w)
+		fmt.Fprintf(ios.Out, "  wrote   %s\n", review.Sanitize(w))
 	}
 	for _, g := range rep.Guest {
-		fmt.Fprintf(ios.Out, "  guest   %s\n", g)
+		fmt.Fprintf(ios.Out, "  guest   %s\n", review.Sanitize(g))
 	}
 	printRefused(ios.Out, rep.Refused)
 	if opts.Yes {
@@ -222,28 +222,28 @@ func printSummary(w io.Writer, cs *review.Changeset) {
 		} else if it.Description != "" && it.Description != "modified" {
 			line += "  (" + it.Description + ")"
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintln(w, review.Sanitize(line))
 	}
 	printIgnored(w, cs)
 }
 
 func printIgnored(w io.Writer, cs *review.Changeset) {
 	for _, it := range cs.Ignored {
-		fmt.Fprintf(w, "  ignored %s: %s\n", it.Display, it.Refused)
+		fmt.Fprintln(w, review.Sanitize(fmt.Sprintf("  ignored %s: %s", it.Display, it.Refused)))
 	}
 }
 
 func printConflicts(w io.Writer, cs *review.Changeset) {
 	for _, it := range cs.Items {
 		if it.Conflict && it.Refused == "" {
-			fmt.Fprintf(w, "  conflict (not applied): %s — the host changed it too; review it in a terminal to choose\n", it.Display)
+			fmt.Fprintf(w, "  conflict (not applied): %s — the host changed it too; review it in a terminal to choose\n", review.Sanitize(it.Display))
 		}
 	}
 }
 
 func printRefused(w io.Writer, refused []string) {
 	for _, r := range refused {
-		fmt.Fprintf(w, "  refused %s\n", r)
+		fmt.Fprintf(w, "  refused %s\n", review.Sanitize(r))
 	}
 }
 

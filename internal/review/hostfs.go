@@ -10,11 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -40,15 +38,6 @@ func openHost(dir string) (*hostTree, error) {
 }
 
 func (h *hostTree) close() { h.root.Close() }
-
-// display escapes a path for a terminal: a name with control or format characters (newlines,
-// escape sequences, bidi overrides) or invalid UTF-8 is shown quoted, with Go escapes.
-func display(p string) string {
-	if utf8.ValidString(p) && !strings.ContainsFunc(p, mustEscape) {
-		return p
-	}
-	return strconv.QuoteToASCII(p)
-}
 
 // symlinkTargetInside says whether a symlink at rel pointing to target stays inside the
 // working directory (judged lexically; absolute targets never do).

@@ -3,7 +3,6 @@ package review
 import (
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
@@ -24,32 +23,6 @@ type span struct {
 	esc  bool
 	op   udiff.Op // colour of the line the span belongs to (0: none)
 	meta bool     // a hunk header or a note ("\ No newline at end of file")
-}
-
-// mustEscape reports whether r cannot be printed as is: control characters (C0, DEL, C1),
-// format characters (bidi overrides and isolates, zero-width characters, BOM) and line or
-// paragraph separators.
-func mustEscape(r rune) bool {
-	if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-		return true
-	}
-	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
-}
-
-// escapeRune writes the visible form of a rune that must be escaped.
-func escapeRune(r rune) string {
-	switch r {
-	case '\n':
-		return `\n`
-	case '\r':
-		return `\r`
-	case '\t':
-		return `\t`
-	}
-	if r < 0x80 {
-		return fmt.Sprintf(`\x%02x`, r)
-	}
-	return fmt.Sprintf(`\u%04x`, r)
 }
 
 // sanitizeSpans splits s into printable text and escapes. With tabWidth > 0 tabs are
@@ -88,15 +61,6 @@ func sanitizeSpans(s string, tabWidth int) []span {
 	}
 	flush()
 	return out
-}
-
-// safe returns s with everything unprintable escaped.
-func safe(s string) string {
-	var b strings.Builder
-	for _, sp := range sanitizeSpans(s, 0) {
-		b.WriteString(sp.text)
-	}
-	return b.String()
 }
 
 // displayName is how an item's path is shown: Display (already escaped by the changeset
