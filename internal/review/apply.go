@@ -81,6 +81,12 @@ func plan(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 		case KeepHost:
 			s.guestOp, s.moveBase, s.baseNext = "keep-host", true, hostAsBase(it.Host)
 			s.what = "keep the host's version (copied into the guest)"
+			if neverStaged(it) {
+				// Never copied into the guest (keepHostInGuest): the guest's version goes,
+				// and the baseline stays without the path, as the host file was never staged.
+				s.moveBase, s.baseNext = false, nil
+				s.what = "keep the host's version (the guest's copy is removed; the host's, never staged, is not copied in)"
+			}
 		case Accept, TakeGuest:
 			if err := s.acceptPlan(); err != nil {
 				return nil, nil, err
@@ -479,10 +485,15 @@ func setGuest(ctx context.Context, sess *staging.Session, host *hostTree, rel st
 // may be a secret the staging rules kept out (a global gitignore, a nested repository's
 // rules), so the guest's version is removed instead, and the path is no longer pending.
 func keepHostInGuest(ctx context.Context, sess *staging.Session, host *hostTree, it *Item) error {
-	if it.Base == nil && it.Host != nil && it.Host.Type != runnerproto.TypeDir {
+	if neverStaged(it) {
 		return setGuest(ctx, sess, host, it.Path, nil, it)
 	}
 	return setGuest(ctx, sess, host, it.Path, it.Host, it)
+}
+
+// neverStaged says the host's version of a conflict is a file or link that was never staged.
+func neverStaged(it *Item) bool {
+	return it.Base == nil && it.Host != nil && it.Host.Type != runnerproto.TypeDir
 }
 
 // recoverInterrupted rolls back an apply that was killed before it finished: every path it

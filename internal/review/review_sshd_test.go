@@ -316,3 +316,26 @@ func TestInterruptedApplyRollsBack(t *testing.T) {
 		t.Errorf("after rollback: %v %q %q %q", rep, f.read("main.go"), f.read("gone.txt"), f.read("new.txt"))
 	}
 }
+
+// keep-host never copies into the guest a host file that was never staged: it may be a secret
+// the staging rules kept out (here, one made after staging; a global gitignore works alike).
+func TestKeepHostNeverCopiesUnstagedHostFile(t *testing.T) {
+	f := newFx(t)
+	f.write(".env", "TOKEN=host-secret\n", 0o600)
+	f.guest("echo 'TOKEN=guest' > .env")
+	cs := f.build()
+	if got := items(cs); got != "added .env CONFLICT" {
+		t.Fatalf("items: %s", got)
+	}
+	rep, err := review.Apply(context.Background(), f.sess, cs, []review.Decision{{Path: ".env", Action: review.KeepHost}})
+	must(t, err)
+	if strings.Contains(f.srv.Run(t, "bash", "-c", "cat "+f.gpath+"/.env 2>/dev/null; true"), "host-secret") {
+		t.Fatal("keep-host copied the host's unstaged file into the guest")
+	}
+	if f.read(".env") != "TOKEN=host-secret\n" || len(rep.Refused) != 0 {
+		t.Errorf("host %q, refused %v", f.read(".env"), rep.Refused)
+	}
+	if cs := f.build(); len(cs.Items) != 0 {
+		t.Errorf("still pending: %s", items(cs))
+	}
+}
