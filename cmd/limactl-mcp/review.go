@@ -162,6 +162,10 @@ func runReview(cmd *cobra.Command, ios *iostreams.IOStreams, opts *reviewOptions
 	if opts.Yes {
 		printConflicts(ios.Out, cs)
 	}
+	if len(rep.Refused) > 0 {
+		fmt.Fprintf(ios.ErrOut, "%d change(s) could not be applied; they stay pending: run `limactl mcp review %s` again once the reason above is settled.\n", len(rep.Refused), t.inst.Name)
+		return &exitCodeError{code: exitError, err: errSilent}
+	}
 	return nil
 }
 

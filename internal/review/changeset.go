@@ -99,10 +99,13 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 // (guardFinalState, a replaced directory that holds the host's own files), so that the person
 // sees why before choosing. Apply checks its own plan again.
 func refuseUnsafeFinalState(host *hostTree, cs *Changeset) error {
+	// Items refused already take part too, as refused steps: a refused unit root (a directory
+	// replaced by a link to /etc, say) refuses everything below it.
 	var ds []Decision
+	already := map[*Item]string{}
 	for _, it := range cs.Items {
 		if it.Refused != "" {
-			continue
+			already[it], it.Refused = it.Refused, ""
 		}
 		a := Accept
 		if it.Conflict {
@@ -111,10 +114,18 @@ func refuseUnsafeFinalState(host *hostTree, cs *Changeset) error {
 		ds = append(ds, Decision{Path: it.Path, Action: a})
 	}
 	steps, _, err := plan(cs, ds)
+	for it, why := range already {
+		it.Refused = why
+	}
 	if err != nil {
 		return err
 	}
 	refused := map[*step]string{}
+	for _, s := range steps {
+		if why := already[s.it]; why != "" {
+			refused[s] = why
+		}
+	}
 	refuseReplacedTrees(host, steps, refused)
 	if err := guardFinalState(host, steps, refused); err != nil {
 		return err

@@ -339,3 +339,24 @@ func TestKeepHostNeverCopiesUnstagedHostFile(t *testing.T) {
 		t.Errorf("still pending: %s", items(cs))
 	}
 }
+
+// A directory the guest replaced by a refused link keeps its files on the host: the type
+// change is one unit, refused whole.
+func TestRefusedLinkKeepsReplacedDirectory(t *testing.T) {
+	f := newFx(t)
+	f.guest("rm -rf src && ln -s /etc src")
+	cs := f.build()
+	for _, it := range cs.Items {
+		if it.Refused == "" {
+			t.Errorf("%s not refused (%s)", it.Display, it.Description)
+		}
+	}
+	rep, err := review.Apply(context.Background(), f.sess, cs, acceptAll(cs))
+	must(t, err)
+	if f.read("src/lib/util.go") != "package lib\n" || len(rep.Written) != 0 {
+		t.Errorf("the directory's files were touched: %q, written %v", f.read("src/lib/util.go"), rep.Written)
+	}
+	if got := items(f.build()); !strings.Contains(got, "src/lib/util.go REFUSED") {
+		t.Errorf("not pending any more: %s", got)
+	}
+}
