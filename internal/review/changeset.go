@@ -222,7 +222,11 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 		return nil
 	}
 	it.BaseText, it.GuestText = string(oldText), string(newText)
-	it.Hunks = udiff.Hunks(it.BaseText, it.GuestText)
+	d := udiff.Diff(it.BaseText, it.GuestText)
+	it.Hunks = d.Hunks
+	if d.WholeFile != "" {
+		it.Description += "; shown as a whole-file replacement (" + d.WholeFile + ")"
+	}
 	for _, h := range it.Hunks {
 		for _, l := range h.Lines {
 			switch l.Op {
@@ -234,7 +238,7 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 		}
 	}
 	// Hunk by hunk only for an edit of a text file the host has not touched.
-	it.Text = !it.Conflict && b != nil && g != nil && b.Type == runnerproto.TypeFile && g.Type == runnerproto.TypeFile
+	it.Text = !it.Conflict && b != nil && g != nil && b.Type == runnerproto.TypeFile && g.Type == runnerproto.TypeFile && d.WholeFile == ""
 	return nil
 }
 

@@ -5,6 +5,8 @@ package udiff
 import (
 	"fmt"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
@@ -47,13 +49,78 @@ func splitLines(s string) []string {
 	return lines
 }
 
-// lineOps diffs old and new line by line.
-func lineOps(old, new string) []Line {
+// Budget bounds the time one diff may take. Past it (two unrelated texts of tens of thousands
+// of lines take time quadratic in lines) the diff is a whole-file replacement, said as such.
+const Budget = 2 * time.Second
+
+// maxDistinctLines is how many distinct lines the line encoding can name: one rune each, valid
+// code points only (go-diff turns runes back into strings, where a surrogate would become
+// U+FFFD; its own line encoding overflows at 55,296 distinct lines and panics).
+const maxDistinctLines = utf8.MaxRune + 1 - surrogates
+
+const (
+	surrogateStart = 0xD800
+	surrogates     = 0x800
+)
+
+func indexRune(i int) rune {
+	if i >= surrogateStart {
+		i += surrogates
+	}
+	return rune(i)
+}
+
+func runeIndex(r rune) int {
+	if r >= surrogateStart+surrogates {
+		r -= surrogates
+	}
+	return int(r)
+}
+
+// encodeLines maps each line to a rune naming it; false when there are too many distinct lines.
+func encodeLines(a, b []string) ([]rune, []rune, []string, bool) {
+	ids := map[string]int{}
+	var lines []string
+	enc := func(ls []string) ([]rune, bool) {
+		out := make([]rune, len(ls))
+		for i, l := range ls {
+			id, ok := ids[l]
+			if !ok {
+				if len(lines) >= maxDistinctLines {
+					return nil, false
+				}
+				id = len(lines)
+				ids[l] = id
+				lines = append(lines, l)
+			}
+			out[i] = indexRune(id)
+		}
+		return out, true
+	}
+	ra, ok := enc(a)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	rb, ok := enc(b)
+	return ra, rb, lines, ok
+}
+
+// lineOps diffs old and new line by line; whole says why it is a whole-file replacement
+// instead ("" when it is a real line diff).
+func lineOps(old, new string) (ops []Line, whole string) {
+	a, b := splitLines(old), splitLines(new)
+	ra, rb, lines, ok := encodeLines(a, b)
+	if !ok {
+		return replaceAll(a, b), fmt.Sprintf("more than %d distinct lines", maxDistinctLines)
+	}
 	dmp := diffmatchpatch.New()
-	dmp.DiffTimeout = 0
-	a, b, lines := dmp.DiffLinesToRunes(old, new)
-	diffs := dmp.DiffMainRunes(a, b, false)
-	var out []Line
+	dmp.DiffTimeout = Budget
+	start := time.Now()
+	diffs := dmp.DiffMainRunes(ra, rb, false)
+	if time.Since(start) >= Budget {
+		// go-diff gave up on part of it: its result is still correct, but not a useful diff.
+		return replaceAll(a, b), fmt.Sprintf("too different to diff line by line within %s", Budget)
+	}
 	for _, d := range diffs {
 		op := Equal
 		switch d.Type {
@@ -63,18 +130,47 @@ func lineOps(old, new string) []Line {
 			op = Insert
 		}
 		for _, r := range d.Text {
-			out = append(out, Line{Op: op, Text: lines[r]})
+			ops = append(ops, Line{Op: op, Text: lines[runeIndex(r)]})
 		}
 	}
-	return out
+	return ops, ""
+}
+
+// replaceAll is the whole-file replacement of a by b.
+func replaceAll(a, b []string) []Line {
+	ops := make([]Line, 0, len(a)+len(b))
+	for _, l := range a {
+		ops = append(ops, Line{Op: Delete, Text: l})
+	}
+	for _, l := range b {
+		ops = append(ops, Line{Op: Insert, Text: l})
+	}
+	return ops
+}
+
+// Result is a diff of two texts.
+type Result struct {
+	Hunks []Hunk
+	// WholeFile says why the diff is a whole-file replacement (deleting every old line and
+	// inserting every new one) rather than a line diff: "" for a line diff.
+	WholeFile string
 }
 
 // Hunks returns the hunks that turn old into new.
-func Hunks(old, new string) []Hunk {
+func Hunks(old, new string) []Hunk { return Diff(old, new).Hunks }
+
+// Diff returns the hunks that turn old into new, within Budget. Whatever the input,
+// Apply(old, hunks, all) is new and Apply(old, hunks, none) is old.
+func Diff(old, new string) Result {
 	if old == new {
-		return nil
+		return Result{}
 	}
-	ops := lineOps(old, new)
+	ops, whole := lineOps(old, new)
+	return Result{Hunks: hunksOf(ops), WholeFile: whole}
+}
+
+// hunksOf groups line operations into hunks with Context lines around each change.
+func hunksOf(ops []Line) []Hunk {
 	var hunks []Hunk
 	oldNo, newNo := 1, 1
 	i := 0

@@ -2,11 +2,13 @@ package udiff
 
 import (
 	"fmt"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func numbered(n int, f func(i int) string) string {
@@ -91,5 +93,109 @@ func BenchmarkHunks10kLines(b *testing.B) {
 		for _, h := range hs {
 			_ = h.Render()
 		}
+	}
+}
+
+func distinctLines(prefix string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%s %d\n", prefix, i)
+	}
+	return b.String()
+}
+
+// go-diff's own line encoding panicked (index out of range) from 55,296 distinct lines on:
+// a large package-lock.json. The diff stays a real line diff there.
+func TestManyDistinctLines(t *testing.T) {
+	old := distinctLines("line", 60000)
+	new := strings.Replace(old, "line 30000\n", "changed\n", 1) + "added\n"
+	r := Diff(old, new)
+	if r.WholeFile != "" || len(r.Hunks) != 2 {
+		t.Fatalf("want 2 hunks of a line diff, got %d (%q)", len(r.Hunks), r.WholeFile)
+	}
+	if got := Apply(old, r.Hunks, func(int) bool { return true }); got != new {
+		t.Fatal("apply all != new")
+	}
+}
+
+// Two unrelated texts of 40k lines each took time quadratic in lines (~8 s): the diff stops at
+// Budget and says it is a whole-file replacement; either way it is correct.
+func TestUnrelatedLargeTexts(t *testing.T) {
+	old, new := distinctLines("old", 40000), distinctLines("new", 40000)
+	// Interleave shared lines so that no shortcut (common prefix, one text inside the other)
+	// applies.
+	old = strings.ReplaceAll(old, "old 1", "shared 1")
+	new = strings.ReplaceAll(new, "new 1", "shared 1")
+	start := time.Now()
+	r := Diff(old, new)
+	t.Logf("40k × 40k unrelated lines: %s, whole file: %q, %d hunks", time.Since(start), r.WholeFile, len(r.Hunks))
+	if got := Apply(old, r.Hunks, func(int) bool { return true }); got != new {
+		t.Fatal("apply all != new")
+	}
+	if got := Apply(old, r.Hunks, func(int) bool { return false }); got != old {
+		t.Fatal("apply none != old")
+	}
+}
+
+// A seeded generator of text pairs: whatever the lines (repeats, CRLF, no final newline,
+// empty), hunks never panic and apply back exactly.
+func TestGeneratedPairsApplyBack(t *testing.T) {
+	pools := [][]string{
+		{"a\n", "b\n", "c\n", "\n", "a\r\n", "}\n", "  x\n"},
+		{"same\n"},
+	}
+	for seed := int64(1); seed <= 500; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		gen := func() string {
+			var b strings.Builder
+			pool := pools[r.Intn(len(pools))]
+			for range r.Intn(60) {
+				if r.Intn(8) == 0 {
+					fmt.Fprintf(&b, "u%d\n", r.Intn(1000))
+				} else {
+					b.WriteString(pool[r.Intn(len(pool))])
+				}
+			}
+			s := b.String()
+			if r.Intn(4) == 0 && len(s) > 0 {
+				s = s[:len(s)-1] // no final newline
+			}
+			return s
+		}
+		old, new := gen(), gen()
+		checkPair(t, seed, old, new)
+	}
+}
+
+func checkPair(t *testing.T, seed int64, old, new string) {
+	t.Helper()
+	hs := Hunks(old, new)
+	if got := Apply(old, hs, func(int) bool { return true }); got != new {
+		t.Fatalf("seed %d: apply all:\nold %q\nnew %q\ngot %q", seed, old, new, got)
+	}
+	if got := Apply(old, hs, func(int) bool { return false }); got != old {
+		t.Fatalf("seed %d: apply none:\nold %q\ngot %q", seed, old, got)
+	}
+}
+
+func FuzzHunksApplyBack(f *testing.F) {
+	f.Add("a\nb\nc\n", "a\nx\nc\n")
+	f.Add("", "x")
+	f.Add("a\r\nb", "b\r\na\n")
+	f.Fuzz(func(t *testing.T, old, new string) { checkPair(t, 0, old, new) })
+}
+
+func BenchmarkHunks10kEdit(b *testing.B) {
+	old := distinctLines("line", 10000)
+	new := strings.Replace(strings.Replace(old, "line 100\n", "x\n", 1), "line 9000\n", "y\n", 1)
+	for b.Loop() {
+		Hunks(old, new)
+	}
+}
+
+func BenchmarkHunks40kUnrelated(b *testing.B) {
+	old, new := distinctLines("old", 40000), distinctLines("new", 40000)
+	for b.Loop() {
+		Hunks(old, new)
 	}
 }
