@@ -238,7 +238,7 @@ func (c *Conn) UsesRunner(ctx context.Context) (bool, error) {
 // operation failing), so that the caller can report it as such.
 func IsConnectionError(err error) bool {
 	var oe *net.OpError
-	return errors.Is(err, errLinkDown) || errors.As(err, &oe) || errors.Is(err, sftp.ErrSSHFxConnectionLost)
+	return errors.Is(err, errLinkDown) || errors.Is(err, errBadReply) || errors.As(err, &oe) || errors.Is(err, sftp.ErrSSHFxConnectionLost)
 }
 
 var errLinkDown = errors.New("the connection to the guest was lost")

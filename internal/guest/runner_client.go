@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -64,13 +65,22 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool) (*r
 	}
 	dir := path.Join(l.home, runnerDir)
 	exe := path.Join(dir, "runner-"+id)
-	if fi, err := l.sftp.Stat(exe); err != nil || fi.Size() != int64(len(bin)) || fi.Mode()&0o100 == 0 {
+	ok, err := runnerIntact(ctx, l, exe, bin)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		log.Info("copying the guest runner into the guest", "path", exe, "bytes", len(bin))
 		if err := upload(l, dir, exe, bin); err != nil {
 			return nil, fmt.Errorf("copying the runner to %s: %w", exe, err)
 		}
 	}
 
+	return launchRunner(ctx, l, log, exe, login)
+}
+
+// launchRunner starts exe (a verified runner) in a new session and reads its hello.
+func launchRunner(ctx context.Context, l *link, log *slog.Logger, exe string, login bool) (*runnerClient, error) {
 	s, err := l.client.NewSession()
 	if err != nil {
 		return nil, err
@@ -122,6 +132,46 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool) (*r
 	go r.readLoop(br)
 	log.Debug("guest runner started", "pid", r.hello.PID, "shell", r.hello.Shell, "git", r.hello.HasGit)
 	return r, nil
+}
+
+// runnerIntact says whether exe holds exactly bin. The guest user (so the agent) can write
+// that file, so its content is read back and hashed before every start: a size or a name
+// proves nothing. What this cannot rule out is a swap between this check and the exec (the
+// guest user can also replace sshd itself with sudo): that is why every reply of the runner
+// is checked as hostile input as well (replies.go).
+func runnerIntact(ctx context.Context, l *link, exe string, bin []byte) (bool, error) {
+	fi, err := l.sftp.Lstat(exe)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(bin)) || fi.Mode()&0o100 == 0 {
+		return false, nil
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := l.sftp.Open(exe)
+		if err != nil {
+			done <- result{}
+			return
+		}
+		defer f.Close()
+		h := sha256.New()
+		_, err = io.Copy(h, io.LimitReader(f, int64(len(bin))+1))
+		want := sha256.Sum256(bin)
+		done <- result{ok: err == nil && bytes.Equal(h.Sum(nil), want[:])}
+	}()
+	// Opening a file the agent swapped for a fifo blocks the guest's sftp-server: bound it.
+	t := time.NewTimer(runnerStartTimeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.ok, r.err
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-t.C:
+		return false, fmt.Errorf("%w: reading the runner %s back from the guest did not finish within %s", errLinkDown, exe, runnerStartTimeout)
+	}
 }
 
 // upload writes bin to exe atomically: a temporary file, then a rename.
@@ -250,12 +300,21 @@ func (r *runnerClient) call(ctx context.Context, req *runnerproto.Request) (*run
 		r.fail(fmt.Errorf("%w: %v", errLinkDown, err))
 		return nil, r.err
 	}
+	var deadline <-chan time.Time
+	if d := callDeadline(req); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		deadline = t.C
+	}
 	select {
 	case resp, ok := <-ch:
 		if !ok {
 			return nil, r.err
 		}
-		return resp, nil
+		return r.checked(req, resp, nil)
+	case <-deadline:
+		r.fail(fmt.Errorf("%w: the guest runner did not answer within %s; it is started again on the next call", errLinkDown, callDeadline(req)))
+		return nil, r.err
 	case <-ctx.Done():
 	}
 	if req.Exec != nil {
@@ -263,7 +322,7 @@ func (r *runnerClient) call(ctx context.Context, req *runnerproto.Request) (*run
 		select {
 		case resp, ok := <-ch:
 			if ok {
-				return resp, ctx.Err()
+				return r.checked(req, resp, ctx.Err())
 			}
 		case <-time.After(5 * time.Second):
 		}
@@ -272,6 +331,16 @@ func (r *runnerClient) call(ctx context.Context, req *runnerproto.Request) (*run
 	delete(r.pending, req.ID)
 	r.mu.Unlock()
 	return nil, ctx.Err()
+}
+
+// checked returns resp when it fits req; a runner that sends a malformed reply is stopped (the
+// next call starts, and verifies, a new one).
+func (r *runnerClient) checked(req *runnerproto.Request, resp *runnerproto.Response, err error) (*runnerproto.Response, error) {
+	if bad := checkReply(req, resp); bad != nil {
+		r.fail(bad)
+		return nil, bad
+	}
+	return resp, err
 }
 
 func (r *runnerClient) send(req *runnerproto.Request) error {

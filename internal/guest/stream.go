@@ -3,9 +3,12 @@ package guest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
 )
 
 // Stream runs a shell command in its own SSH session with stdin fed from in (which may be
@@ -22,8 +25,9 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 		return nil, fmt.Errorf("%w: %v", errNoSession, err)
 	}
 	defer s.Close()
-	var stdout, stderr bytes.Buffer
-	s.Stdout, s.Stderr = &stdout, &stderr
+	stdout := &cappedBuffer{limit: MaxStreamOutput, stop: func() { s.Close() }}
+	stderr := headtail.New(2000, 2000)
+	s.Stdout, s.Stderr = stdout, stderr
 	if in != nil {
 		s.Stdin = in
 	}
@@ -38,12 +42,42 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 		s.Close()
 		return nil, ctx.Err()
 	}
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 2000 {
-			msg = msg[:2000] + "..."
-		}
-		return stdout.Bytes(), fmt.Errorf("%w: %s", err, msg)
+	if stdout.over {
+		return nil, fmt.Errorf("the guest printed more than %d bytes where a script's output was expected (a login script that prints without end?): stopped", MaxStreamOutput)
 	}
-	return stdout.Bytes(), nil
+	if err != nil {
+		o := stderr.Output()
+		msg := strings.TrimSpace(string(o.Head))
+		if len(o.Tail) > 0 {
+			msg += "..." + strings.TrimSpace(string(o.Tail))
+		}
+		return stdout.buf.Bytes(), fmt.Errorf("%w: %s", err, msg)
+	}
+	return stdout.buf.Bytes(), nil
+}
+
+// MaxStreamOutput bounds what Stream keeps of a script's stdout: everything read from the guest
+// has a cap (a ~/.bashrc that prints forever must not grow the host's memory without end).
+const MaxStreamOutput = 16 << 20
+
+// cappedBuffer keeps up to limit bytes and fails the write that goes past it, which ends the
+// session's copy of its output.
+type cappedBuffer struct {
+	buf   bytes.Buffer
+	limit int
+	over  bool
+	stop  func() // closes the session: the guest may go on printing, unread
+}
+
+var errOutputCap = errors.New("output over the cap")
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.buf.Len()+len(p) > c.limit {
+		if !c.over {
+			c.over = true
+			c.stop()
+		}
+		return 0, errOutputCap
+	}
+	return c.buf.Write(p)
 }

@@ -1,0 +1,222 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
+)
+
+// These tests play a runner the agent replaced (testdata/fakerunner) against the real client
+// code over a real sshd: whatever it sends, each call ends with a clear error, never a panic
+// or a hang.
+
+var (
+	fakeOnce sync.Once
+	fakeBin  string
+	fakeErr  error
+)
+
+func buildFake(t *testing.T) string {
+	t.Helper()
+	fakeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fakerunner-")
+		if err != nil {
+			fakeErr = err
+			return
+		}
+		fakeBin = filepath.Join(dir, "fakerunner")
+		out, err := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakerunner").CombinedOutput()
+		if err != nil {
+			fakeErr = fmt.Errorf("%v\n%s", err, out)
+		}
+		_ = os.Chmod(dir, 0o755)
+	})
+	if fakeErr != nil {
+		t.Fatal(fakeErr)
+	}
+	return fakeBin
+}
+
+func target(srv *sshd.Server) *Target {
+	return &Target{Name: "sshd-test", Addr: srv.Addr, User: srv.User, Signers: []ssh.Signer{srv.ClientSigner},
+		HostKeyCallback: ssh.FixedHostKey(srv.HostKey), Arch: runtime.GOARCH}
+}
+
+// withFakeRunner returns a Conn whose link runs the fake runner in mode (instead of the
+// verified one), and the link.
+func withFakeRunner(t *testing.T, srv *sshd.Server, mode string) (*Conn, *link) {
+	t.Helper()
+	bin := buildFake(t)
+	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { c.Close() })
+	l, err := c.get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Started the way the real runner is (`EXE serve`), through a wrapper that passes the mode.
+	wrapper := fmt.Sprintf("%s/.fakerunner-%d.sh", srv.Home, time.Now().UnixNano())
+	srv.Run(t, "sh", "-c", fmt.Sprintf("printf '#!/bin/sh\nexec %s %s\n' > %s && chmod 755 %s", bin, mode, wrapper, wrapper))
+	t.Cleanup(func() { _ = os.Remove(wrapper) })
+	r, err := launchRunner(context.Background(), l, c.log, wrapper, false)
+	if err != nil {
+		t.Fatalf("starting the fake runner: %v", err)
+	}
+	l.runner = r
+	return c, l
+}
+
+func bounded(t *testing.T, d time.Duration, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("no answer within %s: a hostile runner hangs the host", d)
+	}
+}
+
+func TestHostileRunnerReplies(t *testing.T) {
+	srv := sshd.Start(t)
+	for _, mode := range []string{"empty", "hash-count", "garbage", "oversize"} {
+		t.Run(mode, func(t *testing.T) {
+			c, l := withFakeRunner(t, srv, mode)
+			bounded(t, time.Minute, func() {
+				_, err := c.Hash(context.Background(), "/", []runnerproto.Name{"a", "b"})
+				if err == nil {
+					t.Error("Hash: no error from a malformed reply")
+				}
+				t.Logf("Hash: %v", err)
+			})
+			if mode == "empty" || mode == "hash-count" {
+				// The same link, another call (the runner was stopped: the next call says so).
+				_, err := c.call(context.Background(), l, &runnerproto.Request{Scan: &runnerproto.ScanRequest{Root: "/"}})
+				if err == nil {
+					t.Error("Scan after a malformed reply: no error")
+				}
+			}
+		})
+	}
+}
+
+// A runner that never answers: the call ends at its deadline (shortened here) with a clear
+// error, and the runner is stopped.
+func TestSilentRunnerDeadline(t *testing.T) {
+	srv := sshd.Start(t)
+	defer func(d time.Duration) { replySlack = d }(replySlack)
+	replySlack = 2 * time.Second
+	_, l := withFakeRunner(t, srv, "silent")
+	req := &runnerproto.Request{Exec: &runnerproto.ExecRequest{Argv: []string{"true"}, Dir: "/", TimeoutMillis: 100, HeadBytes: 10, TailBytes: 10}}
+	start := time.Now()
+	bounded(t, 2*time.Minute, func() {
+		_, err := l.runner.call(context.Background(), req)
+		if err == nil || !strings.Contains(err.Error(), "did not answer") {
+			t.Errorf("silent runner: %v", err)
+		}
+	})
+	t.Logf("ended after %s (deadline %s)", time.Since(start).Round(time.Second), callDeadline(req))
+}
+
+// Seeded random replies: every call ends with an answer that fits its request or an error.
+func TestRandomRunnerReplies(t *testing.T) {
+	srv := sshd.Start(t)
+	for seed := 1; seed <= 40; seed++ {
+		c, l := withFakeRunner(t, srv, fmt.Sprintf("random:%d", seed))
+		bounded(t, time.Minute, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			hs, err := c.Hash(ctx, "/", []runnerproto.Name{"a", "b"})
+			if err == nil && len(hs) != 2 {
+				t.Errorf("seed %d: %d hashes for 2 paths, no error", seed, len(hs))
+			}
+			if l.runner != nil {
+				res, err := l.runner.call(ctx, &runnerproto.Request{Exec: &runnerproto.ExecRequest{Argv: []string{"true"}, Dir: "/", TimeoutMillis: 1000, HeadBytes: 2, TailBytes: 2}})
+				if err == nil && (res.Exec == nil || len(res.Exec.Stdout.Head) > 2) {
+					t.Errorf("seed %d: exec reply unchecked: %+v", seed, res)
+				}
+			}
+		})
+	}
+}
+
+// A runner file the agent replaced (same size, other content) is put back before it starts.
+func TestReplacedRunnerIsRestored(t *testing.T) {
+	srv := sshd.Start(t)
+	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Hash(context.Background(), "/", []runnerproto.Name{"etc/hostname"}); err != nil {
+		t.Fatal(err)
+	}
+	bin, id, err := runnerbin.Binary(runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := path.Join(srv.Home, runnerDir, "runner-"+id)
+	// Same size, same mode, one byte different: a size check would take it.
+	srv.Run(t, "sh", "-c", fmt.Sprintf("cp %s %s.evil && printf 'X' | dd of=%s.evil bs=1 seek=100 conv=notrunc 2>/dev/null && chmod 755 %s.evil", exe, exe, exe, exe))
+	l, _ := c.get(context.Background())
+	start := time.Now()
+	ok, err := runnerIntact(context.Background(), l, exe+".evil", bin)
+	t.Logf("verifying the runner (%d bytes) took %s", len(bin), time.Since(start).Round(time.Millisecond))
+	if err != nil || ok {
+		t.Fatalf("a changed runner passed the check: %v %v", ok, err)
+	}
+	if ok, err := runnerIntact(context.Background(), l, exe, bin); err != nil || !ok {
+		t.Fatalf("the real runner failed the check: %v %v", ok, err)
+	}
+	srv.Run(t, "sh", "-c", fmt.Sprintf("mv %s.evil %s && pkill -f '[r]unner-%s serve' || true", exe, exe, id))
+	// The next call reconnects, finds the runner changed, and copies the real one back.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := c.Hash(context.Background(), "/", []runnerproto.Name{"etc/hostname"})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if out := srv.Run(t, "sh", "-c", "cmp "+exe+" - >/dev/null && echo same || echo differs"); strings.TrimSpace(out) == "" {
+		t.Log(out)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil || string(data) != string(bin) {
+		t.Fatalf("the runner in the guest is not the embedded one after restart (%v)", err)
+	}
+}
+
+// A login script that prints without end: Stream stops at its cap with an error.
+func TestStreamCapsFlood(t *testing.T) {
+	srv := sshd.Start(t)
+	marker := fmt.Sprintf("limactl-mcp-flood-%d", time.Now().UnixNano())
+	line := `case "$BASH_EXECUTION_STRING" in *limactl-mcp-flood-*) exec yes;; esac`
+	srv.Run(t, "sh", "-c", `grep -q 'limactl-mcp-flood-' "$HOME/.bashrc" 2>/dev/null || { printf '%s\n' '`+line+`' | cat - "$HOME/.bashrc" 2>/dev/null > "$HOME/.bashrc.new"; mv "$HOME/.bashrc.new" "$HOME/.bashrc"; }`)
+	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { c.Close() })
+	var err error
+	bounded(t, 2*time.Minute, func() {
+		_, err = c.Stream(context.Background(), "true # "+marker, nil)
+	})
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("flood: %v", err)
+	}
+	if _, err := c.Stream(context.Background(), "true", nil); err != nil && !errors.Is(err, ErrClosed) {
+		t.Errorf("an ordinary script after the flood: %v", err)
+	}
+}

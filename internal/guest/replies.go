@@ -1,0 +1,146 @@
+package guest
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+)
+
+// Every reply of the runner is hostile input: the agent can replace the runner's file, or
+// anything the runner reads. Each reply is checked here before anyone uses it, and a reply
+// that does not fit its request is an error that names the runner, never a panic.
+
+// errBadReply wraps every malformed reply.
+var errBadReply = errors.New("the guest runner sent a malformed reply (it may have been replaced in the guest; the next call starts it again)")
+
+func badReply(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadReply, fmt.Sprintf(format, args...))
+}
+
+// callDeadline bounds how long the host waits for the runner's reply to req. A runner that
+// never answers (a hostile one, or one whose reply it cannot send) must not hang a review or a
+// tool call: past the deadline the call fails and the connection is started again.
+func callDeadline(req *runnerproto.Request) time.Duration {
+	slack := replySlack
+	switch {
+	case req.Exec != nil:
+		if req.Exec.TimeoutMillis > 0 {
+			return time.Duration(req.Exec.TimeoutMillis)*time.Millisecond + slack
+		}
+		return 0 // no timeout asked: the caller's context bounds it
+	case req.Scan != nil:
+		return 10 * time.Minute // a 200k-file tree on an emulated guest
+	default:
+		return 5 * time.Minute
+	}
+}
+
+// replySlack is how long after a command's own timeout its reply may still come (the runner
+// kills the process group, then collects what it printed).
+var replySlack = 30 * time.Second
+
+// checkReply verifies that resp answers req with what req asked for and no more.
+func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
+	if resp.Error != "" {
+		return nil // an error reply is just that
+	}
+	switch {
+	case req.Exec != nil:
+		if resp.Exec == nil {
+			return badReply("no exec result")
+		}
+		if err := checkOutput("stdout", resp.Exec.Stdout, req.Exec.HeadBytes, req.Exec.TailBytes); err != nil {
+			return err
+		}
+		return checkOutput("stderr", resp.Exec.Stderr, req.Exec.HeadBytes, req.Exec.TailBytes)
+	case req.Hash != nil:
+		if resp.Hash == nil {
+			return badReply("no hash result")
+		}
+		if len(resp.Hash.Hashes) != len(req.Hash.Paths) {
+			return badReply("%d hashes for %d paths", len(resp.Hash.Hashes), len(req.Hash.Paths))
+		}
+		for _, h := range resp.Hash.Hashes {
+			if h != "" && !isHexSHA256(h) {
+				return badReply("a hash that is not a SHA-256 digest (%.80q)", h)
+			}
+		}
+	case req.Scan != nil:
+		if resp.Scan == nil {
+			return badReply("no scan result")
+		}
+		if err := checkEntries(resp.Scan.Entries); err != nil {
+			return err
+		}
+		return checkEntries(resp.Scan.Also)
+	case req.Glob != nil:
+		if resp.Glob == nil {
+			return badReply("no glob result")
+		}
+		if req.Glob.MaxMatches > 0 && len(resp.Glob.Matches) > req.Glob.MaxMatches {
+			return badReply("%d glob matches, more than the %d asked for", len(resp.Glob.Matches), req.Glob.MaxMatches)
+		}
+	case req.Grep != nil:
+		if resp.Grep == nil {
+			return badReply("no search result")
+		}
+		if req.Grep.MaxBytes > 0 && len(resp.Grep.Output) > req.Grep.MaxBytes {
+			return badReply("%d bytes of search output, more than the %d asked for", len(resp.Grep.Output), req.Grep.MaxBytes)
+		}
+	}
+	return nil
+}
+
+func checkOutput(name string, o runnerproto.Output, head, tail int) error {
+	if len(o.Head) > head || len(o.Tail) > tail {
+		return badReply("%s of %d+%d bytes, more than the %d+%d asked for", name, len(o.Head), len(o.Tail), head, tail)
+	}
+	if o.Total < int64(len(o.Head)+len(o.Tail)) {
+		return badReply("%s counts %d bytes but carries %d", name, o.Total, len(o.Head)+len(o.Tail))
+	}
+	return nil
+}
+
+// checkEntries verifies a scan listing: clean relative names, once each, of a known type,
+// with sizes that are not negative.
+func checkEntries(es []runnerproto.ScanEntry) error {
+	seen := make(map[runnerproto.Name]bool, len(es))
+	for _, e := range es {
+		p := string(e.Path)
+		if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.ContainsRune(p, 0) {
+			return badReply("a listed path that is not a clean relative path (%q)", p)
+		}
+		if seen[e.Path] {
+			return badReply("%q listed twice", p)
+		}
+		seen[e.Path] = true
+		switch e.Type {
+		case runnerproto.TypeFile, runnerproto.TypeDir, runnerproto.TypeSymlink, runnerproto.TypeOther:
+		default:
+			return badReply("an entry of unknown type %.40q", e.Type)
+		}
+		if e.Size < 0 {
+			return badReply("a negative size for %q", p)
+		}
+		if e.Mode&^0o7777 != 0 {
+			return badReply("mode %o for %q", e.Mode, p)
+		}
+	}
+	return nil
+}
+
+func isHexSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

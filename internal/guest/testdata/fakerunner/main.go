@@ -1,0 +1,104 @@
+// Command fakerunner plays a guest runner the agent replaced: it speaks the protocol's framing
+// but answers as its mode (its first argument) says, for the host's tests.
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"math/rand"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+)
+
+func main() {
+	home, _ := os.UserHomeDir()
+	mode := ""
+	if len(os.Args) > 1 {
+		mode = os.Args[1]
+	}
+	out := bufio.NewWriter(os.Stdout)
+	out.WriteString(runnerproto.Magic)
+	frame := func(v any) {
+		b, _ := json.Marshal(v)
+		var hdr [4]byte
+		binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+		out.Write(hdr[:])
+		out.Write(b)
+		out.Flush()
+	}
+	frame(runnerproto.Response{Hello: &runnerproto.Hello{Version: runnerproto.Version, PID: os.Getpid(), Home: home}})
+	seed := int64(1)
+	if s, ok := strings.CutPrefix(mode, "random:"); ok {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+		mode = "random"
+	}
+	rnd := rand.New(rand.NewSource(seed))
+	in := bufio.NewReader(os.Stdin)
+	for {
+		var req runnerproto.Request
+		if err := runnerproto.ReadFrame(in, &req); err != nil {
+			return
+		}
+		if req.Signal != nil {
+			continue
+		}
+		switch mode {
+		case "silent":
+			// Never answers.
+		case "empty":
+			frame(map[string]any{"id": req.ID})
+		case "hash-count":
+			frame(map[string]any{"id": req.ID, "hash": map[string]any{"hashes": []string{}}, "scan": map[string]any{"entries": []any{map[string]any{"p": "../../etc/passwd", "t": "file"}}}, "exec": map[string]any{"stdout": map[string]any{"head": "QUFBQUFBQUFBQUFB", "total": 1}}})
+		case "oversize":
+			var hdr [4]byte
+			binary.BigEndian.PutUint32(hdr[:], runnerproto.MaxFrame+1)
+			out.Write(hdr[:])
+			out.Flush()
+			time.Sleep(time.Hour)
+		case "garbage":
+			out.Write([]byte{0, 0, 0, 5, '{', '{', '{', 'x', 'y'})
+			out.Flush()
+		case "random":
+			frame(randomReply(rnd, req.ID))
+		}
+	}
+}
+
+// randomReply is a reply of random shape: fields present or not, of the right type or not,
+// sizes that lie.
+func randomReply(r *rand.Rand, id uint64) any {
+	val := func() any {
+		switch r.Intn(8) {
+		case 0:
+			return nil
+		case 1:
+			return r.Intn(1 << 20) - 1000
+		case 2:
+			return strings.Repeat("A", r.Intn(200))
+		case 3:
+			return []any{"x", -1, map[string]any{"p": "/abs", "t": "weird", "s": -5}}
+		case 4:
+			return map[string]any{"hashes": []string{"zz", strings.Repeat("a", 64)}}
+		case 5:
+			return map[string]any{"entries": []any{map[string]any{"p": "a/../../b", "t": "file", "s": 1}, map[string]any{"p": "x", "t": "dir"}, map[string]any{"p": "x", "t": "dir"}}}
+		case 6:
+			return map[string]any{"stdout": map[string]any{"head": "QUFB", "tail": "QUFB", "total": -3}, "exit_code": 0}
+		}
+		return map[string]any{"matches": []string{"/a", "/b", "/c"}, "output": strings.Repeat("x", 5000)}
+	}
+	m := map[string]any{"id": id}
+	for _, k := range []string{"error", "exec", "glob", "grep", "scan", "hash"} {
+		if r.Intn(3) == 0 {
+			m[k] = val()
+		}
+	}
+	if r.Intn(10) == 0 {
+		m["id"] = id + 1
+	}
+	return m
+}
