@@ -77,7 +77,7 @@ func randomReply(r *rand.Rand, id uint64) any {
 		case 0:
 			return nil
 		case 1:
-			return r.Intn(1 << 20) - 1000
+			return r.Intn(1<<20) - 1000
 		case 2:
 			return strings.Repeat("A", r.Intn(200))
 		case 3:
