@@ -38,3 +38,9 @@ func notADirectory(path string) error {
 func isADirectory(path string) error {
 	return fmt.Errorf("is a directory: %s (use list_directory to see what it contains, or pass the path of a file inside it)", path)
 }
+
+// notRegular refuses a fifo, socket or device (also through a link): opening one would block
+// or never end.
+func notRegular(path string, mode fs.FileMode, tool string) error {
+	return fmt.Errorf("not a regular file: %s (%s); %s works on regular files only: use run_shell_command for special files", path, mode.Type(), tool)
+}

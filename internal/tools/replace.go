@@ -62,7 +62,9 @@ func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args R
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := sc.Open(guestPath)
+	// Stat first: a fifo would block the guest's sftp server at open, and a device (a link to
+	// /dev/zero) reports no size and never ends.
+	fi, err := sc.Stat(guestPath)
 	if errors.Is(err, fs.ErrNotExist) && args.OldString == "" {
 		if err := writeFile(sc, guestPath, []byte(args.NewString)); err != nil {
 			return nil, nil, fsError(args.FilePath, err)
@@ -72,23 +74,27 @@ func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args R
 	if err != nil {
 		return nil, nil, fsError(args.FilePath, err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, fsError(args.FilePath, err)
-	}
 	if fi.IsDir() {
-		f.Close()
 		return nil, nil, isADirectory(args.FilePath)
 	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, notRegular(args.FilePath, fi.Mode(), "replace")
+	}
 	if fi.Size() > int64(ts.lim.WriteBytes) {
-		f.Close()
 		return nil, nil, fmt.Errorf("%s is %d bytes, more than the %d-byte limit of replace; edit it with run_shell_command (sed, patch)", args.FilePath, fi.Size(), ts.lim.WriteBytes)
 	}
-	data, err := io.ReadAll(f)
+	f, err := sc.Open(guestPath)
+	if err != nil {
+		return nil, nil, fsError(args.FilePath, err)
+	}
+	// Bounded by what is read, not by the size stat reported (the file may grow meanwhile).
+	data, err := io.ReadAll(io.LimitReader(f, int64(ts.lim.WriteBytes)+1))
 	f.Close()
 	if err != nil {
 		return nil, nil, fsError(args.FilePath, err)
+	}
+	if len(data) > ts.lim.WriteBytes {
+		return nil, nil, fmt.Errorf("%s grew past the %d-byte limit of replace while it was read; edit it with run_shell_command (sed, patch)", args.FilePath, ts.lim.WriteBytes)
 	}
 	if isBinary(data) {
 		return nil, nil, fmt.Errorf("%s is a binary file; replace edits text files only", args.FilePath)

@@ -45,6 +45,10 @@ func (ts *Toolset) WriteFile(ctx context.Context, req *mcp.CallToolRequest, args
 	if err != nil {
 		return nil, nil, err
 	}
+	// A fifo would block the open (and the guest's sftp server with it) until a reader came.
+	if fi, err := sc.Stat(guestPath); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		return nil, nil, notRegular(args.Path, fi.Mode(), "write_file")
+	}
 	if err := writeFile(sc, guestPath, []byte(args.Content)); err != nil {
 		return nil, nil, fsError(args.Path, err)
 	}
