@@ -302,7 +302,7 @@ func (h *hostTree) symlinks() ([]string, error) {
 			}
 			return err
 		}
-		if d.IsDir() && p != h.dir && isDotGit(d.Name()) {
+		if d.IsDir() && p != h.dir && staging.IsDotGit(d.Name()) {
 			return filepath.SkipDir
 		}
 		if d.Type()&fs.ModeSymlink != 0 {

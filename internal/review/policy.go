@@ -3,6 +3,8 @@ package review
 import (
 	"path"
 	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
 // The host invariant (docs/threat-model.md) is enforced in two places only: refusePath, which
@@ -28,7 +30,7 @@ func refusePath(p string) string {
 			return "the path climbs out with .."
 		}
 	}
-	if isGitMetadata(p) {
+	if staging.IsGitMetadata(p) {
 		return refusedGit
 	}
 	if isGitmodules(p) {
@@ -48,35 +50,6 @@ const (
 // listed, never applied, not a choice to make).
 func ignoredReason(why string) bool {
 	return why == refusedGit || why == refusedGitmodules
-}
-
-// isGitMetadata says whether any component of rel names a .git directory or file, the way
-// git itself refuses such paths on checkout (verify_path): in any case, and with the
-// variants macOS (HFS+ ignores some code points) and Windows (trailing dots and spaces, the
-// 8.3 short name GIT~1) would open as .git.
-func isGitMetadata(rel string) bool {
-	for _, c := range strings.Split(rel, "/") {
-		if isDotGit(c) {
-			return true
-		}
-	}
-	return false
-}
-
-func isDotGit(c string) bool {
-	c = strings.Map(func(r rune) rune {
-		if hfsIgnorable(r) {
-			return -1
-		}
-		return r
-	}, c)
-	c = strings.TrimRight(strings.ToLower(c), ". ")
-	return c == ".git" || c == "git~1"
-}
-
-// hfsIgnorable are the code points HFS+ drops when it compares names (git's is_hfs_dotgit).
-func hfsIgnorable(r rune) bool {
-	return r >= 0x200c && r <= 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x206a && r <= 0x206f || r == 0xfeff
 }
 
 // isGitmodules says whether rel is a .gitmodules file (any depth, any case).

@@ -40,8 +40,9 @@ type Change struct {
 // ChangeSet is the result of comparing a tree with the baseline.
 type ChangeSet struct {
 	Changes []Change `json:"changes"`
-	// GitMetadata lists the guest's .git/config and .git/hooks files that differ from the
-	// host's: never applied (they could run code on the host), only reported.
+	// GitMetadata lists what the guest changed of git's machinery: the top-level .git/config
+	// and .git/hooks files that differ from the host's, and any change under a .git at any
+	// depth (IsGitMetadata). Never applied (it could run code on the host), only reported.
 	GitMetadata []runnerproto.Name `json:"git_metadata,omitempty"`
 	Scanned     int                `json:"scanned"`
 	Hashed      int                `json:"hashed"`
@@ -220,6 +221,25 @@ func (s *Session) guestChanges(ctx context.Context, keepDirs bool) (*ChangeSet, 
 	if err != nil {
 		return nil, err
 	}
+	// Nested repositories' metadata (and any .git the agent made) is reported apart, never as
+	// a change.
+	seen := map[runnerproto.Name]bool{}
+	for _, m := range gitMeta {
+		seen[m] = true
+	}
+	kept := changes[:0]
+	for _, c := range changes {
+		if !IsGitMetadata(string(c.Path)) {
+			kept = append(kept, c)
+			continue
+		}
+		if r := runnerproto.Name(gitMetadataRoot(string(c.Path))); !seen[r] {
+			seen[r] = true
+			gitMeta = append(gitMeta, r)
+		}
+	}
+	changes = kept
+	sort.Slice(gitMeta, func(i, j int) bool { return gitMeta[i] < gitMeta[j] })
 	return &ChangeSet{Changes: changes, GitMetadata: gitMeta, Scanned: len(scan.Entries), Hashed: hashed, Duration: time.Since(start)}, nil
 }
 

@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
@@ -20,16 +22,33 @@ const MaxDiffBytes = 4 << 20
 // ErrNotPending is returned for a path with no pending change.
 var ErrNotPending = errors.New("no pending change at that path")
 
-// BaseContent is the baseline content of a file: the host's file, when it still has the hash
-// that was staged. hostChanged says the host's file changed since (then data is the host's
-// current content, for showing, not the baseline).
-func BaseContent(workdir string, base *Entry) (data []byte, hostChanged bool, err error) {
-	data, err = os.ReadFile(filepath.Join(workdir, filepath.FromSlash(string(base.Path))))
+// baseContent is the baseline content of a file as the host still has it: its file, read
+// inside the working directory only (os.Root) and at most limit bytes, when it still has the
+// hash that was staged. Otherwise known is false and nothing of the host's file is returned:
+// the host's later edits are the person's, never shown to the agent.
+func baseContent(workdir string, base *Entry, limit int64) (data []byte, known bool, err error) {
+	root, err := os.OpenRoot(workdir)
 	if err != nil {
-		return nil, true, err
+		return nil, false, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(filepath.FromSlash(string(base.Path)), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != base.Size {
+		return nil, false, err
+	}
+	data, err = io.ReadAll(io.LimitReader(f, limit))
+	if err != nil || int64(len(data)) != base.Size {
+		return nil, false, err
 	}
 	sum := sha256.Sum256(data)
-	return data, hex.EncodeToString(sum[:]) != base.Hash, nil
+	if hex.EncodeToString(sum[:]) != base.Hash {
+		return nil, false, nil
+	}
+	return data, true, nil
 }
 
 // Diff renders the pending change of one path as a unified diff (baseline → guest).
@@ -47,18 +66,22 @@ func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 	var old, new *string
 	note := ""
 	if c.Base != nil && c.Base.Type == runnerproto.TypeFile {
-		data, hostChanged, err := BaseContent(s.State.Workdir, c.Base)
+		if c.Base.Size > MaxDiffBytes {
+			return header + "Binary or large files differ\n", nil
+		}
+		data, known, err := baseContent(s.State.Workdir, c.Base, MaxDiffBytes+1)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return "", err
 		}
-		if hostChanged {
-			note = "(the host's copy changed since it was staged: this diff is against the host's current file)\n"
+		if !known {
+			note = "(the staged version is no longer on the host, which changed it since: only the guest's side is shown)\n"
+		} else {
+			if isBinary(data) {
+				return header + "Binary or large files differ\n", nil
+			}
+			t := string(data)
+			old = &t
 		}
-		if len(data) > MaxDiffBytes || isBinary(data) {
-			return header + note + "Binary or large files differ\n", nil
-		}
-		t := string(data)
-		old = &t
 	}
 	if c.Now != nil {
 		data, err := s.ReadGuestFile(ctx, c.Path, MaxDiffBytes+1)

@@ -73,8 +73,8 @@ func Select(ctx context.Context, workdir string, opts SelectOptions) (*Selection
 		var extra []string
 		for _, w := range walked {
 			fi, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(w)))
-			if err == nil && (fi.IsDir() || !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0) {
-				extra = append(extra, w)
+			if err == nil && (fi.IsDir() || !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0) && !inNestedRepo(workdir, w) {
+				extra = append(extra, w) // (a nested repository's own list says what of it is staged)
 			}
 		}
 		if !opts.IncludeIgnored {
@@ -109,8 +109,10 @@ func Select(ctx context.Context, workdir string, opts SelectOptions) (*Selection
 		seen[rel] = true
 		sel.Entries = append(sel.Entries, e)
 		if e.Type == runnerproto.TypeDir && sel.InGitRepo && isGitLink(workdir, rel) {
-			// A directory git lists (a submodule) is staged whole.
-			sub, err := walk(filepath.Join(workdir, filepath.FromSlash(rel)), nil)
+			// A submodule or a nested clone: what its own git lists, with its own ignore
+			// rules (its ignored .env stays on the host), plus its .git, so that git works
+			// there in the guest (git metadata: never reviewed, see IsGitMetadata).
+			sub, err := nestedRepoFiles(ctx, filepath.Join(workdir, filepath.FromSlash(rel)), opts)
 			if err != nil {
 				return err
 			}
@@ -123,7 +125,7 @@ func Select(ctx context.Context, workdir string, opts SelectOptions) (*Selection
 		return nil
 	}
 	for _, n := range names {
-		if err := add(n); err != nil {
+		if err := add(strings.TrimSuffix(n, "/")); err != nil {
 			return nil, err
 		}
 	}
@@ -155,6 +157,51 @@ func Select(ctx context.Context, workdir string, opts SelectOptions) (*Selection
 	sort.Slice(sel.Entries, func(i, j int) bool { return sel.Entries[i].Path < sel.Entries[j].Path })
 	sort.Strings(sel.Skipped)
 	return sel, nil
+}
+
+// nestedRepoFiles lists what of a nested repository (a submodule, a nested clone) is staged,
+// relative to it: what its git lists under its own rules, and its .git whole.
+func nestedRepoFiles(ctx context.Context, dir string, opts SelectOptions) ([]string, error) {
+	files, ok := gitFiles(ctx, dir, opts.IncludeIgnored)
+	if !ok {
+		// git cannot read it (a broken clone): its ignore files still apply.
+		pats, err := ignore.Collect(dir, ignore.Options{Excludes: opts.Excludes, NoGitignore: opts.IncludeIgnored})
+		if err != nil {
+			return nil, err
+		}
+		if files, err = walk(dir, ignore.New(pats)); err != nil {
+			return nil, err
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+		files = append(files, ".git")
+		if fi.IsDir() {
+			meta, err := walk(filepath.Join(dir, ".git"), nil)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range meta {
+				files = append(files, ".git/"+m)
+			}
+		}
+	}
+	out := files[:0]
+	for _, f := range files {
+		if f = strings.TrimSuffix(f, "/"); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// inNestedRepo says whether a parent directory of rel is a nested repository.
+func inNestedRepo(workdir, rel string) bool {
+	for d := path.Dir(rel); d != "." && d != "/"; d = path.Dir(d) {
+		if isGitLink(workdir, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // isGitLink says whether rel is a submodule (a directory with its own .git).
