@@ -312,4 +312,3 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
-
