@@ -58,6 +58,8 @@ type Server struct {
 	HostKey       ssh.PublicKey // the server's host key
 
 	asRoot bool // the test process is root; Run goes through runuser
+
+	stop func() // stops this server and its sessions
 }
 
 // Start starts sshd for the duration of the test; t.Cleanup stops it and
@@ -142,6 +144,8 @@ func Start(t testing.TB) *Server {
 		}
 		err = srv.waitReady(proc)
 		if err == nil {
+			p := proc
+			srv.stop = p.stop
 			return srv
 		}
 		lastErr = err
@@ -174,6 +178,10 @@ func (s *Server) Run(t testing.TB, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// Stop stops the server and every session it serves, as a guest that goes away does (the VM
+// stopped); only this test's server is touched.
+func (s *Server) Stop() { s.stop() }
 
 // ClientConfig returns an ssh.ClientConfig that logs in as s.User with
 // s.ClientSigner and accepts only s.HostKey.
