@@ -69,8 +69,10 @@ func entryFromScan(s runnerproto.ScanEntry) Entry {
 
 // compare finds the changes of now against base. Files of the same size whose mtime differs
 // (in whole seconds) are content candidates: hash is called for them, and returns their
-// hashes ("" for unreadable ones).
-func compare(base *Manifest, now []Entry, hash func(paths []runnerproto.Name) ([]string, error), keepDirs bool) ([]Change, int, error) {
+// hashes ("" for unreadable ones). So are racy files: those whose baseline mtime is no older
+// than a second before the baseline was recorded (recorded, unix seconds), since an edit made
+// within that same second keeps the mtime second (git's "racily clean" entries).
+func compare(base *Manifest, now []Entry, hash func(paths []runnerproto.Name) ([]string, error), keepDirs bool, recorded int64) ([]Change, int, error) {
 	baseIdx := base.Index()
 	nowIdx := make(map[runnerproto.Name]*Entry, len(now))
 	var changes []Change
@@ -101,7 +103,7 @@ func compare(base *Manifest, now []Entry, hash func(paths []runnerproto.Name) ([
 					c.Kind, c.ContentChanged = ModeChanged, true
 				}
 				changes = append(changes, c)
-			case b.MTime/1e9 != n.MTime/1e9 || (n.Hash != "" && n.Hash != b.Hash):
+			case b.MTime/1e9 != n.MTime/1e9 || (n.Hash != "" && n.Hash != b.Hash) || b.MTime/1e9 >= recorded-1:
 				changes = append(changes, Change{Path: n.Path, Kind: Modified, Base: b, Now: n})
 				candidates = append(candidates, len(changes)-1)
 			case modeChanged:
@@ -213,7 +215,7 @@ func (s *Session) guestChanges(ctx context.Context, keepDirs bool) (*ChangeSet, 
 	}
 	changes, hashed, err := compare(s.Baseline, now, func(paths []runnerproto.Name) ([]string, error) {
 		return s.conn.Hash(ctx, s.State.GuestPath, paths)
-	}, keepDirs)
+	}, keepDirs, s.State.UpdatedAt.Unix())
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +317,7 @@ func HostChanges(ctx context.Context, st *State, base *Manifest) (*ChangeSet, er
 			hs[i] = HashHostFile(st.Workdir, string(p))
 		}
 		return hs, nil
-	}, false)
+	}, false, st.UpdatedAt.Unix())
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,12 @@ package staging_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Secrets stay on the host in nested repositories too: a submodule's and a nested clone's
@@ -96,5 +98,21 @@ func TestPendingDiffNeverShowsLaterHostEdits(t *testing.T) {
 	must(t, err)
 	if !strings.Contains(d, "-package lib\n") || !strings.Contains(d, "+package lib // agent") {
 		t.Errorf("the diff against the baseline is lost:\n%s", d)
+	}
+}
+
+// An edit of the same size made within the second the file was staged keeps its mtime's
+// second: it must still be found (it was missed, and a later sync could overwrite it).
+func TestRacyEditWithinTheStagingSecond(t *testing.T) {
+	f := setup(t)
+	p := filepath.Join(f.root, "main.go")
+	now := time.Now()
+	must(t, os.Chtimes(p, now, now))
+	s, _ := f.open(t, false)
+	f.guest(t, fmt.Sprintf("printf 'package mine\\n' > main.go && touch -d @%d.9 main.go", now.Unix()))
+	cs, err := s.GuestChanges(context.Background())
+	must(t, err)
+	if got := kinds(cs); got != "modified main.go" {
+		t.Errorf("changes: %q", got)
 	}
 }
