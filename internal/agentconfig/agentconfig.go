@@ -10,6 +10,7 @@ package agentconfig
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,11 +77,56 @@ func Plan(opts Options) ([]Change, error) {
 		return nil, err
 	}
 	for _, a := range agentPlanners {
-		if a.Name == o.Agent {
-			return a.plan(o)
+		if a.Name != o.Agent {
+			continue
 		}
+		changes, err := a.plan(o)
+		if err != nil || o.User {
+			// The user's own config may be a link anywhere the user put it (dotfiles
+			// managers do that): followed as the user meant.
+			return changes, err
+		}
+		for i := range changes {
+			if err := staysInside(o.Workdir, changes[i].Path); err != nil {
+				return nil, err
+			}
+			changes[i].Within = o.Workdir
+		}
+		return changes, nil
 	}
 	return nil, fmt.Errorf("unknown agent %q (known: %s)", opts.Agent, strings.Join(AgentNames(), ", "))
+}
+
+// staysInside refuses a project config file that is, or lies under, a symbolic link leading
+// out of the project: configure would write wherever the link points (a project cloned from
+// someone else can hold a .claude that is a link to ~/.claude, or to any file).
+func staysInside(project, path string) error {
+	root, err := filepath.EvalSymlinks(project)
+	if err != nil {
+		return err
+	}
+	target, err := followLinks(path)
+	if err != nil {
+		return err
+	}
+	// The deepest part that exists, with every link on the way resolved.
+	dir, rest := target, ""
+	for {
+		real, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			target = filepath.Join(real, rest)
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(dir) == dir {
+			return err
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = filepath.Dir(dir)
+	}
+	if rel, err := filepath.Rel(root, target); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("refusing to write %s: it leads out of the project through a symbolic link (to %s); remove the link, or configure the user's own settings with --user", path, target)
+	}
+	return nil
 }
 
 func (o Options) withDefaults() (Options, error) {

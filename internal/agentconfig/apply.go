@@ -27,6 +27,11 @@ func Apply(changes []Change) error {
 }
 
 func applyChange(c Change) error {
+	if c.Within != "" {
+		if err := staysInside(c.Within, c.Path); err != nil {
+			return err
+		}
+	}
 	target, err := followLinks(c.Path)
 	if err != nil {
 		return err

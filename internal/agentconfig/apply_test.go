@@ -9,7 +9,7 @@ import (
 
 func TestApplyKeepsModeAndSymlink(t *testing.T) {
 	home, work := testDirs(t)
-	real := filepath.Join(home, "dotfiles", "mcp.json")
+	real := filepath.Join(work, "dotfiles", "mcp.json") // a link inside the project is followed
 	writeFile(t, real, "{}\n")
 	if err := os.Chmod(real, 0o640); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestApplySkipsUnchangedFiles(t *testing.T) {
 
 func TestApplyWritesThroughADanglingSymlink(t *testing.T) {
 	home, work := testDirs(t)
-	target := filepath.Join(home, "dotfiles", "gemini-settings.json")
+	target := filepath.Join(work, "dotfiles", "gemini-settings.json")
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -105,5 +105,62 @@ func TestApplyWritesThroughADanglingSymlink(t *testing.T) {
 	}
 	if !strings.Contains(readFile(t, target), `"lima"`) {
 		t.Errorf("the link's target was not written")
+	}
+}
+
+// A project config that is, or lies under, a link leading out of the project is refused (a
+// cloned project can hold .claude -> ~/.claude); the user's own config may be a link anywhere.
+func TestPlanRefusesLinksOutOfTheProject(t *testing.T) {
+	cases := map[string]func(t *testing.T, home, work, outside string){
+		"file link": func(t *testing.T, home, work, outside string) {
+			writeFile(t, filepath.Join(outside, "mcp.json"), "{}\n")
+			mustSymlink(t, filepath.Join(outside, "mcp.json"), filepath.Join(work, ".mcp.json"))
+		},
+		"dangling file link": func(t *testing.T, home, work, outside string) {
+			mustSymlink(t, filepath.Join(outside, "new.json"), filepath.Join(work, ".mcp.json"))
+		},
+		"parent directory link": func(t *testing.T, home, work, outside string) {
+			mustSymlink(t, outside, filepath.Join(work, ".claude"))
+		},
+		"chain": func(t *testing.T, home, work, outside string) {
+			mustSymlink(t, "b.json", filepath.Join(work, ".mcp.json"))
+			mustSymlink(t, "../outside/c.json", filepath.Join(work, "b.json"))
+		},
+	}
+	for name, setup := range cases {
+		t.Run(name, func(t *testing.T) {
+			home, work := testDirs(t)
+			outside := filepath.Join(filepath.Dir(work), "outside")
+			if err := os.MkdirAll(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			setup(t, home, work, outside)
+			_, err := Plan(Options{Agent: "claude", Workdir: work, HomeDir: home, DisableBuiltinTools: true})
+			if err == nil || !strings.Contains(err.Error(), "leads out of the project") {
+				t.Fatalf("Plan: %v", err)
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) > 1 {
+				t.Errorf("written outside: %v", ents)
+			}
+		})
+	}
+	// --user: the user's own links are followed.
+	home, work := testDirs(t)
+	dot := filepath.Join(filepath.Dir(home), "dotfiles")
+	writeFile(t, filepath.Join(dot, "claude.json"), "{}\n")
+	mustSymlink(t, filepath.Join(dot, "claude.json"), filepath.Join(home, ".claude.json"))
+	mustApply(t, mustPlan(t, Options{Agent: "claude", User: true, Workdir: work, HomeDir: home}))
+	if !strings.Contains(readFile(t, filepath.Join(dot, "claude.json")), "lima") {
+		t.Error("--user did not write through the user's own link")
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -20,6 +20,9 @@ type Change struct {
 	Notes []string
 	// NewFileMode is the mode given to the file if Apply creates it; an existing file keeps its own.
 	NewFileMode fs.FileMode
+	// Within is the project directory a project config must stay inside, through any link
+	// ("" for the user's own config).
+	Within string
 }
 
 // Changed says whether applying c would alter the file.
