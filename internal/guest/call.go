@@ -60,3 +60,17 @@ func (c *Conn) Hash(ctx context.Context, root string, paths []runnerproto.Name) 
 	}
 	return resp.Hash.Hashes, nil // checked against the request (replies.go)
 }
+
+// List reads at most max entries of a guest directory, through the runner (ErrNoRunner
+// without it): a directory of millions of entries costs no more than max.
+func (c *Conn) List(ctx context.Context, dir string, max int) (*runnerproto.ListResult, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.call(ctx, l, &runnerproto.Request{List: &runnerproto.ListRequest{Dir: dir, Max: max}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.List, nil
+}

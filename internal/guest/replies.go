@@ -84,6 +84,22 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		if req.Glob.MaxMatches > 0 && len(resp.Glob.Matches) > req.Glob.MaxMatches {
 			return badReply("%d glob matches, more than the %d asked for", len(resp.Glob.Matches), req.Glob.MaxMatches)
 		}
+	case req.List != nil:
+		if resp.List == nil {
+			return badReply("no directory listing")
+		}
+		if len(resp.List.Entries) > req.List.Max {
+			return badReply("%d directory entries, more than the %d asked for", len(resp.List.Entries), req.List.Max)
+		}
+		for _, e := range resp.List.Entries {
+			n := string(e.Name)
+			if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\x00") {
+				return badReply("a directory entry named %q", n)
+			}
+			if e.Size < 0 {
+				return badReply("a negative size for %q", n)
+			}
+		}
 	case req.Grep != nil:
 		if resp.Grep == nil {
 			return badReply("no search result")

@@ -96,6 +96,12 @@ func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 		resp.Scan = runScan(req.Scan)
 	case req.Hash != nil:
 		resp.Hash = runHash(req.Hash)
+	case req.List != nil:
+		var err error
+		resp.List, err = runList(req.List)
+		if err != nil {
+			resp.Error = err.Error()
+		}
 	default:
 		resp.Error = "unknown request"
 	}

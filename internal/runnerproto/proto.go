@@ -35,6 +35,7 @@ type Request struct {
 	Grep   *GrepRequest   `json:"grep,omitempty"`
 	Scan   *ScanRequest   `json:"scan,omitempty"`
 	Hash   *HashRequest   `json:"hash,omitempty"`
+	List   *ListRequest   `json:"list,omitempty"`
 }
 
 // Response answers the request with the same ID.
@@ -47,6 +48,7 @@ type Response struct {
 	Grep  *GrepResult `json:"grep,omitempty"`
 	Scan  *ScanResult `json:"scan,omitempty"`
 	Hash  *HashResult `json:"hash,omitempty"`
+	List  *ListResult `json:"list,omitempty"`
 }
 
 // Hello is sent unsolicited (ID 0) when the runner starts.
@@ -181,4 +183,30 @@ func ReadFrame(r io.Reader, v any) error {
 		return fmt.Errorf("runner protocol: malformed frame: %w", err)
 	}
 	return nil
+}
+
+// ListRequest lists the entries of one directory (not following a link at Dir's end is not
+// promised: Dir is opened as a path), at most Max of them, so that a directory of millions of
+// entries costs neither side more than Max.
+type ListRequest struct {
+	Dir string `json:"dir"`
+	Max int    `json:"max"`
+}
+
+// ListEntry is one directory entry, described without following it.
+type ListEntry struct {
+	Name   Name   `json:"n"`
+	Type   string `json:"t"` // TypeFile, TypeDir, TypeSymlink, TypeOther
+	Mode   uint32 `json:"m"` // Go's fs.FileMode bits
+	Size   int64  `json:"s,omitempty"`
+	MTime  int64  `json:"mt,omitempty"` // Unix nanoseconds
+	Target Name   `json:"l,omitempty"`  // a symlink's target
+}
+
+// ListResult is a directory's entries, in the order the directory gave them.
+type ListResult struct {
+	Entries   []ListEntry `json:"entries"`
+	Truncated bool        `json:"truncated,omitempty"`
+	// NotDir says Dir is not a directory.
+	NotDir bool `json:"not_dir,omitempty"`
 }

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
 var listDirectoryTool = &mcp.Tool{
@@ -35,7 +38,13 @@ type ListDirectoryResultEntry struct {
 // ListDirectoryResult is the output of list_directory.
 type ListDirectoryResult struct {
 	Entries []ListDirectoryResultEntry `json:"entries" jsonschema:"The directory content entries."`
+	// Truncated is ours (Lima's server lists everything, however large).
+	Truncated bool `json:"truncated,omitempty" jsonschema:"true when the directory holds more entries than the ones listed (at most 10000, sorted by name); use glob with a pattern to find the others"`
 }
+
+// maxListEntries bounds one listing: a directory of millions of entries costs neither the guest,
+// the host nor the agent's context more than this.
+const maxListEntries = 10000
 
 // ListDirectory lists a directory of the guest.
 func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, args ListDirectoryParams) (*mcp.CallToolResult, *ListDirectoryResult, error) {
@@ -47,6 +56,10 @@ func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if lr, err := ts.conn.List(ctx, guestPath, maxListEntries); err == nil && !lr.NotDir {
+		return nil, listResult(ws, lr), nil
+	}
+	// Without the runner, or to say precisely what is wrong: SFTP (which lists everything).
 	sc, err := ts.conn.SFTP(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -72,4 +85,20 @@ func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, 
 		}
 	}
 	return nil, res, nil
+}
+
+// listResult turns the runner's bounded listing into the tool's result, sorted by name.
+func listResult(ws *workspace.Workspace, lr *runnerproto.ListResult) *ListDirectoryResult {
+	res := &ListDirectoryResult{Entries: make([]ListDirectoryResultEntry, len(lr.Entries)), Truncated: lr.Truncated}
+	sort.Slice(lr.Entries, func(i, j int) bool { return lr.Entries[i].Name < lr.Entries[j].Name })
+	for i, le := range lr.Entries {
+		e := &res.Entries[i]
+		e.Name = string(le.Name)
+		mode := fs.FileMode(le.Mode)
+		e.Size, e.Mode, e.ModTime, e.IsDir = ptr(le.Size), ptr(mode), ptr(time.Unix(0, le.MTime)), ptr(le.Type == runnerproto.TypeDir)
+		if le.Type == runnerproto.TypeSymlink {
+			e.LinkTarget = ws.ToHost(string(le.Target))
+		}
+	}
+	return res
 }

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -52,5 +53,35 @@ func TestToolsRefuseSpecialFiles(t *testing.T) {
 		if !res.IsError || !strings.Contains(text, "not a regular file") {
 			t.Errorf("%s %v: isError=%v %q", c.tool, c.args, res.IsError, text)
 		}
+	}
+}
+
+// A directory of more entries than one listing holds: list_directory returns the first 10,000
+// by name and says it is truncated, through the runner, instead of reading everything.
+func TestListDirectoryIsBounded(t *testing.T) {
+	srv := sshd.Start(t)
+	dir := fmt.Sprintf("%s/huge-%d", srv.Home, time.Now().UnixNano())
+	srv.Run(t, "bash", "-c", "mkdir -p "+dir+" && cd "+dir+" && seq -f 'f%05g' 1 12000 | xargs touch")
+	t.Cleanup(func() { srv.Run(t, "rm", "-rf", dir) })
+	cs := session(t, guesttest.Connect(t, srv, guest.Options{}), dir)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": dir}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	var out struct {
+		Entries   []struct{ Name string } `json:"entries"`
+		Truncated bool                    `json:"truncated"`
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	must(t, json.Unmarshal(data, &out))
+	if len(out.Entries) != 10000 || !out.Truncated {
+		t.Errorf("%d entries, truncated=%v", len(out.Entries), out.Truncated)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
