@@ -8,6 +8,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,9 +41,46 @@ func TestServeRestart(t *testing.T) {
 		t.Fatalf("list_directory(/): %s", text)
 	}
 
+	// A review applying a large file when the VM stops: it must end with a clear error, write
+	// nothing half, and the change must still apply once the VM is back.
+	rdir := project(t, map[string]string{"keep.txt": "old\n"})
+	rs := startServerIn(t, rdir, nil, "limactl-mcp", "serve", instanceName)
+	shellOK(t, rs.Session, rdir, "head -c 60000000 /dev/urandom > big.bin && echo new > keep.txt")
+	review := vm.Command(ctxT(t, 10*time.Minute), "limactl-mcp", "review", instanceName, "--yes")
+	review.Dir = rdir
+	var reviewOut lockedBuffer
+	review.Stdout, review.Stderr = &reviewOut, &reviewOut
+	mustT(t, review.Start())
+	reviewDone := make(chan error, 1)
+	go func() { reviewDone <- review.Wait() }()
+	sessions := filepath.Join(vm.LimaHome, instanceName, "limactl-mcp", "sessions")
 	t0 := time.Now()
+	fetching := false
+	for !fetching && time.Since(t0) < 90*time.Second {
+		m, _ := filepath.Glob(filepath.Join(sessions, "*", "backups", "*", "*.after"))
+		fetching = len(m) > 0 // the content is being fetched
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("stopping the VM %s after review --yes started (fetching the 60 MB file: %v)", time.Since(t0).Round(100*time.Millisecond), fetching)
+
+	t0 = time.Now()
 	if err := vm.Stop(ctxT(t, 3*time.Minute)); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case err := <-reviewDone:
+		t.Logf("review while the VM stopped: %v\n%s", err, reviewOut.String())
+		if err == nil {
+			t.Errorf("review --yes exited 0 although the VM stopped during its apply:\n%s", reviewOut.String())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("review hangs once the VM is stopped:\n%s", reviewOut.String())
+	}
+	if fi, err := os.Stat(filepath.Join(rdir, "big.bin")); err == nil && fi.Size() != 60000000 {
+		t.Errorf("big.bin half-written on the host: %d bytes", fi.Size())
+	}
+	if got := readHost(t, filepath.Join(rdir, "keep.txt")); got != "old\n" && got != "new\n" {
+		t.Errorf("keep.txt: %q", got)
 	}
 	t.Logf("limactl stop: %s", time.Since(t0).Round(100*time.Millisecond))
 	if st, err := vm.Status(ctxT(t, time.Minute)); err != nil || st != "Stopped" {
@@ -98,5 +137,15 @@ func TestServeRestart(t *testing.T) {
 	}
 	if res, text := callTool(t, s.Session, "glob", map[string]any{"pattern": "host*", "path": "/etc"}); res.IsError || !strings.Contains(text, "/etc/hostname") {
 		t.Errorf("glob after the restart: isError=%v %s", res.IsError, text)
+	}
+	// The review interrupted by the stop: the next one finishes it.
+	if out, stderr, code := plugin(t, rdir, "review", instanceName, "--yes"); code != 0 {
+		t.Errorf("review after the restart: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(rdir, "big.bin")); err != nil || fi.Size() != 60000000 {
+		t.Errorf("big.bin after the restart's review: %v %v", fi, err)
+	}
+	if got := readHost(t, filepath.Join(rdir, "keep.txt")); got != "new\n" {
+		t.Errorf("keep.txt after the restart's review: %q", got)
 	}
 }
