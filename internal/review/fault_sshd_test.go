@@ -173,13 +173,7 @@ func TestApplyGuestGoneMidway(t *testing.T) {
 		defer close(done)
 		rep, err = review.Apply(context.Background(), f.sess, cs, acceptAll(cs))
 	}()
-	// Stop the guest once the fetch is under way.
-	backups := f.sess.Store().BackupDir(f.sess.State.ID)
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if ents, _ := os.ReadDir(backups); len(ents) > 0 {
-			break
-		}
-	}
+	waitFetching(t, f) // then the guest goes away
 	f.srv.Stop()
 	select {
 	case <-done:

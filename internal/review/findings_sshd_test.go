@@ -75,12 +75,7 @@ func TestFindingHostEditDuringLongApply(t *testing.T) {
 		defer close(done)
 		rep, err = review.Apply(context.Background(), f.sess, cs, acceptAll(cs))
 	}()
-	backups := f.sess.Store().BackupDir(f.sess.State.ID)
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if m, _ := filepath.Glob(filepath.Join(backups, "*", "*.after")); len(m) > 0 {
-			break
-		}
-	}
+	waitFetching(t, f)
 	f.write("main.go", "package main // the person's save\n", 0o644)
 	<-done
 	must(t, err)
@@ -140,4 +135,17 @@ func TestFindingUndoRemovesCreatedDirectory(t *testing.T) {
 	if f.read("newdir/persons.txt") != "mine\n" || !strings.Contains(strings.Join(u.Refused, "\n"), "newdir") {
 		t.Errorf("undo with the person's file: refused %v", u.Refused)
 	}
+}
+
+// waitFetching waits until an apply of f's session is fetching content from the guest (its
+// journal holds a new file's blob).
+func waitFetching(t *testing.T, f *fx) {
+	t.Helper()
+	backups := f.sess.Store().BackupDir(f.sess.State.ID)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(backups, "*", "*.after")); len(m) > 0 {
+			return
+		}
+	}
+	t.Fatal("the apply never started fetching")
 }

@@ -89,34 +89,12 @@ func (h *hostTree) entry(rel string) (*staging.Entry, error) {
 	if err := h.checkParents(rel); err != nil {
 		return nil, err
 	}
-	fi, err := h.root.Lstat(rel)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	e, err := h.lstat(rel)
+	if err != nil || e == nil || e.Type != runnerproto.TypeFile {
+		return e, err
 	}
-	if err != nil {
+	if e.Hash, err = h.hash(rel); err != nil {
 		return nil, err
-	}
-	e := &staging.Entry{Path: runnerproto.Name(rel), Mode: uint32(fi.Mode().Perm())}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Mode = uint32(st.Mode) & 0o7777
-	}
-	switch {
-	case fi.Mode().IsRegular():
-		e.Type, e.Size = runnerproto.TypeFile, fi.Size()
-		e.Hash, err = h.hash(rel)
-		if err != nil {
-			return nil, err
-		}
-	case fi.IsDir():
-		e.Type = runnerproto.TypeDir
-	case fi.Mode()&fs.ModeSymlink != 0:
-		t, err := h.root.Readlink(rel)
-		if err != nil {
-			return nil, err
-		}
-		e.Type, e.Target = runnerproto.TypeSymlink, runnerproto.Name(t)
-	default:
-		e.Type = runnerproto.TypeOther
 	}
 	return e, nil
 }
@@ -361,6 +339,9 @@ func (h *hostTree) lstat(rel string) (*staging.Entry, error) {
 		return nil, err
 	}
 	e := &staging.Entry{Path: runnerproto.Name(rel), Mode: uint32(fi.Mode().Perm())}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		e.Mode = uint32(st.Mode) & 0o7777
+	}
 	switch {
 	case fi.Mode().IsRegular():
 		e.Type, e.Size = runnerproto.TypeFile, fi.Size()
