@@ -149,3 +149,17 @@ func waitFetching(t *testing.T, f *fx) {
 	}
 	t.Fatal("the apply never started fetching")
 }
+
+// World-writable guest modes land masked by the person's umask (022 here), not as 0777/0666.
+func TestFindingModesMaskedByUmask(t *testing.T) {
+	f := newFx(t)
+	f.guest("echo w > ww && chmod 666 ww && echo x > wx && chmod 777 wx && mkdir wd && chmod 777 wd && chmod 666 long.txt")
+	cs := f.build()
+	_, err := review.Apply(context.Background(), f.sess, cs, acceptAll(cs))
+	must(t, err)
+	for p, want := range map[string]os.FileMode{"ww": 0o644, "wx": 0o755, "wd": 0o755, "long.txt": 0o644} {
+		if fi, err := os.Stat(filepath.Join(f.host, p)); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want %v", p, fi.Mode(), err, want)
+		}
+	}
+}
