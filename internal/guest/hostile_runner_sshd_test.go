@@ -220,3 +220,31 @@ func TestStreamCapsFlood(t *testing.T) {
 		t.Errorf("an ordinary script after the flood: %v", err)
 	}
 }
+
+// ReadFile's reply is checked like every other: missing content, more bytes than asked, a
+// negative size, a type outside the protocol are errors, never a panic or a hang.
+func TestHostileRunnerReadFile(t *testing.T) {
+	srv := sshd.Start(t)
+	modes := []string{"empty", "garbage", "oversize", "silent"}
+	for seed := 1; seed <= 20; seed++ {
+		modes = append(modes, fmt.Sprintf("random:%d", seed))
+	}
+	for _, mode := range modes {
+		c, _ := withFakeRunner(t, srv, mode)
+		bounded(t, time.Minute, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			data, err := c.ReadFile(ctx, "/etc/hostname", 4)
+			if err == nil && len(data) > 4 {
+				t.Errorf("%s: %d bytes for a 4-byte limit, no error", mode, len(data))
+			}
+			if strings.HasPrefix(mode, "random") {
+				return
+			}
+			if err == nil {
+				t.Errorf("%s: no error", mode)
+			}
+			t.Logf("%s: %v", mode, err)
+		})
+	}
+}

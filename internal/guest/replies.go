@@ -100,6 +100,23 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 				return badReply("a negative size for %q", n)
 			}
 		}
+	case req.Read != nil:
+		r := resp.Read
+		if r == nil {
+			return badReply("no file content")
+		}
+		if int64(len(r.Data)) > req.Read.Limit {
+			return badReply("%d bytes of file content, more than the %d asked for", len(r.Data), req.Read.Limit)
+		}
+		if r.Size < 0 {
+			return badReply("a negative file size")
+		}
+		if r.NotRegular != "" && r.NotRegular != runnerproto.TypeDir && r.NotRegular != runnerproto.TypeSymlink && r.NotRegular != runnerproto.TypeOther {
+			return badReply("a file type %.40q that is not in the protocol", r.NotRegular)
+		}
+		if (r.NotRegular != "" || r.Missing) && len(r.Data) > 0 {
+			return badReply("content for something that is not a regular file")
+		}
 	case req.Grep != nil:
 		if resp.Grep == nil {
 			return badReply("no search result")

@@ -102,6 +102,12 @@ func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 		if err != nil {
 			resp.Error = err.Error()
 		}
+	case req.Read != nil:
+		var err error
+		resp.Read, err = runRead(req.Read)
+		if err != nil {
+			resp.Error = err.Error()
+		}
 	default:
 		resp.Error = "unknown request"
 	}

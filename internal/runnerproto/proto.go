@@ -36,6 +36,7 @@ type Request struct {
 	Scan   *ScanRequest   `json:"scan,omitempty"`
 	Hash   *HashRequest   `json:"hash,omitempty"`
 	List   *ListRequest   `json:"list,omitempty"`
+	Read   *ReadRequest   `json:"read,omitempty"`
 }
 
 // Response answers the request with the same ID.
@@ -49,6 +50,7 @@ type Response struct {
 	Scan  *ScanResult `json:"scan,omitempty"`
 	Hash  *HashResult `json:"hash,omitempty"`
 	List  *ListResult `json:"list,omitempty"`
+	Read  *ReadResult `json:"read,omitempty"`
 }
 
 // Hello is sent unsolicited (ID 0) when the runner starts.
@@ -209,4 +211,25 @@ type ListResult struct {
 	Truncated bool        `json:"truncated,omitempty"`
 	// NotDir says Dir is not a directory.
 	NotDir bool `json:"not_dir,omitempty"`
+}
+
+// ReadRequest reads the start of one regular file, at most Limit bytes. The runner opens it
+// without blocking and without following a link at its end, and refuses what is not a regular
+// file, so that a fifo nobody writes or a link to a device cannot stall or flood the host.
+type ReadRequest struct {
+	Path  string `json:"path"`
+	Limit int64  `json:"limit"`
+}
+
+// ReadResult is a file's first bytes and its size when opened. Data holds at most the Limit
+// asked for; Truncated says the file had more.
+type ReadResult struct {
+	Data      []byte `json:"data"`
+	Size      int64  `json:"size"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// NotRegular names the type of what is at Path when it is not a regular file ("dir",
+	// "symlink", "other"); Data is then empty.
+	NotRegular string `json:"not_regular,omitempty"`
+	// Missing says nothing is at Path.
+	Missing bool `json:"missing,omitempty"`
 }

@@ -73,7 +73,7 @@ func main() {
 // sizes that lie.
 func randomReply(r *rand.Rand, id uint64) any {
 	val := func() any {
-		switch r.Intn(8) {
+		switch r.Intn(9) {
 		case 0:
 			return nil
 		case 1:
@@ -86,13 +86,15 @@ func randomReply(r *rand.Rand, id uint64) any {
 			return map[string]any{"hashes": []string{"zz", strings.Repeat("a", 64)}}
 		case 5:
 			return map[string]any{"entries": []any{map[string]any{"p": "a/../../b", "t": "file", "s": 1}, map[string]any{"p": "x", "t": "dir"}, map[string]any{"p": "x", "t": "dir"}}}
+		case 7:
+			return map[string]any{"data": "QUFBQUFBQUFBQUFB", "size": -1, "not_regular": []string{"dir", "weird", ""}[r.Intn(3)], "missing": r.Intn(2) == 0}
 		case 6:
 			return map[string]any{"stdout": map[string]any{"head": "QUFB", "tail": "QUFB", "total": -3}, "exit_code": 0}
 		}
 		return map[string]any{"matches": []string{"/a", "/b", "/c"}, "output": strings.Repeat("x", 5000)}
 	}
 	m := map[string]any{"id": id}
-	for _, k := range []string{"error", "exec", "glob", "grep", "scan", "hash"} {
+	for _, k := range []string{"error", "exec", "glob", "grep", "scan", "hash", "list", "read"} {
 		if r.Intn(3) == 0 {
 			m[k] = val()
 		}
