@@ -5,10 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strings"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
@@ -203,6 +206,10 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 	}
 	if g != nil && g.Type == runnerproto.TypeFile && g.Size <= MaxTextBytes {
 		data, err := sess.ReadGuestFile(ctx, runnerproto.Name(it.Path), MaxTextBytes+1)
+		if errors.Is(err, guest.ErrTooLarge) || errors.Is(err, guest.ErrNotRegular) || errors.Is(err, fs.ErrNotExist) {
+			it.Refused = "changed in the guest while the review was being prepared; review again"
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("reading %s from the guest: %w", it.Display, err)
 		}

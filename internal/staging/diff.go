@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -85,6 +86,9 @@ func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 	}
 	if c.Now != nil {
 		data, err := s.ReadGuestFile(ctx, c.Path, MaxDiffBytes+1)
+		if errors.Is(err, guest.ErrTooLarge) || errors.Is(err, guest.ErrNotRegular) {
+			return header + note + "Binary or large files differ (or the file changed while it was read)\n", nil
+		}
 		if err != nil {
 			return "", err
 		}

@@ -18,8 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pkg/sftp"
-
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
@@ -354,20 +352,9 @@ func HashHostFile(workdir, rel string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ReadGuestFile reads a file of the guest copy (at most limit bytes).
+// ReadGuestFile reads a regular file of the guest copy: at most limit bytes (guest.ErrTooLarge
+// beyond), and never anything else (guest.ErrNotRegular: a fifo, a device, a link), so that it
+// can neither block nor read without end.
 func (s *Session) ReadGuestFile(ctx context.Context, rel runnerproto.Name, limit int64) ([]byte, error) {
-	sc, err := s.conn.SFTP(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return readSFTP(sc, path.Join(s.State.GuestPath, string(rel)), limit)
-}
-
-func readSFTP(sc *sftp.Client, p string, limit int64) ([]byte, error) {
-	f, err := sc.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
+	return s.conn.ReadFile(ctx, path.Join(s.State.GuestPath, string(rel)), limit)
 }
