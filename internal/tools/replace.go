@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 )
 
 var replaceTool = &mcp.Tool{
@@ -83,18 +84,20 @@ func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args R
 	if fi.Size() > int64(ts.lim.WriteBytes) {
 		return nil, nil, fmt.Errorf("%s is %d bytes, more than the %d-byte limit of replace; edit it with run_shell_command (sed, patch)", args.FilePath, fi.Size(), ts.lim.WriteBytes)
 	}
-	f, err := sc.Open(guestPath)
+	// Read the file the path leads to, bounded and without blocking: the agent may swap it for
+	// a fifo or let it grow between the stat and the read.
+	real, err := sc.RealPath(guestPath)
 	if err != nil {
 		return nil, nil, fsError(args.FilePath, err)
 	}
-	// Bounded by what is read, not by the size stat reported (the file may grow meanwhile).
-	data, err := io.ReadAll(io.LimitReader(f, int64(ts.lim.WriteBytes)+1))
-	f.Close()
-	if err != nil {
-		return nil, nil, fsError(args.FilePath, err)
-	}
-	if len(data) > ts.lim.WriteBytes {
+	data, err := ts.conn.ReadFile(ctx, real, int64(ts.lim.WriteBytes))
+	switch {
+	case errors.Is(err, guest.ErrTooLarge):
 		return nil, nil, fmt.Errorf("%s grew past the %d-byte limit of replace while it was read; edit it with run_shell_command (sed, patch)", args.FilePath, ts.lim.WriteBytes)
+	case errors.Is(err, guest.ErrNotRegular):
+		return nil, nil, fmt.Errorf("not a regular file: %s (it changed while it was read); replace works on regular files only: use run_shell_command for special files", args.FilePath)
+	case err != nil:
+		return nil, nil, fsError(args.FilePath, err)
 	}
 	if isBinary(data) {
 		return nil, nil, fmt.Errorf("%s is a binary file; replace edits text files only", args.FilePath)
