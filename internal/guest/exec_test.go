@@ -250,8 +250,10 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 	srv := sshd.Start(t)
 	c := guesttest.Connect(t, srv, guest.Options{KeepaliveInterval: 200 * time.Millisecond})
 	before, _ := out(run(t, c, "/", "sh", "-c", "echo $PPID"))
-	// Kill the connection from the guest side, as a VM restart does.
-	srv.Run(t, "sh", "-c", "pkill -u "+srv.User+" -x sshd; pkill -u "+srv.User+" '^runner-'; true")
+	// Kill the connection from the guest side, as a VM restart does: this connection's runner
+	// and the sshd process serving it (only these: tests of other packages share the user).
+	runner := strings.TrimSpace(before)
+	srv.Run(t, "sh", "-c", "s=$(ps -o ppid= -p "+runner+" | tr -d ' '); kill -9 "+runner+"; [ -n \"$s\" ] && kill $s; true")
 	time.Sleep(time.Second)
 	var r *guest.ExecResult
 	var err error

@@ -180,7 +180,8 @@ func TestReplacedRunnerIsRestored(t *testing.T) {
 	if ok, err := runnerIntact(context.Background(), l, exe, bin); err != nil || !ok {
 		t.Fatalf("the real runner failed the check: %v %v", ok, err)
 	}
-	srv.Run(t, "sh", "-c", fmt.Sprintf("mv %s.evil %s && pkill -f '[r]unner-%s serve' || true", exe, exe, id))
+	// Only this connection's runner is stopped (tests of other packages share the user).
+	srv.Run(t, "sh", "-c", fmt.Sprintf("mv %s.evil %s && kill %d", exe, exe, l.runner.hello.PID))
 	// The next call reconnects, finds the runner changed, and copies the real one back.
 	deadline := time.Now().Add(time.Minute)
 	for {
