@@ -221,9 +221,11 @@ func Snap(t testing.TB, root string) Snapshot {
 	return out
 }
 
-// EscapesOnDisk follows rel on the real file system, every link on the way: true when it
-// leads outside root (a missing component counts as a directory: what could be made there
-// later cannot make ".." climb less; an absolute target always leads out).
+// EscapesOnDisk is the checker's own resolution, written apart from review's guardFinalState on
+// purpose: an oracle must not share the code it judges. It follows rel on the real file
+// system, every link on the way: true when it leads outside root (a missing component counts
+// as a directory: what could be made there later cannot make ".." climb less; an absolute
+// target always leads out).
 func EscapesOnDisk(root, rel string) bool {
 	var cur []string
 	comps := strings.Split(rel, "/")
