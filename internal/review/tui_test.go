@@ -176,7 +176,7 @@ func (s *tmuxSession) typeLine(text string) {
 // outcome waits for the result file: the decisions, or aborted.
 func (s *tmuxSession) outcome() (decs []Decision, aborted bool) {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		data, err := os.ReadFile(s.result)
 		if err == nil {
@@ -190,7 +190,7 @@ func (s *tmuxSession) outcome() (decs []Decision, aborted bool) {
 		}
 		time.Sleep(30 * time.Millisecond)
 	}
-	s.t.Fatalf("no result after 10s; screen:\n%s", s.screen())
+	s.t.Fatalf("no result after 30s; screen:\n%s", s.screen())
 	return nil, false
 }
 
