@@ -94,8 +94,12 @@ func startTUI(t *testing.T, cs *Changeset, flags ...string) *tmuxSession {
 	args := append([]string{demo}, flags...)
 	args = append(args, fixture, s.result)
 	// timeout and the final sleep bound the life of a session the test could not kill (the
-	// sleep keeps the last screen for the failure message).
-	cmd := "env -u CI TERM=xterm-256color COLORTERM= NO_COLOR= timeout --foreground 60 " + shellJoin(args) + "; sleep 30"
+	// sleep keeps the last screen for the failure message). The trap keeps the pane's shell
+	// alive through a Ctrl-C sent to the foreground group: without it the shell dies with the
+	// demo's SIGINT, the pane closes, and its SIGHUP can kill the demo before it writes the
+	// result (a CI run under load failed that way). A handler, unlike an ignored signal, is
+	// not inherited, so the demo still gets the SIGINT it is tested on.
+	cmd := "trap : INT; env -u CI TERM=xterm-256color COLORTERM= NO_COLOR= timeout --foreground 60 " + shellJoin(args) + "; sleep 30"
 	if out, err := s.tmux("new-session", "-d", "-s", "review", "-x", "80", "-y", "24", cmd); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}

@@ -28,7 +28,9 @@ func startTmuxReview(t *testing.T, dir string, args ...string) *tmuxReview {
 	sockDir, err := os.MkdirTemp("", "tmx")
 	mustT(t, err)
 	r := &tmuxReview{t: t, socket: filepath.Join(sockDir, "s")}
-	line := "cd " + shq(dir) + " && env -i"
+	// The trap keeps the pane's shell (and so the screen) alive through a Ctrl-C sent to the
+	// review; a handler is not inherited, so the review still gets the SIGINT.
+	line := "trap : INT; cd " + shq(dir) + " && env -i"
 	for _, kv := range append(cmd.Env, "TERM=xterm-256color") {
 		line += " " + shq(kv)
 	}
