@@ -12,7 +12,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 type reviewOptions struct {
@@ -254,21 +254,21 @@ func printRefused(w io.Writer, refused []string) {
 // changesetJSON is the changeset for scripts.
 func changesetJSON(cs *review.Changeset) map[string]any {
 	type item struct {
-		Path        runnerproto.Name `json:"path"`
-		Kind        string           `json:"kind"`
-		Conflict    bool             `json:"conflict,omitempty"`
-		Refused     string           `json:"refused,omitempty"`
-		Description string           `json:"description,omitempty"`
-		Added       int              `json:"lines_added"`
-		Removed     int              `json:"lines_removed"`
-		Hunks       int              `json:"hunks"`
+		Path        tree.Name `json:"path"`
+		Kind        string    `json:"kind"`
+		Conflict    bool      `json:"conflict,omitempty"`
+		Refused     string    `json:"refused,omitempty"`
+		Description string    `json:"description,omitempty"`
+		Added       int       `json:"lines_added"`
+		Removed     int       `json:"lines_removed"`
+		Hunks       int       `json:"hunks"`
 	}
 	var items, ignored []item
 	for _, it := range cs.Items {
-		items = append(items, item{Path: runnerproto.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks)})
+		items = append(items, item{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks)})
 	}
 	for _, it := range cs.Ignored {
-		ignored = append(ignored, item{Path: runnerproto.Name(it.Path), Kind: string(it.Kind), Refused: it.Refused})
+		ignored = append(ignored, item{Path: tree.Name(it.Path), Kind: string(it.Kind), Refused: it.Refused})
 	}
 	return map[string]any{"workdir": cs.Workdir, "summary": cs.Summary(), "items": items, "ignored": ignored}
 }

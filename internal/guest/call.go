@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // ErrNoRunner is returned for operations that need the guest runner when it is not running.
@@ -29,8 +30,8 @@ func (c *Conn) call(ctx context.Context, l *link, req *runnerproto.Request) (*ru
 	return resp, nil
 }
 
-// Scan lists a guest tree (see runnerproto.ScanRequest).
-func (c *Conn) Scan(ctx context.Context, req runnerproto.ScanRequest) (*runnerproto.ScanResult, error) {
+// Scan lists a guest tree (see ScanRequest).
+func (c *Conn) Scan(ctx context.Context, req ScanRequest) (*ScanResult, error) {
 	l, err := c.get(ctx)
 	if err != nil {
 		return nil, err
@@ -46,7 +47,7 @@ func (c *Conn) Scan(ctx context.Context, req runnerproto.ScanRequest) (*runnerpr
 }
 
 // Hash returns the SHA-256 of guest files, one per path ("" for one that is not a regular file).
-func (c *Conn) Hash(ctx context.Context, root string, paths []runnerproto.Name) ([]string, error) {
+func (c *Conn) Hash(ctx context.Context, root string, paths []tree.Name) ([]string, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
@@ -63,7 +64,7 @@ func (c *Conn) Hash(ctx context.Context, root string, paths []runnerproto.Name) 
 
 // List reads at most max entries of a guest directory, through the runner (ErrNoRunner
 // without it): a directory of millions of entries costs no more than max.
-func (c *Conn) List(ctx context.Context, dir string, max int) (*runnerproto.ListResult, error) {
+func (c *Conn) List(ctx context.Context, dir string, max int) (*ListResult, error) {
 	l, err := c.get(ctx)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // These tests play a runner the agent replaced (testdata/fakerunner) against the real client
@@ -98,7 +99,7 @@ func TestHostileRunnerReplies(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			c, l := withFakeRunner(t, srv, mode)
 			bounded(t, time.Minute, func() {
-				_, err := c.Hash(context.Background(), "/", []runnerproto.Name{"a", "b"})
+				_, err := c.Hash(context.Background(), "/", []tree.Name{"a", "b"})
 				if err == nil {
 					t.Error("Hash: no error from a malformed reply")
 				}
@@ -141,7 +142,7 @@ func TestRandomRunnerReplies(t *testing.T) {
 		bounded(t, time.Minute, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			hs, err := c.Hash(ctx, "/", []runnerproto.Name{"a", "b"})
+			hs, err := c.Hash(ctx, "/", []tree.Name{"a", "b"})
 			if err == nil && len(hs) != 2 {
 				t.Errorf("seed %d: %d hashes for 2 paths, no error", seed, len(hs))
 			}
@@ -160,7 +161,7 @@ func TestReplacedRunnerIsRestored(t *testing.T) {
 	srv := sshd.Start(t)
 	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { c.Close() })
-	if _, err := c.Hash(context.Background(), "/", []runnerproto.Name{"etc/hostname"}); err != nil {
+	if _, err := c.Hash(context.Background(), "/", []tree.Name{"etc/hostname"}); err != nil {
 		t.Fatal(err)
 	}
 	bin, id, err := runnerbin.Binary(runtime.GOARCH)
@@ -185,7 +186,7 @@ func TestReplacedRunnerIsRestored(t *testing.T) {
 	// The next call reconnects, finds the runner changed, and copies the real one back.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		_, err := c.Hash(context.Background(), "/", []runnerproto.Name{"etc/hostname"})
+		_, err := c.Hash(context.Background(), "/", []tree.Name{"etc/hostname"})
 		if err == nil {
 			break
 		}

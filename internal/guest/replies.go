@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // Every reply of the runner is hostile input: the agent can replace the runner's file, or
@@ -111,7 +113,7 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		if r.Size < 0 {
 			return badReply("a negative file size")
 		}
-		if r.NotRegular != "" && r.NotRegular != runnerproto.TypeDir && r.NotRegular != runnerproto.TypeSymlink && r.NotRegular != runnerproto.TypeOther {
+		if r.NotRegular != "" && r.NotRegular != tree.Dir && r.NotRegular != tree.Symlink && r.NotRegular != tree.Other {
 			return badReply("a file type %.40q that is not in the protocol", r.NotRegular)
 		}
 		if (r.NotRegular != "" || r.Missing) && len(r.Data) > 0 {
@@ -128,7 +130,7 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 	return nil
 }
 
-func checkOutput(name string, o runnerproto.Output, head, tail int) error {
+func checkOutput(name string, o headtail.Output, head, tail int) error {
 	if len(o.Head) > head || len(o.Tail) > tail {
 		return badReply("%s of %d+%d bytes, more than the %d+%d asked for", name, len(o.Head), len(o.Tail), head, tail)
 	}
@@ -140,8 +142,8 @@ func checkOutput(name string, o runnerproto.Output, head, tail int) error {
 
 // checkEntries verifies a scan listing: clean relative names, once each, of a known type,
 // with sizes that are not negative.
-func checkEntries(es []runnerproto.ScanEntry) error {
-	seen := make(map[runnerproto.Name]bool, len(es))
+func checkEntries(es []tree.Entry) error {
+	seen := make(map[tree.Name]bool, len(es))
 	for _, e := range es {
 		p := string(e.Path)
 		if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.ContainsRune(p, 0) {
@@ -152,7 +154,7 @@ func checkEntries(es []runnerproto.ScanEntry) error {
 		}
 		seen[e.Path] = true
 		switch e.Type {
-		case runnerproto.TypeFile, runnerproto.TypeDir, runnerproto.TypeSymlink, runnerproto.TypeOther:
+		case tree.File, tree.Dir, tree.Symlink, tree.Other:
 		default:
 			return badReply("an entry of unknown type %.40q", e.Type)
 		}

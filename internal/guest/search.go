@@ -11,8 +11,19 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
+// The results and requests of the guest's operations are the runner's messages: guest is the
+// one client of the wire, and the rest of the program speaks these names, never the protocol's.
+type (
+	GlobResult  = runnerproto.GlobResult
+	GrepRequest = runnerproto.GrepRequest
+	GrepResult  = runnerproto.GrepResult
+	ScanRequest = runnerproto.ScanRequest
+	ScanResult  = runnerproto.ScanResult
+	ListResult  = runnerproto.ListResult
+)
+
 // Glob lists paths under dir matching pattern (`**` crosses directories).
-func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
+func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*GlobResult, error) {
 	l, err := c.get(ctx)
 	if err != nil {
 		return nil, err
@@ -30,12 +41,16 @@ func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*
 	return resp.Glob, nil
 }
 
-func globSFTP(l *link, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
-	return globfs.Glob(func(root string) fs.FS { return sftpFS{c: l.sftp, root: root} }, dir, pattern, maxMatches)
+func globSFTP(l *link, dir, pattern string, maxMatches int) (*GlobResult, error) {
+	m, truncated, err := globfs.Glob(func(root string) fs.FS { return sftpFS{c: l.sftp, root: root} }, dir, pattern, maxMatches)
+	if err != nil {
+		return nil, err
+	}
+	return &GlobResult{Matches: m, Truncated: truncated}, nil
 }
 
 // Grep searches file contents under dir like `git grep -n --no-index`.
-func (c *Conn) Grep(ctx context.Context, req runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
+func (c *Conn) Grep(ctx context.Context, req GrepRequest) (*GrepResult, error) {
 	l, err := c.get(ctx)
 	if err != nil {
 		return nil, err

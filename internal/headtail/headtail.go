@@ -1,11 +1,14 @@
 // Package headtail keeps the beginning and the end of a stream that may be too long to keep whole.
 package headtail
 
-import (
-	"sync"
+import "sync"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
-)
+// Output is what was kept of one output stream.
+type Output struct {
+	Head  []byte `json:"head,omitempty"`
+	Tail  []byte `json:"tail,omitempty"`
+	Total int64  `json:"total"`
+}
 
 // Buffer keeps the first head bytes and the last tail bytes written to it, and counts all.
 type Buffer struct {
@@ -55,10 +58,10 @@ func (h *Buffer) Write(p []byte) (int, error) {
 }
 
 // Output returns what was kept: head, and the tail bytes that do not overlap the head.
-func (h *Buffer) Output() runnerproto.Output {
+func (h *Buffer) Output() Output {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := runnerproto.Output{Head: append([]byte(nil), h.head...), Total: h.total}
+	out := Output{Head: append([]byte(nil), h.head...), Total: h.total}
 	var tail []byte
 	if h.full {
 		tail = append(append([]byte(nil), h.tail[h.tpos:]...), h.tail[:h.tpos]...)

@@ -14,17 +14,11 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // ProjectFile is the project's own ignore file, in gitignore syntax, at the workdir's root.
 const ProjectFile = ".limactl-mcp-ignore"
-
-// Pattern is one gitignore line and the directory (relative, slash-separated, "" for the
-// root) of the file it came from.
-type Pattern struct {
-	Line string `json:"line"`
-	Dir  string `json:"dir,omitempty"`
-}
 
 // Matcher matches relative slash-separated paths.
 type Matcher struct {
@@ -33,7 +27,7 @@ type Matcher struct {
 }
 
 // New compiles patterns.
-func New(patterns []Pattern) *Matcher {
+func New(patterns []tree.Pattern) *Matcher {
 	ps := make([]gitignore.Pattern, 0, len(patterns))
 	for _, p := range patterns {
 		line := strings.TrimRight(p.Line, "\r")
@@ -58,11 +52,11 @@ func (m *Matcher) Ignored(rel string, isDir bool) bool {
 }
 
 // Lines parses gitignore text into patterns for the directory dir.
-func Lines(data []byte, dir string) []Pattern {
-	var ps []Pattern
+func Lines(data []byte, dir string) []tree.Pattern {
+	var ps []tree.Pattern
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		ps = append(ps, Pattern{Line: sc.Text(), Dir: dir})
+		ps = append(ps, tree.Pattern{Line: sc.Text(), Dir: dir})
 	}
 	return ps
 }
@@ -78,13 +72,13 @@ type Options struct {
 
 // Collect gathers the patterns of the tree at root: .git/info/exclude, every .gitignore (not
 // descending into ignored directories or .git), the project ignore file and opts.Excludes.
-func Collect(root string, opts Options) ([]Pattern, error) {
-	var ps []Pattern
+func Collect(root string, opts Options) ([]tree.Pattern, error) {
+	var ps []tree.Pattern
 	if data, err := os.ReadFile(filepath.Join(root, ProjectFile)); err == nil {
 		ps = append(ps, Lines(data, "")...)
 	}
 	for _, e := range opts.Excludes {
-		ps = append(ps, Pattern{Line: e})
+		ps = append(ps, tree.Pattern{Line: e})
 	}
 	if opts.NoGitignore {
 		return ps, nil
@@ -92,7 +86,7 @@ func Collect(root string, opts Options) ([]Pattern, error) {
 	if data, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude")); err == nil {
 		ps = append(ps, Lines(data, "")...)
 	}
-	var gitignores []Pattern
+	var gitignores []tree.Pattern
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable: the selection reports it

@@ -1,7 +1,6 @@
 package review
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,14 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
-	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
@@ -40,12 +37,12 @@ type Planned struct {
 type step struct {
 	it       *Item
 	dec      Decision
-	hostOp   bool           // write the host
-	after    *staging.Entry // the host's state after (nil: absent)
-	content  []byte         // a file's new content (nil: stream it from the guest)
-	baseNext *staging.Entry // the baseline's entry after
-	moveBase bool           // update the baseline for this path
-	guestOp  string         // "revert" or "keep-host"
+	hostOp   bool        // write the host
+	after    *tree.Entry // the host's state after (nil: absent)
+	content  []byte      // a file's new content (nil: stream it from the guest)
+	baseNext *tree.Entry // the baseline's entry after
+	moveBase bool        // update the baseline for this path
+	guestOp  string      // "revert" or "keep-host"
 	what     string
 }
 
@@ -91,7 +88,7 @@ func plan(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 			if err := s.acceptPlan(); err != nil {
 				return nil, nil, err
 			}
-			if s.after != nil && s.after.Type == runnerproto.TypeFile && s.content != nil && bytesHashMismatch(s) {
+			if s.after != nil && s.after.Type == tree.File && s.content != nil && bytesHashMismatch(s) {
 				return nil, nil, fmt.Errorf("internal error: content of %s does not match its hash", it.Display)
 			}
 		default:
@@ -109,7 +106,7 @@ func bytesHashMismatch(s *step) bool {
 
 // hostAsBase is the baseline entry for a path set to the host's version in the guest: its
 // mtime is unknown, so change detection compares hashes.
-func hostAsBase(h *staging.Entry) *staging.Entry {
+func hostAsBase(h *tree.Entry) *tree.Entry {
 	if h == nil {
 		return nil
 	}
@@ -130,17 +127,17 @@ func (s *step) acceptPlan() error {
 	e.Mode = masked(g.Mode) // never setuid, setgid or sticky, nor what the person's umask forbids
 	s.after, s.baseNext = &e, g
 	switch g.Type {
-	case runnerproto.TypeSymlink:
+	case tree.Symlink:
 		s.what = "symlink -> " + display(string(g.Target))
-	case runnerproto.TypeDir:
+	case tree.Dir:
 		s.what = fmt.Sprintf("create directory (mode %o)", e.Mode)
-	case runnerproto.TypeFile:
+	case tree.File:
 		if it.Kind == staging.ModeChanged && it.Base != nil && it.Base.Hash == g.Hash {
 			s.what = fmt.Sprintf("chmod %o", e.Mode)
 		} else {
 			s.what = "write"
 		}
-		if it.Host != nil && it.Host.Type == runnerproto.TypeFile && it.Kind != staging.ModeChanged && it.Kind != staging.Added && !it.Conflict {
+		if it.Host != nil && it.Host.Type == tree.File && it.Kind != staging.ModeChanged && it.Kind != staging.Added && !it.Conflict {
 			e.Mode = it.Host.Mode & 0o777 // the content changed, not the mode: keep the host's
 		}
 		if it.Text || it.GuestText != "" || (g.Size == 0) {
@@ -228,7 +225,7 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 	// The content first, while the host is not yet looked at.
 	blobs := map[*step]string{}
 	for i, s := range steps {
-		if refused[s] != "" || !s.hostOp || s.after == nil || s.after.Type != runnerproto.TypeFile {
+		if refused[s] != "" || !s.hostOp || s.after == nil || s.after.Type != tree.File {
 			continue
 		}
 		blobs[s] = fmt.Sprintf("%d.after", i)
@@ -252,7 +249,7 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 			continue
 		}
 		je := &journalEntry{Path: s.it.Path, Before: now, After: s.after, AfterBlob: blobs[s], BaseBefore: s.it.Base, BaseAfter: s.baseNext, HostOp: s.hostOp}
-		if s.hostOp && now != nil && now.Type == runnerproto.TypeFile {
+		if s.hostOp && now != nil && now.Type == tree.File {
 			je.BeforeBlob = fmt.Sprintf("%d.before", i)
 			if err := host.backup(s.it.Path, now, j.blobPath(je.BeforeBlob)); err != nil {
 				refused[s] = "cannot back it up: " + err.Error()
@@ -310,10 +307,10 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 		return nil, err
 	}
 	// What was written becomes the new baseline; the rest stays pending.
-	set := map[runnerproto.Name]*staging.Entry{}
+	set := map[tree.Name]*tree.Entry{}
 	for _, je := range j.Entries {
 		if !je.NotWritten {
-			set[runnerproto.Name(je.Path)] = je.BaseAfter
+			set[tree.Name(je.Path)] = je.BaseAfter
 		}
 	}
 	if err := sess.SaveBaseline(sess.Baseline.Update(set)); err != nil {
@@ -360,7 +357,7 @@ func refuseReplacedTrees(host *hostTree, steps []*step, refused map[*step]string
 	}
 	for _, s := range steps {
 		h := s.it.Host
-		if refused[s] != "" || !s.hostOp || h == nil || h.Type != runnerproto.TypeDir || (s.after != nil && s.after.Type == runnerproto.TypeDir) {
+		if refused[s] != "" || !s.hostOp || h == nil || h.Type != tree.Dir || (s.after != nil && s.after.Type == tree.Dir) {
 			continue
 		}
 		below, err := host.tree(s.it.Path)
@@ -390,8 +387,8 @@ func failedUnit(failed map[string]string, je *journalEntry) (string, string) {
 
 // entryUnitRoot is unitRoot for a journal entry.
 func entryUnitRoot(je *journalEntry) bool {
-	wasDir := je.Before != nil && je.Before.Type == runnerproto.TypeDir
-	isDir := je.After != nil && je.After.Type == runnerproto.TypeDir
+	wasDir := je.Before != nil && je.Before.Type == tree.Dir
+	isDir := je.After != nil && je.After.Type == tree.Dir
 	return je.HostOp && wasDir != isDir
 }
 
@@ -401,11 +398,7 @@ func (s *step) fetch(ctx context.Context, sess *staging.Session, dst string) err
 	if s.content != nil {
 		return os.WriteFile(dst, s.content, 0o600)
 	}
-	sc, err := sess.Conn().SFTP(ctx)
-	if err != nil {
-		return err
-	}
-	f, err := sc.Open(path.Join(sess.State.GuestPath, s.it.Path))
+	f, err := sess.OpenGuestFile(ctx, tree.Name(s.it.Path))
 	if err != nil {
 		return fmt.Errorf("reading it from the guest: %w", err)
 	}
@@ -429,21 +422,21 @@ func (s *step) fetch(ctx context.Context, sess *staging.Session, dst string) err
 // setHost makes the host's rel match e (nil: absent), with a file's content from the
 // journal's blob; ok runs immediately before the host changes. allowOutsideLinks is for
 // restoring the host's own symlinks.
-func setHost(host *hostTree, rel string, e *staging.Entry, j *journal, blob string, allowOutsideLinks bool, ok check) error {
+func setHost(host *hostTree, rel string, e *tree.Entry, j *journal, blob string, allowOutsideLinks bool, ok check) error {
 	if e == nil {
 		return host.remove(rel, ok)
 	}
 	switch e.Type {
-	case runnerproto.TypeFile:
+	case tree.File:
 		f, err := os.Open(j.blobPath(blob))
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		return host.writeFile(rel, f, e.Mode, ok)
-	case runnerproto.TypeSymlink:
+	case tree.Symlink:
 		return host.symlink(rel, string(e.Target), allowOutsideLinks, ok)
-	case runnerproto.TypeDir:
+	case tree.Dir:
 		return host.mkdir(rel, e.Mode, ok)
 	}
 	return fmt.Errorf("refusing to create a %s", e.Type)
@@ -451,33 +444,18 @@ func setHost(host *hostTree, rel string, e *staging.Entry, j *journal, blob stri
 
 // setGuest makes the guest copy's rel match e (nil: absent), taking a file's content from
 // the host (the baseline's content is the host's while the host has not changed it).
-func setGuest(ctx context.Context, sess *staging.Session, host *hostTree, rel string, e *staging.Entry, it *Item) error {
-	gp := path.Join(sess.State.GuestPath, rel)
-	q := shellquote.Quote(gp)
-	if e == nil {
-		_, err := sess.Conn().Stream(ctx, "rm -rf -- "+q, nil)
-		return err
-	}
-	switch e.Type {
-	case runnerproto.TypeFile:
-		data, err := host.readFile(rel)
-		if err != nil {
+func setGuest(ctx context.Context, sess *staging.Session, host *hostTree, rel string, e *tree.Entry, it *Item) error {
+	var data []byte
+	if e != nil && e.Type == tree.File {
+		var err error
+		if data, err = host.readFile(rel); err != nil {
 			return err
 		}
 		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != e.Hash {
 			return errors.New("the host's copy changed, so the staged version is no longer known; left as it is")
 		}
-		script := "mkdir -p " + shellquote.Quote(path.Dir(gp)) + " && rm -rf -- " + q + " && cat > " + q + " && chmod " + fmt.Sprintf("%o", e.Mode&0o777) + " " + q
-		_, err = sess.Conn().Stream(ctx, script, bytes.NewReader(data))
-		return err
-	case runnerproto.TypeSymlink:
-		_, err := sess.Conn().Stream(ctx, "rm -rf -- "+q+" && ln -s -- "+shellquote.Quote(string(e.Target))+" "+q, nil)
-		return err
-	case runnerproto.TypeDir:
-		_, err := sess.Conn().Stream(ctx, "mkdir -p -- "+q, nil)
-		return err
 	}
-	return fmt.Errorf("cannot restore a %s", e.Type)
+	return sess.SetGuestEntry(ctx, tree.Name(rel), e, data)
 }
 
 // keepHostInGuest settles a conflict for the host's version. The host's content goes into the
@@ -493,7 +471,7 @@ func keepHostInGuest(ctx context.Context, sess *staging.Session, host *hostTree,
 
 // neverStaged says the host's version of a conflict is a file or link that was never staged.
 func neverStaged(it *Item) bool {
-	return it.Base == nil && it.Host != nil && it.Host.Type != runnerproto.TypeDir
+	return it.Base == nil && it.Host != nil && it.Host.Type != tree.Dir
 }
 
 // recoverInterrupted rolls back an apply that was killed before it finished: every path it
@@ -534,11 +512,11 @@ func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) erro
 	return nil
 }
 
-func sameOrAbsent(a, b *staging.Entry) bool {
+func sameOrAbsent(a, b *tree.Entry) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	if a.Type == runnerproto.TypeDir && b.Type == runnerproto.TypeDir {
+	if a.Type == tree.Dir && b.Type == tree.Dir {
 		return true
 	}
 	x, y := *a, *b
@@ -608,7 +586,7 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 	}
 	defer host.close()
 	rep := &Report{JournalID: j.ID, Written: []string{}}
-	set := map[runnerproto.Name]*staging.Entry{}
+	set := map[tree.Name]*tree.Entry{}
 	for k := len(j.Entries) - 1; k >= 0; k-- { // the reverse of the apply's order
 		je := j.Entries[k]
 		if je.NotWritten {
@@ -630,7 +608,7 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 			}
 			rep.Written = append(rep.Written, display(je.Path))
 		}
-		set[runnerproto.Name(je.Path)] = je.BaseBefore
+		set[tree.Name(je.Path)] = je.BaseBefore
 	}
 	if err := host.syncDirs(); err != nil {
 		return nil, err

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
@@ -37,17 +37,17 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 
 	// Hash every guest file that changed (once, in one request), so that what is applied can
 	// be checked against what was reviewed.
-	var toHash []runnerproto.Name
+	var toHash []tree.Name
 	for _, c := range gcs.Changes {
-		if c.Now != nil && c.Now.Type == runnerproto.TypeFile && c.Now.Hash == "" && refusePath(string(c.Path)) == "" {
+		if c.Now != nil && c.Now.Type == tree.File && c.Now.Hash == "" && refusePath(string(c.Path)) == "" {
 			toHash = append(toHash, c.Path)
 		}
 	}
-	hashes, err := sess.Conn().Hash(ctx, sess.State.GuestPath, toHash)
+	hashes, err := sess.HashGuestFiles(ctx, toHash)
 	if err != nil {
 		return nil, err
 	}
-	hashOf := map[runnerproto.Name]string{}
+	hashOf := map[tree.Name]string{}
 	for i, p := range toHash {
 		hashOf[p] = hashes[i]
 	}
@@ -71,7 +71,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 			}
 			continue
 		}
-		if it.Guest != nil && it.Guest.Type == runnerproto.TypeFile && it.Guest.Hash == "" {
+		if it.Guest != nil && it.Guest.Type == tree.File && it.Guest.Hash == "" {
 			g := *it.Guest
 			g.Hash = hashOf[c.Path]
 			it.Guest = &g
@@ -82,10 +82,10 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 			cs.Items = append(cs.Items, it)
 			continue
 		}
-		if sameEntry(it.Guest, it.Host) && it.Guest != nil && it.Guest.Type != runnerproto.TypeDir {
+		if sameEntry(it.Guest, it.Host) && it.Guest != nil && it.Guest.Type != tree.Dir {
 			continue // the host already has exactly this
 		}
-		it.Conflict = !sameEntry(it.Base, it.Host) && !(it.Base != nil && it.Base.Type == runnerproto.TypeDir && it.Host != nil && it.Host.Type == runnerproto.TypeDir)
+		it.Conflict = !sameEntry(it.Base, it.Host) && !(it.Base != nil && it.Base.Type == tree.Dir && it.Host != nil && it.Host.Type == tree.Dir)
 		if err := describeItem(ctx, sess, host, it); err != nil {
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func selected(rel string, paths []string) bool {
 }
 
 // sameEntry says whether two entries have the same type, content, mode and target.
-func sameEntry(a, b *staging.Entry) bool {
+func sameEntry(a, b *tree.Entry) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
@@ -159,11 +159,11 @@ func sameEntry(a, b *staging.Entry) bool {
 		return false
 	}
 	switch a.Type {
-	case runnerproto.TypeFile:
+	case tree.File:
 		return a.Hash != "" && a.Hash == b.Hash && a.Mode&0o777 == b.Mode&0o777
-	case runnerproto.TypeSymlink:
+	case tree.Symlink:
 		return a.Target == b.Target
-	case runnerproto.TypeDir:
+	case tree.Dir:
 		return a.Mode&0o777 == b.Mode&0o777
 	}
 	return false
@@ -175,14 +175,14 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 	g, b := it.Guest, it.Base
 	if g != nil {
 		switch g.Type {
-		case runnerproto.TypeOther:
+		case tree.Other:
 			it.Refused = "a fifo, socket or device: never created on the host"
-		case runnerproto.TypeSymlink:
+		case tree.Symlink:
 			if !symlinkTargetInside(it.Path, string(g.Target)) {
 				it.Refused = fmt.Sprintf("symlink to %s, outside the working directory: never created on the host", display(string(g.Target)))
 			}
 		}
-		if g.Mode&0o7000 != 0 && g.Type == runnerproto.TypeFile {
+		if g.Mode&0o7000 != 0 && g.Type == tree.File {
 			it.Description = fmt.Sprintf("setuid/setgid/sticky bits (%o) are stripped; ", g.Mode&0o7000)
 		}
 	}
@@ -192,20 +192,20 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 	}
 	// Text content, for diffs and hunks.
 	var oldText, newText []byte
-	oldOK, newOK := b == nil || b.Type != runnerproto.TypeFile, g == nil || g.Type != runnerproto.TypeFile
-	if it.Conflict && it.Host != nil && it.Host.Type == runnerproto.TypeFile && it.Host.Size <= MaxTextBytes {
+	oldOK, newOK := b == nil || b.Type != tree.File, g == nil || g.Type != tree.File
+	if it.Conflict && it.Host != nil && it.Host.Type == tree.File && it.Host.Size <= MaxTextBytes {
 		data, err := host.readFile(it.Path)
 		if err == nil && !isBinary(data) {
 			oldText, oldOK = data, true
 		}
-	} else if b != nil && b.Type == runnerproto.TypeFile && b.Size <= MaxTextBytes && it.Host != nil && it.Host.Type == runnerproto.TypeFile {
+	} else if b != nil && b.Type == tree.File && b.Size <= MaxTextBytes && it.Host != nil && it.Host.Type == tree.File {
 		data, err := host.readFile(it.Path)
 		if err == nil && !isBinary(data) {
 			oldText, oldOK = data, true
 		}
 	}
-	if g != nil && g.Type == runnerproto.TypeFile && g.Size <= MaxTextBytes {
-		data, err := sess.ReadGuestFile(ctx, runnerproto.Name(it.Path), MaxTextBytes+1)
+	if g != nil && g.Type == tree.File && g.Size <= MaxTextBytes {
+		data, err := sess.ReadGuestFile(ctx, tree.Name(it.Path), MaxTextBytes+1)
 		if errors.Is(err, guest.ErrTooLarge) || errors.Is(err, guest.ErrNotRegular) || errors.Is(err, fs.ErrNotExist) {
 			it.Refused = "changed in the guest while the review was being prepared; review again"
 			return nil
@@ -245,19 +245,19 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 		}
 	}
 	// Hunk by hunk only for an edit of a text file the host has not touched.
-	it.Text = !it.Conflict && b != nil && g != nil && b.Type == runnerproto.TypeFile && g.Type == runnerproto.TypeFile && d.WholeFile == ""
+	it.Text = !it.Conflict && b != nil && g != nil && b.Type == tree.File && g.Type == tree.File && d.WholeFile == ""
 	return nil
 }
 
 // oneLine says what happened to an item.
 func oneLine(it *Item) string {
-	what := func(e *staging.Entry) string {
+	what := func(e *tree.Entry) string {
 		switch e.Type {
-		case runnerproto.TypeSymlink:
+		case tree.Symlink:
 			return "symlink -> " + display(string(e.Target))
-		case runnerproto.TypeDir:
+		case tree.Dir:
 			return fmt.Sprintf("directory (mode %o)", e.Mode&0o777)
-		case runnerproto.TypeFile:
+		case tree.File:
 			return fmt.Sprintf("file of %d bytes (mode %o)", e.Size, e.Mode&0o7777)
 		}
 		return "special file (fifo, socket or device)"
@@ -273,12 +273,12 @@ func oneLine(it *Item) string {
 		if it.Base.Mode&0o111 != it.Guest.Mode&0o111 {
 			s += " (executable bit changed)"
 		}
-		if it.Guest.Type == runnerproto.TypeFile && it.Base.Hash != it.Guest.Hash && it.Guest.Hash != "" {
+		if it.Guest.Type == tree.File && it.Base.Hash != it.Guest.Hash && it.Guest.Hash != "" {
 			s += ", content changed"
 		}
 	case it.Base.Type != it.Guest.Type:
 		s = what(it.Base) + " replaced by " + what(it.Guest)
-	case it.Guest.Type == runnerproto.TypeSymlink:
+	case it.Guest.Type == tree.Symlink:
 		s = "symlink now -> " + display(string(it.Guest.Target)) + " (was -> " + display(string(it.Base.Target)) + ")"
 	default:
 		s = "modified"

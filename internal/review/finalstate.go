@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // maxLinkHops is how many symbolic links one resolution follows before it is taken for a loop
@@ -21,16 +21,16 @@ const maxLinkHops = 40
 // entries where the plan writes, the host's own entries elsewhere. Nothing is written.
 type finalTree struct {
 	host    *hostTree
-	planned map[string]*staging.Entry // path → its entry after the apply (nil: absent)
+	planned map[string]*tree.Entry // path → its entry after the apply (nil: absent)
 	// hostBefore is each planned path's host entry as reviewed (nil: absent).
-	hostBefore map[string]*staging.Entry
+	hostBefore map[string]*tree.Entry
 	// touched collects the planned paths that decided an answer of lookup, so that an escape
 	// can be blamed on the steps it goes through.
 	touched map[string]bool
 }
 
 func newFinalTree(host *hostTree, steps []*step, refused map[*step]string) *finalTree {
-	ft := &finalTree{host: host, planned: map[string]*staging.Entry{}, hostBefore: map[string]*staging.Entry{}}
+	ft := &finalTree{host: host, planned: map[string]*tree.Entry{}, hostBefore: map[string]*tree.Entry{}}
 	for _, s := range steps {
 		if s.hostOp && refused[s] == "" {
 			ft.planned[s.it.Path] = s.after
@@ -49,7 +49,7 @@ func (ft *finalTree) touch(p string) {
 // lookup is the entry at p (a clean relative path) after the apply, nil when absent. Below a
 // planned path that is not a directory, or that becomes one where the host had something
 // else, only planned entries exist.
-func (ft *finalTree) lookup(p string) (*staging.Entry, error) {
+func (ft *finalTree) lookup(p string) (*tree.Entry, error) {
 	if e, ok := ft.planned[p]; ok {
 		ft.touch(p)
 		return e, nil
@@ -59,7 +59,7 @@ func (ft *finalTree) lookup(p string) (*staging.Entry, error) {
 		if !ok {
 			continue
 		}
-		if b := ft.hostBefore[a]; e == nil || e.Type != runnerproto.TypeDir || b == nil || b.Type != runnerproto.TypeDir {
+		if b := ft.hostBefore[a]; e == nil || e.Type != tree.Dir || b == nil || b.Type != tree.Dir {
 			ft.touch(a)
 			return nil, nil
 		}
@@ -93,7 +93,7 @@ func (ft *finalTree) escapes(p string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if e != nil && e.Type == runnerproto.TypeSymlink {
+		if e != nil && e.Type == tree.Symlink {
 			if hops++; hops > maxLinkHops {
 				return false, nil
 			}
@@ -139,7 +139,7 @@ func guardFinalState(host *hostTree, steps []*step, refused map[*step]string) er
 			cand[l] = true
 		}
 		for p, e := range ft.planned {
-			if e != nil && e.Type == runnerproto.TypeSymlink {
+			if e != nil && e.Type == tree.Symlink {
 				cand[p] = true
 			}
 		}
@@ -148,7 +148,7 @@ func guardFinalState(host *hostTree, steps []*step, refused map[*step]string) er
 			if err != nil {
 				return err
 			}
-			if e == nil || e.Type != runnerproto.TypeSymlink {
+			if e == nil || e.Type != tree.Symlink {
 				continue
 			}
 			ft.touched = map[string]bool{}
@@ -231,8 +231,8 @@ func guardRepositories(ft *finalTree, steps []*step, refused map[*step]string) e
 // unitRoot says whether a step changes what kind of thing its path is, from or to a
 // directory: it then stands or falls with every step below it.
 func unitRoot(s *step) bool {
-	wasDir := s.it.Host != nil && s.it.Host.Type == runnerproto.TypeDir
-	isDir := s.after != nil && s.after.Type == runnerproto.TypeDir
+	wasDir := s.it.Host != nil && s.it.Host.Type == tree.Dir
+	isDir := s.after != nil && s.after.Type == tree.Dir
 	return s.hostOp && wasDir != isDir
 }
 

@@ -10,13 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
-	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // linkStep is a planned symlink at p (the host has nothing there).
 func linkStep(p, target string) *step {
-	e := &staging.Entry{Path: runnerproto.Name(p), Type: runnerproto.TypeSymlink, Target: runnerproto.Name(target)}
+	e := &tree.Entry{Path: tree.Name(p), Type: tree.Symlink, Target: tree.Name(target)}
 	return &step{it: &Item{Path: p, Guest: e}, hostOp: true, after: e}
 }
 
@@ -72,8 +71,8 @@ func TestGuardProtectsHostLinks(t *testing.T) {
 		must(t, os.Symlink("a/b", filepath.Join(dir, "d")))
 		must(t, os.Symlink("d/../..", filepath.Join(dir, "x")))
 	})
-	old := &staging.Entry{Path: "d", Type: runnerproto.TypeSymlink, Target: "a/b"}
-	dir := &staging.Entry{Path: "d", Type: runnerproto.TypeDir, Mode: 0o755}
+	old := &tree.Entry{Path: "d", Type: tree.Symlink, Target: "a/b"}
+	dir := &tree.Entry{Path: "d", Type: tree.Dir, Mode: 0o755}
 	s := &step{it: &Item{Path: "d", Host: old, Guest: dir}, hostOp: true, after: dir}
 	refused := map[*step]string{}
 	must(t, guardFinalState(h, []*step{s}, refused))
@@ -89,9 +88,9 @@ func TestGuardRefusesWholeUnit(t *testing.T) {
 		must(t, os.MkdirAll(filepath.Join(dir, "d"), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, "d", "f"), nil, 0o644))
 	})
-	hostDir := &staging.Entry{Path: "d", Type: runnerproto.TypeDir, Mode: 0o755}
-	hostFile := &staging.Entry{Path: "d/f", Type: runnerproto.TypeFile, Mode: 0o644}
-	link := &staging.Entry{Path: "d", Type: runnerproto.TypeSymlink, Target: "../.."}
+	hostDir := &tree.Entry{Path: "d", Type: tree.Dir, Mode: 0o755}
+	hostFile := &tree.Entry{Path: "d/f", Type: tree.File, Mode: 0o644}
+	link := &tree.Entry{Path: "d", Type: tree.Symlink, Target: "../.."}
 	sd := &step{it: &Item{Path: "d", Host: hostDir, Guest: link}, hostOp: true, after: link}
 	sf := &step{it: &Item{Path: "d/f", Host: hostFile}, hostOp: true}
 	refused := map[*step]string{}
@@ -117,8 +116,8 @@ func TestRefusePathGitMetadata(t *testing.T) {
 
 func TestGuardRefusesBareRepository(t *testing.T) {
 	h := hostFor(t, func(dir string) { must(t, os.MkdirAll(filepath.Join(dir, "x", "refs"), 0o755)) })
-	head := &staging.Entry{Path: "x/HEAD", Type: runnerproto.TypeFile, Mode: 0o644}
-	objs := &staging.Entry{Path: "x/objects", Type: runnerproto.TypeDir, Mode: 0o755}
+	head := &tree.Entry{Path: "x/HEAD", Type: tree.File, Mode: 0o644}
+	objs := &tree.Entry{Path: "x/objects", Type: tree.Dir, Mode: 0o755}
 	sh := &step{it: &Item{Path: "x/HEAD", Guest: head}, hostOp: true, after: head}
 	so := &step{it: &Item{Path: "x/objects", Guest: objs}, hostOp: true, after: objs}
 	other := &step{it: &Item{Path: "y/HEAD", Guest: head}, hostOp: true, after: head}

@@ -14,8 +14,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
-	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // hostTree does every host write of a review inside the working directory, through os.Root
@@ -85,12 +84,12 @@ func (h *hostTree) mkdirParents(rel string) error {
 }
 
 // entry describes the host's rel (nil when absent), hashing a file's content.
-func (h *hostTree) entry(rel string) (*staging.Entry, error) {
+func (h *hostTree) entry(rel string) (*tree.Entry, error) {
 	if err := h.checkParents(rel); err != nil {
 		return nil, err
 	}
 	e, err := h.lstat(rel)
-	if err != nil || e == nil || e.Type != runnerproto.TypeFile {
+	if err != nil || e == nil || e.Type != tree.File {
 		return e, err
 	}
 	if e.Hash, err = h.hash(rel); err != nil {
@@ -137,7 +136,7 @@ type check func() error
 // expect returns the check that the host's rel is still want (nil: absent): run immediately
 // before a rename, after the new content is already local, so that a save the person makes
 // while the content travels is never overwritten.
-func (h *hostTree) expect(rel string, want *staging.Entry) check {
+func (h *hostTree) expect(rel string, want *tree.Entry) check {
 	return func() error {
 		now, err := h.entry(rel)
 		if err != nil {
@@ -330,7 +329,7 @@ func (h *hostTree) removeDir(rel string) error {
 
 // lstat describes rel without reading a file's content (nil when absent, or when a parent is
 // not a directory).
-func (h *hostTree) lstat(rel string) (*staging.Entry, error) {
+func (h *hostTree) lstat(rel string) (*tree.Entry, error) {
 	fi, err := h.root.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil, nil
@@ -338,25 +337,12 @@ func (h *hostTree) lstat(rel string) (*staging.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &staging.Entry{Path: runnerproto.Name(rel), Mode: uint32(fi.Mode().Perm())}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Mode = uint32(st.Mode) & 0o7777
+	e, err := tree.EntryOf(rel, fi, func() (string, error) { return h.root.Readlink(rel) })
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case fi.Mode().IsRegular():
-		e.Type, e.Size = runnerproto.TypeFile, fi.Size()
-	case fi.IsDir():
-		e.Type = runnerproto.TypeDir
-	case fi.Mode()&fs.ModeSymlink != 0:
-		t, err := h.root.Readlink(rel)
-		if err != nil {
-			return nil, err
-		}
-		e.Type, e.Target = runnerproto.TypeSymlink, runnerproto.Name(t)
-	default:
-		e.Type = runnerproto.TypeOther
-	}
-	return e, nil
+	e.MTime = 0 // review compares content, never times
+	return &e, nil
 }
 
 // touched records that rel's directory changed, so that syncDirs makes it durable.
@@ -387,7 +373,7 @@ func (h *hostTree) syncDirs() error {
 
 // backup copies the host's file rel to dst and checks that it is the one described by want
 // (its content hash), so that the backup holds exactly what the write replaces.
-func (h *hostTree) backup(rel string, want *staging.Entry, dst string) error {
+func (h *hostTree) backup(rel string, want *tree.Entry, dst string) error {
 	if err := h.checkParents(rel); err != nil {
 		return err
 	}

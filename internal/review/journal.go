@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/fsutil"
-	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // Journal states.
@@ -34,13 +34,13 @@ type journal struct {
 }
 
 type journalEntry struct {
-	Path       string         `json:"path"`
-	Before     *staging.Entry `json:"before,omitempty"`
-	BeforeBlob string         `json:"before_blob,omitempty"`
-	After      *staging.Entry `json:"after,omitempty"`
-	AfterBlob  string         `json:"after_blob,omitempty"`
-	BaseBefore *staging.Entry `json:"base_before,omitempty"`
-	BaseAfter  *staging.Entry `json:"base_after,omitempty"`
+	Path       string      `json:"path"`
+	Before     *tree.Entry `json:"before,omitempty"`
+	BeforeBlob string      `json:"before_blob,omitempty"`
+	After      *tree.Entry `json:"after,omitempty"`
+	AfterBlob  string      `json:"after_blob,omitempty"`
+	BaseBefore *tree.Entry `json:"base_before,omitempty"`
+	BaseAfter  *tree.Entry `json:"base_after,omitempty"`
 	// HostOp says the host is written for this path (false: only the baseline moves).
 	HostOp bool `json:"host_op"`
 	// NotWritten says the write was refused or failed when it was tried: the host and the

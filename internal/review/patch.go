@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // Patch renders the changeset as a unified diff that `git apply` accepts (text changes, new
@@ -26,7 +26,7 @@ func Patch(cs *Changeset) string {
 		if it.Conflict {
 			note("conflict (the host changed it too): %s", it.Display)
 		}
-		if (g != nil && g.Type != runnerproto.TypeFile) || (g == nil && base != nil && base.Type != runnerproto.TypeFile) {
+		if (g != nil && g.Type != tree.File) || (g == nil && base != nil && base.Type != tree.File) {
 			note("%s: %s (not expressible as a text patch)", it.Display, it.Description)
 			continue
 		}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
@@ -23,7 +23,7 @@ func TestPatchQuotesHostileNames(t *testing.T) {
 	}
 	cs := &Changeset{}
 	for _, n := range names {
-		g := &staging.Entry{Path: runnerproto.Name(n), Type: runnerproto.TypeFile, Mode: 0o644, Size: 3}
+		g := &tree.Entry{Path: tree.Name(n), Type: tree.File, Mode: 0o644, Size: 3}
 		cs.Items = append(cs.Items, &Item{Path: n, Display: display(n), Kind: staging.Added, Guest: g, GuestText: "hi\n", Hunks: udiff.Hunks("", "hi\n")})
 	}
 	cs.Items = append(cs.Items, &Item{Path: "r", Display: "r", Refused: "lstat r\n+++ b/injected2\n: bad"})

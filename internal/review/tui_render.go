@@ -268,12 +268,12 @@ func entryInfo(it *Item) string {
 	var parts []string
 	switch {
 	case b == nil && g != nil:
-		parts = append(parts, "new "+g.Type+" "+modeStr(g.Mode))
+		parts = append(parts, "new "+string(g.Type)+" "+modeStr(g.Mode))
 	case b != nil && g == nil:
-		parts = append(parts, "deleted "+b.Type)
+		parts = append(parts, "deleted "+string(b.Type))
 	case b != nil && g != nil:
 		if b.Type != g.Type {
-			parts = append(parts, b.Type+" → "+g.Type)
+			parts = append(parts, string(b.Type+" → "+g.Type))
 		}
 		if b.Mode != g.Mode && b.Type == g.Type {
 			parts = append(parts, "mode "+modeStr(b.Mode)+" → "+modeStr(g.Mode))
@@ -361,7 +361,7 @@ func action(it *Item, d Decision) string {
 		case it.Kind == staging.TypeChanged:
 			s := "replace " + name
 			if it.Base != nil && it.Guest != nil {
-				s += " (" + it.Base.Type + " → " + it.Guest.Type + ")"
+				s += " (" + string(it.Base.Type) + " → " + string(it.Guest.Type) + ")"
 			}
 			return s
 		case it.Kind == staging.ModeChanged:

@@ -15,6 +15,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
@@ -695,10 +696,10 @@ func TestTUIWrapKeepsEverything(t *testing.T) {
 
 func TestTUIPlan(t *testing.T) {
 	mode := &Item{Path: "run.sh", Display: "run.sh", Kind: staging.ModeChanged,
-		Base: &staging.Entry{Type: "file", Mode: 0o644}, Guest: &staging.Entry{Type: "file", Mode: 0o755}}
-	del := &Item{Path: "old.txt", Display: "old.txt", Kind: staging.Deleted, Base: &staging.Entry{Type: "file", Mode: 0o644}}
+		Base: &tree.Entry{Type: "file", Mode: 0o644}, Guest: &tree.Entry{Type: "file", Mode: 0o755}}
+	del := &Item{Path: "old.txt", Display: "old.txt", Kind: staging.Deleted, Base: &tree.Entry{Type: "file", Mode: 0o644}}
 	link := &Item{Path: "l", Display: "l", Kind: staging.LinkChanged,
-		Base: &staging.Entry{Type: "symlink", Target: "a"}, Guest: &staging.Entry{Type: "symlink", Target: "b\x1b"}}
+		Base: &tree.Entry{Type: "symlink", Target: "a"}, Guest: &tree.Entry{Type: "symlink", Target: "b\x1b"}}
 	three := threeHunks()
 	items := []*Item{mode, del, link, three, oneHunk(), conflictItem(), oneHunk()}
 	decs := []Decision{

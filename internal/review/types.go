@@ -6,6 +6,7 @@ package review
 
 import (
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
@@ -19,7 +20,7 @@ type Item struct {
 	Kind    staging.Kind
 	// Base, Guest and Host are the path in the baseline, in the guest now, and on the host now
 	// (nil when absent).
-	Base, Guest, Host *staging.Entry
+	Base, Guest, Host *tree.Entry
 	// Conflict says the host changed the path too since the baseline (and differently).
 	Conflict bool
 	// Text says both sides are text and Hunks (base → guest) can be chosen one by one.

@@ -9,5 +9,9 @@ import (
 )
 
 func runGlob(req *runnerproto.GlobRequest) (*runnerproto.GlobResult, error) {
-	return globfs.Glob(func(root string) fs.FS { return os.DirFS(root) }, req.Dir, req.Pattern, req.MaxMatches)
+	m, truncated, err := globfs.Glob(func(root string) fs.FS { return os.DirFS(root) }, req.Dir, req.Pattern, req.MaxMatches)
+	if err != nil {
+		return nil, err
+	}
+	return &runnerproto.GlobResult{Matches: m, Truncated: truncated}, nil
 }

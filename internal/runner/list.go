@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // runList reads at most req.Max entries of a directory, a batch at a time.
@@ -42,7 +43,7 @@ func runList(req *runnerproto.ListRequest) (*runnerproto.ListResult, error) {
 }
 
 func listEntry(dir string, d fs.DirEntry) runnerproto.ListEntry {
-	e := runnerproto.ListEntry{Name: runnerproto.Name(d.Name()), Type: runnerproto.TypeOther}
+	e := runnerproto.ListEntry{Name: tree.Name(d.Name()), Type: tree.Other}
 	fi, err := d.Info()
 	if err != nil {
 		return e
@@ -50,13 +51,13 @@ func listEntry(dir string, d fs.DirEntry) runnerproto.ListEntry {
 	e.Mode, e.Size, e.MTime = uint32(fi.Mode()), fi.Size(), fi.ModTime().UnixNano()
 	switch {
 	case fi.Mode().IsRegular():
-		e.Type = runnerproto.TypeFile
+		e.Type = tree.File
 	case fi.IsDir():
-		e.Type = runnerproto.TypeDir
+		e.Type = tree.Dir
 	case fi.Mode()&fs.ModeSymlink != 0:
-		e.Type = runnerproto.TypeSymlink
+		e.Type = tree.Symlink
 		if t, err := os.Readlink(filepath.Join(dir, d.Name())); err == nil {
-			e.Target = runnerproto.Name(t)
+			e.Target = tree.Name(t)
 		}
 	}
 	return e

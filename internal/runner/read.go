@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // runRead reads at most req.Limit bytes of a regular file. O_NONBLOCK makes opening a fifo
@@ -19,7 +20,7 @@ func runRead(req *runnerproto.ReadRequest) (*runnerproto.ReadResult, error) {
 	}
 	f, err := os.OpenFile(req.Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
 	if errors.Is(err, syscall.ELOOP) {
-		return &runnerproto.ReadResult{NotRegular: runnerproto.TypeSymlink}, nil
+		return &runnerproto.ReadResult{NotRegular: tree.Symlink}, nil
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		return &runnerproto.ReadResult{Missing: true}, nil
@@ -34,9 +35,9 @@ func runRead(req *runnerproto.ReadRequest) (*runnerproto.ReadResult, error) {
 	}
 	switch {
 	case fi.IsDir():
-		return &runnerproto.ReadResult{NotRegular: runnerproto.TypeDir}, nil
+		return &runnerproto.ReadResult{NotRegular: tree.Dir}, nil
 	case !fi.Mode().IsRegular():
-		return &runnerproto.ReadResult{NotRegular: runnerproto.TypeOther}, nil
+		return &runnerproto.ReadResult{NotRegular: tree.Other}, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(f, req.Limit+1))
 	if err != nil {

@@ -14,19 +14,16 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 func runScan(req *runnerproto.ScanRequest) *runnerproto.ScanResult {
-	res := &runnerproto.ScanResult{Entries: []runnerproto.ScanEntry{}}
+	res := &runnerproto.ScanResult{Entries: []tree.Entry{}}
 	if _, err := os.Lstat(req.Root); errors.Is(err, fs.ErrNotExist) {
 		res.RootMissing = true
 		return res
 	}
-	ps := make([]ignore.Pattern, len(req.Patterns))
-	for i, p := range req.Patterns {
-		ps[i] = ignore.Pattern{Line: p.Line, Dir: p.Dir}
-	}
-	m := ignore.New(ps)
+	m := ignore.New(req.Patterns)
 	seen := map[string]bool{}
 	add := func(rel string, fi fs.FileInfo) {
 		if seen[rel] {
@@ -126,26 +123,9 @@ func walkParallel(root string, m *ignore.Matcher, errs *[]string) []walked {
 	return out
 }
 
-func entryOf(full, rel string, fi fs.FileInfo) runnerproto.ScanEntry {
-	e := runnerproto.ScanEntry{Path: runnerproto.Name(rel), Mode: uint32(fi.Mode().Perm())}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Mode = st.Mode & 0o7777
-		e.MTime = st.Mtim.Nano()
-	} else {
-		e.MTime = fi.ModTime().UnixNano()
-	}
-	switch {
-	case fi.Mode().IsRegular():
-		e.Type, e.Size = runnerproto.TypeFile, fi.Size()
-	case fi.IsDir():
-		e.Type = runnerproto.TypeDir
-	case fi.Mode()&fs.ModeSymlink != 0:
-		e.Type = runnerproto.TypeSymlink
-		t, _ := os.Readlink(full)
-		e.Target = runnerproto.Name(t)
-	default:
-		e.Type = runnerproto.TypeOther
-	}
+func entryOf(full, rel string, fi fs.FileInfo) tree.Entry {
+	// A link that cannot be read is listed with an empty target, as it was before.
+	e, _ := tree.EntryOf(rel, fi, func() (string, error) { return os.Readlink(full) })
 	return e
 }
 

@@ -13,6 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // Version changes whenever a message changes incompatibly.
@@ -83,17 +86,10 @@ type SignalRequest struct {
 	Target uint64 `json:"target"`
 }
 
-// Output is what was kept of one output stream.
-type Output struct {
-	Head  []byte `json:"head,omitempty"`
-	Tail  []byte `json:"tail,omitempty"`
-	Total int64  `json:"total"`
-}
-
 // ExecResult is how a command ended.
 type ExecResult struct {
-	Stdout Output `json:"stdout"`
-	Stderr Output `json:"stderr"`
+	Stdout headtail.Output `json:"stdout"`
+	Stderr headtail.Output `json:"stderr"`
 	// ExitCode is the exit status, or -1 when the command was killed by a signal or did not start.
 	ExitCode int `json:"exit_code"`
 	// Signal names the signal that killed the command ("SIGKILL"), if any.
@@ -197,12 +193,12 @@ type ListRequest struct {
 
 // ListEntry is one directory entry, described without following it.
 type ListEntry struct {
-	Name   Name   `json:"n"`
-	Type   string `json:"t"` // TypeFile, TypeDir, TypeSymlink, TypeOther
-	Mode   uint32 `json:"m"` // Go's fs.FileMode bits
-	Size   int64  `json:"s,omitempty"`
-	MTime  int64  `json:"mt,omitempty"` // Unix nanoseconds
-	Target Name   `json:"l,omitempty"`  // a symlink's target
+	Name   tree.Name `json:"n"`
+	Type   tree.Kind `json:"t"`
+	Mode   uint32    `json:"m"` // Go's fs.FileMode bits
+	Size   int64     `json:"s,omitempty"`
+	MTime  int64     `json:"mt,omitempty"` // Unix nanoseconds
+	Target tree.Name `json:"l,omitempty"`  // a symlink's target
 }
 
 // ListResult is a directory's entries, in the order the directory gave them.
@@ -229,7 +225,7 @@ type ReadResult struct {
 	Truncated bool   `json:"truncated,omitempty"`
 	// NotRegular names the type of what is at Path when it is not a regular file ("dir",
 	// "symlink", "other"); Data is then empty.
-	NotRegular string `json:"not_regular,omitempty"`
+	NotRegular tree.Kind `json:"not_regular,omitempty"`
 	// Missing says nothing is at Path.
 	Missing bool `json:"missing,omitempty"`
 }

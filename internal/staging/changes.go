@@ -8,8 +8,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // Kind is what happened to a path.
@@ -27,12 +28,12 @@ const (
 
 // Change is one path that differs from the baseline.
 type Change struct {
-	Path runnerproto.Name `json:"path"`
-	Kind Kind             `json:"kind"`
+	Path tree.Name `json:"path"`
+	Kind Kind      `json:"kind"`
 	// Base is the baseline entry (nil when added); Now is the entry as it is now (nil when
 	// deleted). For a file, Now.Hash is set when it was computed.
-	Base *Entry `json:"base,omitempty"`
-	Now  *Entry `json:"now,omitempty"`
+	Base *tree.Entry `json:"base,omitempty"`
+	Now  *tree.Entry `json:"now,omitempty"`
 	// ContentChanged is set with ModeChanged when the content changed too.
 	ContentChanged bool `json:"content_changed,omitempty"`
 }
@@ -43,10 +44,10 @@ type ChangeSet struct {
 	// GitMetadata lists what the guest changed of git's machinery: the top-level .git/config
 	// and .git/hooks files that differ from the host's, and any change under a .git at any
 	// depth (IsGitMetadata). Never applied (it could run code on the host), only reported.
-	GitMetadata []runnerproto.Name `json:"git_metadata,omitempty"`
-	Scanned     int                `json:"scanned"`
-	Hashed      int                `json:"hashed"`
-	Duration    time.Duration      `json:"duration_ns"`
+	GitMetadata []tree.Name   `json:"git_metadata,omitempty"`
+	Scanned     int           `json:"scanned"`
+	Hashed      int           `json:"hashed"`
+	Duration    time.Duration `json:"duration_ns"`
 }
 
 // Counts tallies the changes by kind.
@@ -58,10 +59,11 @@ func (cs *ChangeSet) Counts() map[Kind]int {
 	return c
 }
 
-// entryFromScan converts a guest listing entry.
-func entryFromScan(s runnerproto.ScanEntry) Entry {
-	e := Entry{Path: s.Path, Type: s.Type, Mode: s.Mode, Size: s.Size, Target: s.Target, MTime: s.MTime}
-	if e.Type == runnerproto.TypeDir || e.Type == runnerproto.TypeSymlink {
+// entryFromScan is a guest listing entry as staging compares it: no mtime for directories and
+// links, and no hash (the runner's listing carries none; a hash is asked for apart).
+func entryFromScan(e tree.Entry) tree.Entry {
+	e.Hash = ""
+	if e.Type == tree.Dir || e.Type == tree.Symlink {
 		e.MTime = 0
 	}
 	return e
@@ -72,9 +74,9 @@ func entryFromScan(s runnerproto.ScanEntry) Entry {
 // hashes ("" for unreadable ones). So are racy files: those whose baseline mtime is no older
 // than a second before the baseline was recorded (recorded, unix seconds), since an edit made
 // within that same second keeps the mtime second (git's "racily clean" entries).
-func compare(base *Manifest, now []Entry, hash func(paths []runnerproto.Name) ([]string, error), keepDirs bool, recorded int64) ([]Change, int, error) {
+func compare(base *Manifest, now []tree.Entry, hash func(paths []tree.Name) ([]string, error), keepDirs bool, recorded int64) ([]Change, int, error) {
 	baseIdx := base.Index()
-	nowIdx := make(map[runnerproto.Name]*Entry, len(now))
+	nowIdx := make(map[tree.Name]*tree.Entry, len(now))
 	var changes []Change
 	var candidates []int // indexes into changes of unresolved content checks
 	for i := range now {
@@ -86,15 +88,15 @@ func compare(base *Manifest, now []Entry, hash func(paths []runnerproto.Name) ([
 			changes = append(changes, Change{Path: n.Path, Kind: Added, Now: n})
 		case b.Type != n.Type:
 			changes = append(changes, Change{Path: n.Path, Kind: TypeChanged, Base: b, Now: n})
-		case n.Type == runnerproto.TypeSymlink:
+		case n.Type == tree.Symlink:
 			if b.Target != n.Target {
 				changes = append(changes, Change{Path: n.Path, Kind: LinkChanged, Base: b, Now: n})
 			}
-		case n.Type == runnerproto.TypeDir:
+		case n.Type == tree.Dir:
 			if b.Mode != n.Mode {
 				changes = append(changes, Change{Path: n.Path, Kind: ModeChanged, Base: b, Now: n})
 			}
-		case n.Type == runnerproto.TypeFile:
+		case n.Type == tree.File:
 			modeChanged := b.Mode != n.Mode
 			switch {
 			case b.Size != n.Size:
@@ -119,7 +121,7 @@ func compare(base *Manifest, now []Entry, hash func(paths []runnerproto.Name) ([
 	}
 	hashed := 0
 	if len(candidates) > 0 {
-		var paths []runnerproto.Name
+		var paths []tree.Name
 		var need []int
 		for _, ci := range candidates {
 			if changes[ci].Now.Hash == "" {
@@ -179,7 +181,7 @@ func dropImpliedDirs(changes []Change) []Change {
 	}
 	out := changes[:0]
 	for _, c := range changes {
-		isDir := (c.Now != nil && c.Now.Type == runnerproto.TypeDir) || (c.Now == nil && c.Base != nil && c.Base.Type == runnerproto.TypeDir)
+		isDir := (c.Now != nil && c.Now.Type == tree.Dir) || (c.Now == nil && c.Base != nil && c.Base.Type == tree.Dir)
 		if isDir && (c.Kind == Added || c.Kind == Deleted) && parents[c.Kind][string(c.Path)] {
 			continue
 		}
@@ -209,11 +211,11 @@ func (s *Session) guestChanges(ctx context.Context, keepDirs bool) (*ChangeSet, 
 	if scan.RootMissing {
 		return nil, errGuestCopyGone(s.State)
 	}
-	now := make([]Entry, 0, len(scan.Entries))
+	now := make([]tree.Entry, 0, len(scan.Entries))
 	for _, se := range scan.Entries {
 		now = append(now, entryFromScan(se))
 	}
-	changes, hashed, err := compare(s.Baseline, now, func(paths []runnerproto.Name) ([]string, error) {
+	changes, hashed, err := compare(s.Baseline, now, func(paths []tree.Name) ([]string, error) {
 		return s.conn.Hash(ctx, s.State.GuestPath, paths)
 	}, keepDirs, s.State.UpdatedAt.Unix())
 	if err != nil {
@@ -225,7 +227,7 @@ func (s *Session) guestChanges(ctx context.Context, keepDirs bool) (*ChangeSet, 
 	}
 	// Nested repositories' metadata (and any .git the agent made) is reported apart, never as
 	// a change.
-	seen := map[runnerproto.Name]bool{}
+	seen := map[tree.Name]bool{}
 	for _, m := range gitMeta {
 		seen[m] = true
 	}
@@ -235,7 +237,7 @@ func (s *Session) guestChanges(ctx context.Context, keepDirs bool) (*ChangeSet, 
 			kept = append(kept, c)
 			continue
 		}
-		if r := runnerproto.Name(gitMetadataRoot(string(c.Path))); !seen[r] {
+		if r := tree.Name(gitMetadataRoot(string(c.Path))); !seen[r] {
 			seen[r] = true
 			gitMeta = append(gitMeta, r)
 		}
@@ -246,19 +248,19 @@ func (s *Session) guestChanges(ctx context.Context, keepDirs bool) (*ChangeSet, 
 }
 
 // gitMetadataPaths are the parts of .git that can make the host run code.
-var gitMetadataPaths = []runnerproto.Name{".git/config", ".git/hooks"}
+var gitMetadataPaths = []tree.Name{".git/config", ".git/hooks"}
 
 // gitMetadataChanges compares the guest's .git/config and hooks with the host's.
-func (s *Session) gitMetadataChanges(ctx context.Context, guest []runnerproto.ScanEntry) ([]runnerproto.Name, error) {
-	var differ, toHash []runnerproto.Name
-	hostHash := map[runnerproto.Name]string{}
+func (s *Session) gitMetadataChanges(ctx context.Context, guest []tree.Entry) ([]tree.Name, error) {
+	var differ, toHash []tree.Name
+	hostHash := map[tree.Name]string{}
 	for _, g := range guest {
-		if g.Type == runnerproto.TypeDir {
+		if g.Type == tree.Dir {
 			continue
 		}
 		fi, err := os.Lstat(filepath.Join(s.State.Workdir, filepath.FromSlash(string(g.Path))))
 		switch {
-		case err != nil || g.Type != runnerproto.TypeFile || !fi.Mode().IsRegular() || fi.Size() != g.Size || uint32(fi.Mode().Perm())&0o111 != g.Mode&0o111:
+		case err != nil || g.Type != tree.File || !fi.Mode().IsRegular() || fi.Size() != g.Size || uint32(fi.Mode().Perm())&0o111 != g.Mode&0o111:
 			differ = append(differ, g.Path)
 		default:
 			toHash = append(toHash, g.Path)
@@ -280,14 +282,14 @@ func (s *Session) gitMetadataChanges(ctx context.Context, guest []runnerproto.Sc
 
 // scanRequest lists the staged tree with the session's ignore patterns, keeping baseline
 // paths that the patterns would skip (tracked files that match .gitignore).
-func (s *Session) scanRequest() runnerproto.ScanRequest {
-	req := runnerproto.ScanRequest{Root: s.State.GuestPath, Also: gitMetadataPaths}
+func (s *Session) scanRequest() guest.ScanRequest {
+	req := guest.ScanRequest{Root: s.State.GuestPath, Also: gitMetadataPaths}
 	for _, p := range s.State.Patterns {
-		req.Patterns = append(req.Patterns, runnerproto.Pattern{Line: p.Line, Dir: p.Dir})
+		req.Patterns = append(req.Patterns, tree.Pattern{Line: p.Line, Dir: p.Dir})
 	}
 	m := ignore.New(s.State.Patterns)
 	for _, e := range s.Baseline.Entries {
-		if m.Ignored(string(e.Path), e.Type == runnerproto.TypeDir) || underIgnored(m, string(e.Path)) {
+		if m.Ignored(string(e.Path), e.Type == tree.Dir) || underIgnored(m, string(e.Path)) {
 			req.Keep = append(req.Keep, e.Path)
 		}
 	}
@@ -311,7 +313,7 @@ func HostChanges(ctx context.Context, st *State, base *Manifest) (*ChangeSet, er
 	if err != nil {
 		return nil, err
 	}
-	changes, hashed, err := compare(base, sel.Entries, func(paths []runnerproto.Name) ([]string, error) {
+	changes, hashed, err := compare(base, sel.Entries, func(paths []tree.Name) ([]string, error) {
 		hs := make([]string, len(paths))
 		for i, p := range paths {
 			hs[i] = HashHostFile(st.Workdir, string(p))

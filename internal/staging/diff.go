@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
@@ -27,7 +27,7 @@ var ErrNotPending = errors.New("no pending change at that path")
 // inside the working directory only (os.Root) and at most limit bytes, when it still has the
 // hash that was staged. Otherwise known is false and nothing of the host's file is returned:
 // the host's later edits are the person's, never shown to the agent.
-func baseContent(workdir string, base *Entry, limit int64) (data []byte, known bool, err error) {
+func baseContent(workdir string, base *tree.Entry, limit int64) (data []byte, known bool, err error) {
 	root, err := os.OpenRoot(workdir)
 	if err != nil {
 		return nil, false, err
@@ -57,16 +57,16 @@ func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 	rel := string(c.Path)
 	header := fmt.Sprintf("diff --git a/%s b/%s\n", rel, rel)
 	switch {
-	case c.Now != nil && c.Now.Type == runnerproto.TypeSymlink, c.Base != nil && c.Base.Type == runnerproto.TypeSymlink && c.Now == nil:
+	case c.Now != nil && c.Now.Type == tree.Symlink, c.Base != nil && c.Base.Type == tree.Symlink && c.Now == nil:
 		return header + describe(c) + "\n", nil
 	case c.Kind == ModeChanged && !c.ContentChanged:
 		return header + fmt.Sprintf("old mode %o\nnew mode %o\n", c.Base.Mode, c.Now.Mode), nil
-	case (c.Now != nil && c.Now.Type != runnerproto.TypeFile) || (c.Base != nil && c.Base.Type != runnerproto.TypeFile && c.Now == nil):
+	case (c.Now != nil && c.Now.Type != tree.File) || (c.Base != nil && c.Base.Type != tree.File && c.Now == nil):
 		return header + describe(c) + "\n", nil
 	}
 	var old, new *string
 	note := ""
-	if c.Base != nil && c.Base.Type == runnerproto.TypeFile {
+	if c.Base != nil && c.Base.Type == tree.File {
 		if c.Base.Size > MaxDiffBytes {
 			return header + "Binary or large files differ\n", nil
 		}
@@ -112,13 +112,13 @@ func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 
 // describe says in one line what happened to a path that has no text diff.
 func describe(c Change) string {
-	what := func(e *Entry) string {
+	what := func(e *tree.Entry) string {
 		switch e.Type {
-		case runnerproto.TypeSymlink:
+		case tree.Symlink:
 			return fmt.Sprintf("symlink -> %q", string(e.Target))
-		case runnerproto.TypeDir:
+		case tree.Dir:
 			return "directory"
-		case runnerproto.TypeFile:
+		case tree.File:
 			return fmt.Sprintf("file (%d bytes, mode %o)", e.Size, e.Mode)
 		}
 		return "special file (fifo, socket or device)"

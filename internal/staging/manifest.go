@@ -9,26 +9,13 @@ import (
 	"sort"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/fsutil"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
-
-// Entry is one path of a staged tree, as it was pushed (the baseline) or as it is on the host.
-type Entry struct {
-	Path   runnerproto.Name `json:"p"`
-	Type   string           `json:"t"` // runnerproto.TypeFile, TypeDir, TypeSymlink
-	Mode   uint32           `json:"m"` // st_mode & 07777
-	Size   int64            `json:"s,omitempty"`
-	Hash   string           `json:"h,omitempty"` // SHA-256 of a file's content
-	Target runnerproto.Name `json:"l,omitempty"` // a symlink's target
-	// MTime is the modification time (Unix nanoseconds, whole seconds as an archive carries
-	// them) given to the file in the guest.
-	MTime int64 `json:"mt,omitempty"`
-}
 
 // Manifest is a tree's entries sorted by path. It excludes .git, which is staged but never
 // reviewed.
 type Manifest struct {
-	Entries []Entry `json:"entries"`
+	Entries []tree.Entry `json:"entries"`
 }
 
 // Sort orders the entries by path.
@@ -37,8 +24,8 @@ func (m *Manifest) Sort() {
 }
 
 // Index maps paths to entries.
-func (m *Manifest) Index() map[runnerproto.Name]*Entry {
-	idx := make(map[runnerproto.Name]*Entry, len(m.Entries))
+func (m *Manifest) Index() map[tree.Name]*tree.Entry {
+	idx := make(map[tree.Name]*tree.Entry, len(m.Entries))
 	for i := range m.Entries {
 		idx[m.Entries[i].Path] = &m.Entries[i]
 	}
@@ -47,7 +34,7 @@ func (m *Manifest) Index() map[runnerproto.Name]*Entry {
 
 // Update returns a copy of m with the entries of set in place of its own: a nil entry removes
 // the path.
-func (m *Manifest) Update(set map[runnerproto.Name]*Entry) *Manifest {
+func (m *Manifest) Update(set map[tree.Name]*tree.Entry) *Manifest {
 	idx := m.Index()
 	for p, e := range set {
 		if e == nil {
@@ -56,7 +43,7 @@ func (m *Manifest) Update(set map[runnerproto.Name]*Entry) *Manifest {
 			idx[p] = e
 		}
 	}
-	out := &Manifest{Entries: make([]Entry, 0, len(idx))}
+	out := &Manifest{Entries: make([]tree.Entry, 0, len(idx))}
 	for _, e := range idx {
 		out.Entries = append(out.Entries, *e)
 	}
@@ -67,7 +54,7 @@ func (m *Manifest) Update(set map[runnerproto.Name]*Entry) *Manifest {
 // Files counts regular files and sums their sizes.
 func (m *Manifest) Files() (n int, bytes int64) {
 	for _, e := range m.Entries {
-		if e.Type == runnerproto.TypeFile {
+		if e.Type == tree.File {
 			n++
 			bytes += e.Size
 		}

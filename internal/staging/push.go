@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // Progress reports a transfer.
@@ -35,16 +35,16 @@ func (p Progress) Rate() float64 {
 // push streams entries of the host tree at workdir into guestDir as one tar archive over one
 // SSH channel, and fills in the hashes of the files it sent. Entries that vanished or changed
 // type on the host since they were selected are dropped from the returned list.
-func push(ctx context.Context, conn *guest.Conn, workdir, guestDir string, entries []Entry, progress func(Progress)) ([]Entry, error) {
+func push(ctx context.Context, conn *guest.Conn, workdir, guestDir string, entries []tree.Entry, progress func(Progress)) ([]tree.Entry, error) {
 	total := Progress{}
 	for _, e := range entries {
-		if e.Type == runnerproto.TypeFile {
+		if e.Type == tree.File {
 			total.TotalFiles++
 			total.TotalBytes += e.Size
 		}
 	}
 	pr, pw := io.Pipe()
-	sent := make([]Entry, 0, len(entries))
+	sent := make([]tree.Entry, 0, len(entries))
 	start := time.Now()
 	go func() {
 		// Large writes: each one becomes SSH packets the guest's sshd must decrypt, and small
@@ -66,7 +66,7 @@ func push(ctx context.Context, conn *guest.Conn, workdir, guestDir string, entri
 				continue
 			}
 			sent = append(sent, e)
-			if e.Type == runnerproto.TypeFile {
+			if e.Type == tree.File {
 				total.Files++
 				total.Bytes += e.Size
 			}
@@ -96,7 +96,7 @@ func push(ctx context.Context, conn *guest.Conn, workdir, guestDir string, entri
 }
 
 // writeEntry adds one entry to the archive, hashing a file's content on the way.
-func writeEntry(tw *tar.Writer, workdir string, e *Entry) (bool, error) {
+func writeEntry(tw *tar.Writer, workdir string, e *tree.Entry) (bool, error) {
 	full := filepath.Join(workdir, filepath.FromSlash(string(e.Path)))
 	hdr := &tar.Header{
 		Name:    string(e.Path),
@@ -105,10 +105,10 @@ func writeEntry(tw *tar.Writer, workdir string, e *Entry) (bool, error) {
 		Format:  tar.FormatGNU,
 	}
 	switch e.Type {
-	case runnerproto.TypeDir:
+	case tree.Dir:
 		hdr.Typeflag, hdr.Name, hdr.ModTime = tar.TypeDir, hdr.Name+"/", time.Now().Truncate(time.Second)
 		return true, tw.WriteHeader(hdr)
-	case runnerproto.TypeSymlink:
+	case tree.Symlink:
 		hdr.Typeflag, hdr.Linkname, hdr.ModTime = tar.TypeSymlink, string(e.Target), time.Now().Truncate(time.Second)
 		return true, tw.WriteHeader(hdr)
 	}

@@ -12,10 +12,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // SelectOptions say what of the working directory is staged.
@@ -29,13 +28,13 @@ type SelectOptions struct {
 // Selection is what of the working directory goes to the guest.
 type Selection struct {
 	// Entries are the files, directories and symlinks to stage (no hashes yet), sorted.
-	Entries []Entry
+	Entries []tree.Entry
 	// GitDir lists the entries of .git (staged so git works in the guest, never reviewed).
-	GitDir []Entry
+	GitDir []tree.Entry
 	// Skipped lists special files (sockets, fifos, devices) left on the host.
 	Skipped []string
 	// Patterns are the ignore patterns, for the guest to skip the same paths.
-	Patterns []ignore.Pattern
+	Patterns []tree.Pattern
 	// InGitRepo says the list came from git.
 	InGitRepo bool
 }
@@ -103,12 +102,12 @@ func Select(ctx context.Context, workdir string, opts SelectOptions) (*Selection
 			sel.Skipped = append(sel.Skipped, rel)
 			return nil
 		}
-		if e.Type == runnerproto.TypeDir && project.Ignored(rel, true) {
+		if e.Type == tree.Dir && project.Ignored(rel, true) {
 			return nil
 		}
 		seen[rel] = true
 		sel.Entries = append(sel.Entries, e)
-		if e.Type == runnerproto.TypeDir && sel.InGitRepo && isGitLink(workdir, rel) {
+		if e.Type == tree.Dir && sel.InGitRepo && isGitLink(workdir, rel) {
 			// A submodule or a nested clone: what its own git lists, with its own ignore
 			// rules (its ignored .env stays on the host), plus its .git, so that git works
 			// there in the guest (git metadata: never reviewed, see IsGitMetadata).
@@ -130,7 +129,7 @@ func Select(ctx context.Context, workdir string, opts SelectOptions) (*Selection
 		}
 	}
 	// Every parent directory of what is staged exists in the guest too.
-	for _, e := range append([]Entry(nil), sel.Entries...) {
+	for _, e := range append([]tree.Entry(nil), sel.Entries...) {
 		for d := path.Dir(string(e.Path)); d != "." && !seen[d]; d = path.Dir(d) {
 			if err := add(d); err != nil {
 				return nil, err
@@ -142,7 +141,7 @@ func Select(ctx context.Context, workdir string, opts SelectOptions) (*Selection
 		if err != nil {
 			return nil, err
 		}
-		sel.GitDir = append(sel.GitDir, Entry{Path: ".git", Type: runnerproto.TypeDir, Mode: 0o755})
+		sel.GitDir = append(sel.GitDir, tree.Entry{Path: ".git", Type: tree.Dir, Mode: 0o755})
 		for _, n := range names {
 			rel := ".git/" + n
 			fi, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(rel)))
@@ -305,26 +304,18 @@ func walk(root string, m *ignore.Matcher) ([]string, error) {
 	return names, err
 }
 
-// hostEntry describes a host path; ok is false for special files.
-func hostEntry(workdir, rel string, fi fs.FileInfo) (Entry, bool) {
-	e := Entry{Path: runnerproto.Name(rel), Mode: uint32(fi.Mode().Perm())}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Mode = uint32(st.Mode) & 0o7777
+// hostEntry describes a host path as staging records it (mtime in whole seconds, as an archive
+// carries it; none for directories and links); ok is false for special files.
+func hostEntry(workdir, rel string, fi fs.FileInfo) (tree.Entry, bool) {
+	e, err := tree.EntryOf(rel, fi, func() (string, error) {
+		return os.Readlink(filepath.Join(workdir, filepath.FromSlash(rel)))
+	})
+	if err != nil || e.Type == tree.Other {
+		return e, false
 	}
 	e.MTime = fi.ModTime().Truncate(1e9).UnixNano()
-	switch {
-	case fi.Mode().IsRegular():
-		e.Type, e.Size = runnerproto.TypeFile, fi.Size()
-	case fi.IsDir():
-		e.Type, e.MTime = runnerproto.TypeDir, 0
-	case fi.Mode()&fs.ModeSymlink != 0:
-		t, err := os.Readlink(filepath.Join(workdir, filepath.FromSlash(rel)))
-		if err != nil {
-			return e, false
-		}
-		e.Type, e.Target, e.MTime = runnerproto.TypeSymlink, runnerproto.Name(t), 0
-	default:
-		return e, false
+	if e.Type != tree.File {
+		e.MTime = 0
 	}
 	return e, true
 }

@@ -20,8 +20,8 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
@@ -153,7 +153,7 @@ func stage(ctx context.Context, conn *guest.Conn, store Store, id, workdir strin
 		Excludes: opts.Select.Excludes, IncludeIgnored: opts.Select.IncludeIgnored, Patterns: sel.Patterns,
 		Skipped: sel.Skipped, InGitRepo: sel.InGitRepo,
 	}
-	all := append(append([]Entry(nil), sel.GitDir...), sel.Entries...)
+	all := append(append([]tree.Entry(nil), sel.GitDir...), sel.Entries...)
 	sent, err := push(ctx, conn, workdir, guestPath, all, opts.Progress)
 	if err != nil {
 		return nil, err
@@ -323,9 +323,6 @@ func (s *Session) Workspace() *workspace.Workspace {
 // Store is where the session's state is kept.
 func (s *Session) Store() Store { return s.store }
 
-// Conn is the connection to the session's guest.
-func (s *Session) Conn() *guest.Conn { return s.conn }
-
 // SaveBaseline records a new baseline (after a sync or an apply).
 func (s *Session) SaveBaseline(m *Manifest) error {
 	m.Sort()
@@ -350,11 +347,4 @@ func HashHostFile(workdir, rel string) string {
 		return ""
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// ReadGuestFile reads a regular file of the guest copy: at most limit bytes (guest.ErrTooLarge
-// beyond), and never anything else (guest.ErrNotRegular: a fifo, a device, a link), so that it
-// can neither block nor read without end.
-func (s *Session) ReadGuestFile(ctx context.Context, rel runnerproto.Name, limit int64) ([]byte, error) {
-	return s.conn.ReadFile(ctx, path.Join(s.State.GuestPath, string(rel)), limit)
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/fsutil"
-	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // Store keeps session state on the host, under the instance's directory in LIMA_HOME, so that
@@ -35,14 +35,14 @@ type State struct {
 	GuestPath string `json:"guest_path"`
 	// Token is also written in the guest; a guest without it does not have this session's
 	// copy (a recreated instance, a cleared disk).
-	Token          string           `json:"token"`
-	StagedAt       time.Time        `json:"staged_at"`
-	UpdatedAt      time.Time        `json:"updated_at"`
-	Excludes       []string         `json:"excludes,omitempty"`
-	IncludeIgnored bool             `json:"include_ignored,omitempty"`
-	Patterns       []ignore.Pattern `json:"patterns,omitempty"`
-	Skipped        []string         `json:"skipped,omitempty"`
-	InGitRepo      bool             `json:"in_git_repo,omitempty"`
+	Token          string         `json:"token"`
+	StagedAt       time.Time      `json:"staged_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
+	Excludes       []string       `json:"excludes,omitempty"`
+	IncludeIgnored bool           `json:"include_ignored,omitempty"`
+	Patterns       []tree.Pattern `json:"patterns,omitempty"`
+	Skipped        []string       `json:"skipped,omitempty"`
+	InGitRepo      bool           `json:"in_git_repo,omitempty"`
 }
 
 // SessionID names the session of a working directory.

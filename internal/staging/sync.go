@@ -1,20 +1,18 @@
 package staging
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
-	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // SyncReport says what a sync did.
 type SyncReport struct {
-	Pushed    []runnerproto.Name `json:"pushed"`    // host additions and edits copied to the guest
-	Removed   []runnerproto.Name `json:"removed"`   // host deletions applied to the guest
-	Conflicts []runnerproto.Name `json:"conflicts"` // changed on both sides: the guest's version kept
+	Pushed    []tree.Name `json:"pushed"`    // host additions and edits copied to the guest
+	Removed   []tree.Name `json:"removed"`   // host deletions applied to the guest
+	Conflicts []tree.Name `json:"conflicts"` // changed on both sides: the guest's version kept
 }
 
 // Sync brings host edits made since the baseline into the guest copy. A path the agent also
@@ -33,13 +31,13 @@ func (s *Session) Sync(ctx context.Context) (*SyncReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	guestChanged := map[runnerproto.Name]bool{}
+	guestChanged := map[tree.Name]bool{}
 	for _, c := range guestCS.Changes {
 		guestChanged[c.Path] = true
 	}
-	rep := &SyncReport{Pushed: []runnerproto.Name{}, Removed: []runnerproto.Name{}, Conflicts: []runnerproto.Name{}}
-	var toPush []Entry
-	var toRemove []runnerproto.Name
+	rep := &SyncReport{Pushed: []tree.Name{}, Removed: []tree.Name{}, Conflicts: []tree.Name{}}
+	var toPush []tree.Entry
+	var toRemove []tree.Name
 	for _, c := range hostCS.Changes {
 		if guestChanged[c.Path] || guestChanged[parentOf(c.Path)] {
 			rep.Conflicts = append(rep.Conflicts, c.Path)
@@ -54,18 +52,10 @@ func (s *Session) Sync(ctx context.Context) (*SyncReport, error) {
 			toPush = append(toPush, *c.Now)
 		}
 	}
-	if len(toRemove) > 0 {
-		var list bytes.Buffer
-		for _, p := range toRemove {
-			list.WriteString(string(p))
-			list.WriteByte(0)
-		}
-		script := "cd " + shellquote.Quote(s.State.GuestPath) + " && xargs -0 rm -rf --"
-		if _, err := s.conn.Stream(ctx, script, &list); err != nil {
-			return nil, fmt.Errorf("removing host deletions from the guest copy: %w", err)
-		}
+	if err := s.removeGuestPaths(ctx, toRemove); err != nil {
+		return nil, fmt.Errorf("removing host deletions from the guest copy: %w", err)
 	}
-	sent := []Entry{}
+	sent := []tree.Entry{}
 	if len(toPush) > 0 {
 		sent, err = push(ctx, s.conn, s.State.Workdir, s.State.GuestPath, toPush, nil)
 		if err != nil {
@@ -73,7 +63,7 @@ func (s *Session) Sync(ctx context.Context) (*SyncReport, error) {
 		}
 	}
 	// The new baseline: what both sides now agree on.
-	set := map[runnerproto.Name]*Entry{}
+	set := map[tree.Name]*tree.Entry{}
 	for _, p := range toRemove {
 		set[p] = nil
 	}
@@ -92,7 +82,7 @@ func (s *Session) Sync(ctx context.Context) (*SyncReport, error) {
 	return rep, nil
 }
 
-func parentOf(p runnerproto.Name) runnerproto.Name {
+func parentOf(p tree.Name) tree.Name {
 	for i := len(p) - 1; i >= 0; i-- {
 		if p[i] == '/' {
 			return p[:i]

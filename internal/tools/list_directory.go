@@ -9,7 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
@@ -88,15 +89,15 @@ func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, 
 }
 
 // listResult turns the runner's bounded listing into the tool's result, sorted by name.
-func listResult(ws *workspace.Workspace, lr *runnerproto.ListResult) *ListDirectoryResult {
+func listResult(ws *workspace.Workspace, lr *guest.ListResult) *ListDirectoryResult {
 	res := &ListDirectoryResult{Entries: make([]ListDirectoryResultEntry, len(lr.Entries)), Truncated: lr.Truncated}
 	sort.Slice(lr.Entries, func(i, j int) bool { return lr.Entries[i].Name < lr.Entries[j].Name })
 	for i, le := range lr.Entries {
 		e := &res.Entries[i]
 		e.Name = string(le.Name)
 		mode := fs.FileMode(le.Mode)
-		e.Size, e.Mode, e.ModTime, e.IsDir = ptr(le.Size), ptr(mode), ptr(time.Unix(0, le.MTime)), ptr(le.Type == runnerproto.TypeDir)
-		if le.Type == runnerproto.TypeSymlink {
+		e.Size, e.Mode, e.ModTime, e.IsDir = ptr(le.Size), ptr(mode), ptr(time.Unix(0, le.MTime)), ptr(le.Type == tree.Dir)
+		if le.Type == tree.Symlink {
 			e.LinkTarget = ws.ToHost(string(le.Target))
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
 )
 
 var runShellCommandTool = &mcp.Tool{
@@ -101,7 +101,7 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 }
 
 // joinOutput returns what was kept of a stream, with a marker where bytes were cut.
-func joinOutput(o runnerproto.Output) (string, int64) {
+func joinOutput(o headtail.Output) (string, int64) {
 	cut := o.Total - int64(len(o.Head)) - int64(len(o.Tail))
 	if cut <= 0 {
 		return string(o.Head) + string(o.Tail), 0

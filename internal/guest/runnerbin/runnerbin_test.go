@@ -1,9 +1,10 @@
 package runnerbin
 
 import (
-	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin/sourcehash"
 	"path/filepath"
 	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin/sourcehash"
 )
 
 func TestEmbeddedRunnerMatchesSource(t *testing.T) {

@@ -1,4 +1,4 @@
-package runnerproto
+package tree
 
 import (
 	"encoding/base64"

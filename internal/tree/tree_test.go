@@ -1,0 +1,66 @@
+package tree
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestNameSurvivesJSON(t *testing.T) {
+	for _, n := range []Name{"plain/path.go", "", "ünï/日本", "bad\xff\xfename", "nul\x00byte"} {
+		b, err := json.Marshal(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Name
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%q: %v (%s)", n, err, b)
+		}
+		if back != n {
+			t.Errorf("%q came back as %q (%s)", n, back, b)
+		}
+	}
+}
+
+func TestEntryOf(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, "f"), []byte("hello"), 0o640))
+	must(syscall.Chmod(filepath.Join(dir, "f"), 0o4750)) // setuid survives into Mode
+	must(os.Mkdir(filepath.Join(dir, "d"), 0o755))
+	must(os.Symlink("../elsewhere", filepath.Join(dir, "l")))
+	must(syscall.Mkfifo(filepath.Join(dir, "p"), 0o600))
+	for _, tc := range []struct {
+		name   string
+		kind   Kind
+		mode   uint32
+		size   int64
+		target Name
+	}{
+		{"f", File, 0o4750, 5, ""},
+		{"d", Dir, 0o755, 0, ""},
+		{"l", Symlink, 0o777, 0, "../elsewhere"},
+		{"p", Other, 0o600, 0, ""},
+	} {
+		full := filepath.Join(dir, tc.name)
+		fi, err := os.Lstat(full)
+		must(err)
+		e, err := EntryOf("sub/"+tc.name, fi, func() (string, error) { return os.Readlink(full) })
+		must(err)
+		if e.Path != Name("sub/"+tc.name) || e.Type != tc.kind || e.Mode != tc.mode || e.Size != tc.size || e.Target != tc.target || e.MTime == 0 {
+			t.Errorf("%s: %+v", tc.name, e)
+		}
+	}
+	fi, err := os.Lstat(filepath.Join(dir, "l"))
+	must(err)
+	if _, err := EntryOf("l", fi, func() (string, error) { return "", os.ErrPermission }); err == nil {
+		t.Error("a link whose target cannot be read gave no error")
+	}
+}
