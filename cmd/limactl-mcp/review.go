@@ -12,6 +12,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -117,8 +118,8 @@ func runReview(cmd *cobra.Command, ios *iostreams.IOStreams, opts *reviewOptions
 	case opts.Yes || opts.DryRun:
 		decisions = acceptNonConflicts(cs)
 	case ios.IsStdinTTY() && ios.IsStdoutTTY():
-		decisions, err = review.RunTUI(cs, ios.In, ios.Out, review.TUIOptions{Accessible: opts.Accessible})
-		if errors.Is(err, review.ErrAborted) {
+		decisions, err = tui.Run(cs, ios.In, ios.Out, tui.Options{Accessible: opts.Accessible})
+		if errors.Is(err, tui.ErrAborted) {
 			fmt.Fprintln(ios.ErrOut, "Aborted: nothing was applied, host and guest are untouched.")
 			return &exitCodeError{code: exitError, err: errSilent}
 		}

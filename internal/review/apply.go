@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -30,7 +31,13 @@ type Report struct {
 // Planned is one step of an apply, as the final confirmation and --dry-run show it.
 type Planned struct {
 	Path string
+	// What is what happens to Path, in the words of --dry-run ("write (2 of 3 hunks)").
 	What string
+	// Sentence says the same with the path in it, as the TUI's confirmation shows it ("write
+	// a.go (2 of 3 hunks)").
+	Sentence string
+	// Pending says nothing happens: the change stays pending in the guest.
+	Pending bool
 }
 
 // step is what an apply does for one item.
@@ -57,7 +64,7 @@ func plan(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 	for _, d := range decisions {
 		it := byPath[d.Path]
 		if it == nil {
-			return nil, nil, fmt.Errorf("no change at %s", display(d.Path))
+			return nil, nil, fmt.Errorf("no change at %s", termsafe.Path(d.Path))
 		}
 		if it.Refused != "" {
 			continue
@@ -128,7 +135,7 @@ func (s *step) acceptPlan() error {
 	s.after, s.baseNext = &e, g
 	switch g.Type {
 	case tree.Symlink:
-		s.what = "symlink -> " + display(string(g.Target))
+		s.what = "symlink -> " + termsafe.Path(string(g.Target))
 	case tree.Dir:
 		s.what = fmt.Sprintf("create directory (mode %o)", e.Mode)
 	case tree.File:
@@ -179,10 +186,10 @@ func Plan(cs *Changeset, decisions []Decision) ([]Planned, error) {
 	}
 	var out []Planned
 	for _, s := range steps {
-		out = append(out, Planned{Path: s.it.Display, What: s.what})
+		out = append(out, Planned{Path: s.it.Display, What: s.what, Sentence: describe(s.it, s.dec)})
 	}
 	for _, p := range pending {
-		out = append(out, Planned{Path: p, What: "leave pending in the guest"})
+		out = append(out, Planned{Path: p, What: "leave pending in the guest", Pending: true})
 	}
 	return out, nil
 }
@@ -289,16 +296,16 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 		}
 		if root, why := failedUnit(failed, je); root != "" {
 			je.NotWritten = true
-			rep.Refused = append(rep.Refused, display(je.Path)+": not applied: it goes with "+display(root)+", which failed ("+why+")")
+			rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": not applied: it goes with "+termsafe.Path(root)+", which failed ("+why+")")
 			continue
 		}
 		if err := setHost(host, je.Path, je.After, j, je.AfterBlob, false, host.expect(je.Path, je.Before)); err != nil {
 			je.NotWritten = true
-			rep.Refused = append(rep.Refused, display(je.Path)+": "+err.Error())
+			rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": "+err.Error())
 			failed[je.Path] = err.Error()
 			continue
 		}
-		rep.Written = append(rep.Written, display(je.Path))
+		rep.Written = append(rep.Written, termsafe.Path(je.Path))
 	}
 	if err := host.syncDirs(); err != nil {
 		return nil, err
@@ -367,7 +374,7 @@ func refuseReplacedTrees(host *hostTree, steps []*step, refused map[*step]string
 		}
 		for _, p := range below {
 			if !removed[p] {
-				refused[s] = fmt.Sprintf("the host's directory holds %s, which the guest does not know: the directory and everything in it are kept", display(p))
+				refused[s] = fmt.Sprintf("the host's directory holds %s, which the guest does not know: the directory and everything in it are kept", termsafe.Path(p))
 				break
 			}
 		}
@@ -493,12 +500,12 @@ func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) erro
 			host.removeTemps(je.Path)
 			now, err := host.entry(je.Path)
 			if err != nil {
-				rep.Refused = append(rep.Refused, display(je.Path)+": interrupted apply: "+err.Error())
+				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": interrupted apply: "+err.Error())
 				continue
 			}
 			if sameOrAbsent(now, je.After) && !sameOrAbsent(now, je.Before) {
 				if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true, host.expect(je.Path, je.After)); err != nil {
-					rep.Refused = append(rep.Refused, display(je.Path)+": rolling back an interrupted apply: "+err.Error())
+					rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": rolling back an interrupted apply: "+err.Error())
 				}
 			}
 		}
@@ -595,18 +602,18 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 		if je.HostOp {
 			now, err := host.entry(je.Path)
 			if err != nil {
-				rep.Refused = append(rep.Refused, display(je.Path)+": "+err.Error())
+				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": "+err.Error())
 				continue
 			}
 			if !sameOrAbsent(now, je.After) {
-				rep.Refused = append(rep.Refused, display(je.Path)+": changed on the host after the apply; left as it is")
+				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": changed on the host after the apply; left as it is")
 				continue
 			}
 			if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true, host.expect(je.Path, je.After)); err != nil {
-				rep.Refused = append(rep.Refused, display(je.Path)+": "+err.Error())
+				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": "+err.Error())
 				continue
 			}
-			rep.Written = append(rep.Written, display(je.Path))
+			rep.Written = append(rep.Written, termsafe.Path(je.Path))
 		}
 		set[tree.Name(je.Path)] = je.BaseBefore
 	}

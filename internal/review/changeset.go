@@ -13,6 +13,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -53,7 +54,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 	}
 
 	for _, p := range gcs.GitMetadata {
-		cs.Ignored = append(cs.Ignored, &Item{Path: string(p), Display: display(string(p)), Kind: staging.Modified,
+		cs.Ignored = append(cs.Ignored, &Item{Path: string(p), Display: termsafe.Path(string(p)), Kind: staging.Modified,
 			Refused: ".git is never written by a review: the guest's git config and hooks could run code on the host"})
 	}
 	for _, c := range gcs.Changes {
@@ -61,7 +62,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		if len(paths) > 0 && !selected(rel, paths) {
 			continue
 		}
-		it := &Item{Path: rel, Display: display(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
+		it := &Item{Path: rel, Display: termsafe.Path(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
 		if why := refusePath(rel); why != "" {
 			it.Refused = why
 			if ignoredReason(why) {
@@ -179,7 +180,7 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 			it.Refused = "a fifo, socket or device: never created on the host"
 		case tree.Symlink:
 			if !symlinkTargetInside(it.Path, string(g.Target)) {
-				it.Refused = fmt.Sprintf("symlink to %s, outside the working directory: never created on the host", display(string(g.Target)))
+				it.Refused = fmt.Sprintf("symlink to %s, outside the working directory: never created on the host", termsafe.Path(string(g.Target)))
 			}
 		}
 		if g.Mode&0o7000 != 0 && g.Type == tree.File {
@@ -254,7 +255,7 @@ func oneLine(it *Item) string {
 	what := func(e *tree.Entry) string {
 		switch e.Type {
 		case tree.Symlink:
-			return "symlink -> " + display(string(e.Target))
+			return "symlink -> " + termsafe.Path(string(e.Target))
 		case tree.Dir:
 			return fmt.Sprintf("directory (mode %o)", e.Mode&0o777)
 		case tree.File:
@@ -279,7 +280,7 @@ func oneLine(it *Item) string {
 	case it.Base.Type != it.Guest.Type:
 		s = what(it.Base) + " replaced by " + what(it.Guest)
 	case it.Guest.Type == tree.Symlink:
-		s = "symlink now -> " + display(string(it.Guest.Target)) + " (was -> " + display(string(it.Base.Target)) + ")"
+		s = "symlink now -> " + termsafe.Path(string(it.Guest.Target)) + " (was -> " + termsafe.Path(string(it.Base.Target)) + ")"
 	default:
 		s = "modified"
 	}

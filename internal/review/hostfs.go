@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -62,10 +63,10 @@ func (h *hostTree) checkParents(rel string) error {
 			return err
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s: the host's %s is a symbolic link; refusing to write through it", display(rel), display(p))
+			return fmt.Errorf("%s: the host's %s is a symbolic link; refusing to write through it", termsafe.Path(rel), termsafe.Path(p))
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("%s: the host's %s is not a directory", display(rel), display(p))
+			return fmt.Errorf("%s: the host's %s is not a directory", termsafe.Path(rel), termsafe.Path(p))
 		}
 	}
 	return nil
@@ -154,7 +155,7 @@ var errChangedOnHost = errors.New("changed on the host during the review; nothin
 // allowed refuses, for every writer, what the host invariant forbids whatever the plan says.
 func allowed(rel string) error {
 	if why := refusePath(rel); why != "" {
-		return fmt.Errorf("%s: %s", display(rel), why)
+		return fmt.Errorf("%s: %s", termsafe.Path(rel), why)
 	}
 	return nil
 }
@@ -231,7 +232,7 @@ func (h *hostTree) symlink(rel, target string, restoring bool, ok check) error {
 		return err
 	}
 	if !restoring && !symlinkTargetInside(rel, target) {
-		return fmt.Errorf("%s: symlink target %s leaves the working directory; refused", display(rel), display(target))
+		return fmt.Errorf("%s: symlink target %s leaves the working directory; refused", termsafe.Path(rel), termsafe.Path(target))
 	}
 	if err := h.mkdirParents(rel); err != nil {
 		return err
@@ -319,7 +320,7 @@ func (h *hostTree) remove(rel string, ok check) error {
 func (h *hostTree) removeDir(rel string) error {
 	if err := h.root.Remove(rel); err != nil {
 		if fi, lerr := h.root.Lstat(rel); lerr == nil && fi.IsDir() {
-			return fmt.Errorf("the host's directory %s still holds files the guest does not know; kept", display(rel))
+			return fmt.Errorf("the host's directory %s still holds files the guest does not know; kept", termsafe.Path(rel))
 		}
 		return err
 	}
@@ -364,7 +365,7 @@ func (h *hostTree) syncDirs() error {
 		err = f.Sync()
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("syncing %s: %w", display(d), err)
+			return fmt.Errorf("syncing %s: %w", termsafe.Path(d), err)
 		}
 	}
 	h.dirty = nil
@@ -448,7 +449,7 @@ func (h *hostTree) chmod(rel string, mode uint32) error {
 		return err
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symbolic link on the host; refusing to change its target's mode", display(rel))
+		return fmt.Errorf("%s is a symbolic link on the host; refusing to change its target's mode", termsafe.Path(rel))
 	}
 	return h.root.Chmod(rel, fs.FileMode(mode&0o777))
 }

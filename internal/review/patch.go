@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -15,7 +16,7 @@ import (
 func Patch(cs *Changeset) string {
 	var b strings.Builder
 	note := func(format string, args ...any) {
-		b.WriteString("# " + safe(fmt.Sprintf(format, args...)) + "\n")
+		b.WriteString("# " + termsafe.String(fmt.Sprintf(format, args...)) + "\n")
 	}
 	for _, it := range cs.Items {
 		if it.Refused != "" {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -24,7 +25,7 @@ func TestPatchQuotesHostileNames(t *testing.T) {
 	cs := &Changeset{}
 	for _, n := range names {
 		g := &tree.Entry{Path: tree.Name(n), Type: tree.File, Mode: 0o644, Size: 3}
-		cs.Items = append(cs.Items, &Item{Path: n, Display: display(n), Kind: staging.Added, Guest: g, GuestText: "hi\n", Hunks: udiff.Hunks("", "hi\n")})
+		cs.Items = append(cs.Items, &Item{Path: n, Display: termsafe.Path(n), Kind: staging.Added, Guest: g, GuestText: "hi\n", Hunks: udiff.Hunks("", "hi\n")})
 	}
 	cs.Items = append(cs.Items, &Item{Path: "r", Display: "r", Refused: "lstat r\n+++ b/injected2\n: bad"})
 	p := Patch(cs)

@@ -4,6 +4,7 @@
 package tree
 
 import (
+	"fmt"
 	"io/fs"
 	"syscall"
 )
@@ -33,6 +34,9 @@ type Entry struct {
 	// MTime is the modification time in Unix nanoseconds, where it is kept.
 	MTime int64 `json:"mt,omitempty"`
 }
+
+// ModeString is a mode as chmod takes it ("755", "4755").
+func ModeString(mode uint32) string { return fmt.Sprintf("%o", mode&0o7777) }
 
 // Pattern is one gitignore line and the directory (relative, slash-separated, "" for the
 // root) of the file it came from.

@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
 )
 
 func main() {
@@ -35,10 +36,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	decs, err := review.RunTUI(&cs, os.Stdin, os.Stdout, review.TUIOptions{Accessible: *accessible, Width: *width, Height: *height})
+	decs, err := tui.Run(&cs, os.Stdin, os.Stdout, tui.Options{Accessible: *accessible, Width: *width, Height: *height})
 	var result any = decs
 	switch {
-	case errors.Is(err, review.ErrAborted):
+	case errors.Is(err, tui.ErrAborted):
 		result = "aborted"
 	case err != nil:
 		result = map[string]string{"error": err.Error()}

@@ -1,20 +1,21 @@
-package review
+package tui
 
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/mattn/go-runewidth"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
 // Everything the TUI prints that came from the guest (paths, file contents, descriptions,
-// link targets) goes through sanitize first: a hostile file must not be able to move the
-// cursor, recolour the screen, hide a line or reorder text with bidi controls.
+// link targets) goes through internal/termsafe first.
 
 // span is a piece of text to print; esc marks an escape sequence standing for a character
 // that could not be printed as is (shown highlighted so it is not mistaken for source text).
@@ -25,52 +26,17 @@ type span struct {
 	meta bool     // a hunk header or a note ("\ No newline at end of file")
 }
 
-// sanitizeSpans splits s into printable text and escapes. With tabWidth > 0 tabs are
-// expanded to that tab stop (for file contents), otherwise they are escaped (for names).
+// sanitizeSpans is termsafe.Pieces as spans.
 func sanitizeSpans(s string, tabWidth int) []span {
 	var out []span
-	var b strings.Builder
-	col := 0
-	flush := func() {
-		if b.Len() > 0 {
-			out = append(out, span{text: b.String()})
-			b.Reset()
-		}
+	for _, p := range termsafe.Pieces(s, tabWidth) {
+		out = append(out, span{text: p.Text, esc: p.Escaped})
 	}
-	esc := func(e string) {
-		flush()
-		out = append(out, span{text: e, esc: true})
-		col += len(e)
-	}
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			esc(fmt.Sprintf(`\x%02x`, s[i]))
-		case r == '\t' && tabWidth > 0:
-			n := tabWidth - col%tabWidth
-			b.WriteString(strings.Repeat(" ", n))
-			col += n
-		case mustEscape(r):
-			esc(escapeRune(r))
-		default:
-			b.WriteRune(r)
-			col += runewidth.RuneWidth(r)
-		}
-		i += size
-	}
-	flush()
 	return out
 }
 
-// displayName is how an item's path is shown: Display (already escaped by the changeset
-// builder; escaping again is harmless), never the raw Path.
-func displayName(it *Item) string {
-	if it.Display != "" {
-		return safe(it.Display)
-	}
-	return safe(it.Path)
-}
+// displayName is how an item's path is shown (review.Item.Name).
+func displayName(it *review.Item) string { return it.Name() }
 
 // painter turns spans into terminal text: coloured, or plain for accessible mode.
 type painter struct {
@@ -233,7 +199,7 @@ func (p *painter) textLines(s string, width int) []string {
 
 // itemDoc renders everything there is to see about an item: its description, and for a
 // text item the whole diff. hunkAt[i] is the line where hunk i starts.
-func (p *painter) itemDoc(it *Item, width int) (lines []string, hunkAt []int) {
+func (p *painter) itemDoc(it *review.Item, width int) (lines []string, hunkAt []int) {
 	if it.Refused != "" {
 		lines = append(lines, p.textLines("refused: "+it.Refused, width)...)
 	}
@@ -263,12 +229,12 @@ func (p *painter) itemDoc(it *Item, width int) (lines []string, hunkAt []int) {
 }
 
 // entryInfo describes what changed in the entries themselves (type, mode, link target).
-func entryInfo(it *Item) string {
+func entryInfo(it *review.Item) string {
 	b, g := it.Base, it.Guest
 	var parts []string
 	switch {
 	case b == nil && g != nil:
-		parts = append(parts, "new "+string(g.Type)+" "+modeStr(g.Mode))
+		parts = append(parts, "new "+string(g.Type)+" "+tree.ModeString(g.Mode))
 	case b != nil && g == nil:
 		parts = append(parts, "deleted "+string(b.Type))
 	case b != nil && g != nil:
@@ -276,7 +242,7 @@ func entryInfo(it *Item) string {
 			parts = append(parts, string(b.Type+" → "+g.Type))
 		}
 		if b.Mode != g.Mode && b.Type == g.Type {
-			parts = append(parts, "mode "+modeStr(b.Mode)+" → "+modeStr(g.Mode))
+			parts = append(parts, "mode "+tree.ModeString(b.Mode)+" → "+tree.ModeString(g.Mode))
 		}
 	}
 	if g != nil && g.Type == "symlink" {
@@ -289,18 +255,16 @@ func entryInfo(it *Item) string {
 	return strings.Join(parts, "; ")
 }
 
-func modeStr(m uint32) string { return fmt.Sprintf("%o", m&0o7777) }
-
 // modeChange returns "644 → 755" when both sides have a mode.
-func modeChange(it *Item) (string, bool) {
+func modeChange(it *review.Item) (string, bool) {
 	if it.Base == nil || it.Guest == nil || it.Base.Mode == it.Guest.Mode {
 		return "", false
 	}
-	return modeStr(it.Base.Mode) + " → " + modeStr(it.Guest.Mode), true
+	return tree.ModeString(it.Base.Mode) + " → " + tree.ModeString(it.Guest.Mode), true
 }
 
 // countStr is "+3 −1" for a text item.
-func countStr(it *Item) string {
+func countStr(it *review.Item) string {
 	if !it.Text {
 		return ""
 	}
@@ -308,7 +272,7 @@ func countStr(it *Item) string {
 }
 
 // label is the one-line summary of an item in the file list, e.g. "M path  +3 −1".
-func label(it *Item) string {
+func label(it *review.Item) string {
 	name := displayName(it)
 	var s string
 	switch it.Kind {
@@ -338,62 +302,7 @@ func label(it *Item) string {
 			s += fmt.Sprintf(" (%d hunks)", len(it.Hunks))
 		}
 	case it.Description != "" && it.Kind != staging.ModeChanged:
-		s += "  " + safe(it.Description)
+		s += "  " + termsafe.String(it.Description)
 	}
 	return s
-}
-
-// action is the line the final confirmation shows for a decision that changes something;
-// "" when the decision leaves everything as it is.
-func action(it *Item, d Decision) string {
-	name := displayName(it)
-	write := func(verb string) string {
-		switch {
-		case it.Guest == nil && it.Kind == staging.Deleted:
-			return "delete " + name
-		case it.Kind == staging.Added:
-			return "create " + name
-		case it.Kind == staging.LinkChanged:
-			if it.Guest != nil && it.Guest.Type == "symlink" {
-				return "relink " + name + " → " + safe(string(it.Guest.Target))
-			}
-			return "relink " + name
-		case it.Kind == staging.TypeChanged:
-			s := "replace " + name
-			if it.Base != nil && it.Guest != nil {
-				s += " (" + string(it.Base.Type) + " → " + string(it.Guest.Type) + ")"
-			}
-			return s
-		case it.Kind == staging.ModeChanged:
-			s := ""
-			if it.Text && len(it.Hunks) > 0 {
-				s = verb + " " + name + " and "
-			}
-			if it.Guest != nil {
-				return s + "chmod " + name + " " + modeStr(it.Guest.Mode)
-			}
-			return s + "chmod " + name
-		}
-		return verb + " " + name
-	}
-	switch d.Action {
-	case Accept:
-		if d.Hunks != nil {
-			n := 0
-			for _, ok := range d.Hunks {
-				if ok {
-					n++
-				}
-			}
-			return fmt.Sprintf("write %s (%d of %d hunks)", name, n, len(d.Hunks))
-		}
-		return write("write")
-	case TakeGuest:
-		return write("overwrite") + " (conflict: take guest)"
-	case KeepHost:
-		return "keep host: " + name + " (copied into the guest)"
-	case RejectRevert:
-		return "revert in guest: " + name
-	}
-	return ""
 }

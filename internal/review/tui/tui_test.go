@@ -1,4 +1,4 @@
-package review
+package tui
 
 import (
 	"encoding/json"
@@ -14,7 +14,9 @@ import (
 
 	"github.com/mattn/go-runewidth"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -70,7 +72,7 @@ func (s *tmuxSession) tmux(args ...string) (string, error) {
 }
 
 // startTUI runs tuidemo on cs (with extra flags) in an 80×24 tmux session.
-func startTUI(t *testing.T, cs *Changeset, flags ...string) *tmuxSession {
+func startTUI(t *testing.T, cs *review.Changeset, flags ...string) *tmuxSession {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
@@ -179,7 +181,7 @@ func (s *tmuxSession) typeLine(text string) {
 }
 
 // outcome waits for the result file: the decisions, or aborted.
-func (s *tmuxSession) outcome() (decs []Decision, aborted bool) {
+func (s *tmuxSession) outcome() (decs []review.Decision, aborted bool) {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -213,8 +215,8 @@ func numbered(n int, change map[int]string) string {
 	return b.String()
 }
 
-func textItem(path string, kind staging.Kind, old, new string) *Item {
-	it := &Item{Path: path, Display: path, Kind: kind, Text: true, BaseText: old, GuestText: new}
+func textItem(path string, kind staging.Kind, old, new string) *review.Item {
+	it := &review.Item{Path: path, Display: path, Kind: kind, Text: true, BaseText: old, GuestText: new}
 	it.Hunks = udiff.Hunks(old, new)
 	for _, h := range it.Hunks {
 		for _, l := range h.Lines {
@@ -230,42 +232,42 @@ func textItem(path string, kind staging.Kind, old, new string) *Item {
 }
 
 // threeHunks is a file with 3 hunks far apart.
-func threeHunks() *Item {
+func threeHunks() *review.Item {
 	old := numbered(40, nil)
 	new := numbered(40, map[int]string{3: "changed three", 20: "changed twenty", 37: "changed thirty-seven"})
 	return textItem("src/three.go", staging.Modified, old, new)
 }
 
-func oneHunk() *Item {
+func oneHunk() *review.Item {
 	return textItem("README.md", staging.Modified, "hello\nworld\n", "hello\nbrave new world\n")
 }
 
-func added() *Item {
+func added() *review.Item {
 	return textItem("docs/new.txt", staging.Added, "", "fresh\nfile\n")
 }
 
-func binary() *Item {
-	return &Item{Path: "logo.png", Display: "logo.png", Kind: staging.Modified,
+func binary() *review.Item {
+	return &review.Item{Path: "logo.png", Display: "logo.png", Kind: staging.Modified,
 		Description: "binary file changed (1.2 KB → 1.4 KB)"}
 }
 
-func conflictItem() *Item {
+func conflictItem() *review.Item {
 	it := textItem("go.mod", staging.Modified, "module x\n\ngo 1.22\n", "module x\n\ngo 1.26\n")
 	it.Conflict = true
 	it.Description = "host: go 1.25"
 	return it
 }
 
-func refusedItem() *Item {
-	return &Item{Path: ".git/hooks/pre-commit", Display: ".git/hooks/pre-commit", Kind: staging.Added,
+func refusedItem() *review.Item {
+	return &review.Item{Path: ".git/hooks/pre-commit", Display: ".git/hooks/pre-commit", Kind: staging.Added,
 		Refused: "writes into .git are never applied"}
 }
 
-func basicChangeset() *Changeset {
-	return &Changeset{Workdir: "/home/me/project", Items: []*Item{oneHunk(), added(), binary()}}
+func basicChangeset() *review.Changeset {
+	return &review.Changeset{Workdir: "/home/me/project", Items: []*review.Item{oneHunk(), added(), binary()}}
 }
 
-func wantDecisions(t *testing.T, got, want []Decision) {
+func wantDecisions(t *testing.T, got, want []review.Decision) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {
 		g, _ := json.Marshal(got)
@@ -285,10 +287,10 @@ func TestTUIAcceptAll(t *testing.T) {
 	if aborted {
 		t.Fatal("aborted")
 	}
-	wantDecisions(t, decs, []Decision{
-		{Path: "README.md", Action: Accept},
-		{Path: "docs/new.txt", Action: Accept},
-		{Path: "logo.png", Action: Accept},
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "README.md", Action: review.Accept},
+		{Path: "docs/new.txt", Action: review.Accept},
+		{Path: "logo.png", Action: review.Accept},
 	})
 }
 
@@ -312,16 +314,16 @@ func TestTUIDeselectOne(t *testing.T) {
 	if aborted {
 		t.Fatal("aborted")
 	}
-	wantDecisions(t, decs, []Decision{
-		{Path: "README.md", Action: Accept},
-		{Path: "docs/new.txt", Action: Reject},
-		{Path: "logo.png", Action: Accept},
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "README.md", Action: review.Accept},
+		{Path: "docs/new.txt", Action: review.Reject},
+		{Path: "logo.png", Action: review.Accept},
 	})
 }
 
 func TestTUIChooseHunks(t *testing.T) {
 	t.Parallel()
-	s := startTUI(t, &Changeset{Items: []*Item{threeHunks(), oneHunk()}})
+	s := startTUI(t, &review.Changeset{Items: []*review.Item{threeHunks(), oneHunk()}})
 	s.waitFor("M src/three.go  +3 −3 (3 hunks)", "M README.md  +1 −1")
 	s.keys("Enter")
 	s.waitFor("What should happen to this file?", "> accept all 3 hunks", "@@ -1,6 +1,6 @@")
@@ -347,15 +349,15 @@ func TestTUIChooseHunks(t *testing.T) {
 	if aborted {
 		t.Fatal("aborted")
 	}
-	wantDecisions(t, decs, []Decision{
-		{Path: "src/three.go", Action: Accept, Hunks: []bool{true, false, true}},
-		{Path: "README.md", Action: Accept},
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "src/three.go", Action: review.Accept, Hunks: []bool{true, false, true}},
+		{Path: "README.md", Action: review.Accept},
 	})
 }
 
 func TestTUIConflictTakeGuest(t *testing.T) {
 	t.Parallel()
-	s := startTUI(t, &Changeset{Items: []*Item{oneHunk(), conflictItem()}})
+	s := startTUI(t, &review.Changeset{Items: []*review.Item{oneHunk(), conflictItem()}})
 	s.waitFor("1 conflict", "• C M go.mod  +1 −1")
 	s.keys("Down", "Space")
 	s.waitFor("> ✓ C M go.mod")
@@ -370,15 +372,15 @@ func TestTUIConflictTakeGuest(t *testing.T) {
 	if aborted {
 		t.Fatal("aborted")
 	}
-	wantDecisions(t, decs, []Decision{
-		{Path: "README.md", Action: Accept},
-		{Path: "go.mod", Action: TakeGuest},
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "README.md", Action: review.Accept},
+		{Path: "go.mod", Action: review.TakeGuest},
 	})
 }
 
 func TestTUICtrlCAborts(t *testing.T) {
 	t.Parallel()
-	s := startTUI(t, &Changeset{Items: []*Item{threeHunks(), oneHunk()}})
+	s := startTUI(t, &review.Changeset{Items: []*review.Item{threeHunks(), oneHunk()}})
 	s.waitFor("M src/three.go")
 	s.keys("Enter")
 	s.waitFor("What should happen to this file?")
@@ -461,7 +463,7 @@ func TestTUIDeclineConfirmation(t *testing.T) {
 
 func TestTUIRefused(t *testing.T) {
 	t.Parallel()
-	cs := &Changeset{Items: []*Item{oneHunk(), refusedItem(), conflictItem()}}
+	cs := &review.Changeset{Items: []*review.Item{oneHunk(), refusedItem(), conflictItem()}}
 	s := startTUI(t, cs)
 	scr := s.waitFor("1 refused", "Refused (never applied)", ".git/hooks/pre-commit: writes into .git are never applied")
 	// The refused item is not one of the options.
@@ -476,9 +478,9 @@ func TestTUIRefused(t *testing.T) {
 	if aborted {
 		t.Fatal("aborted")
 	}
-	wantDecisions(t, decs, []Decision{
-		{Path: "README.md", Action: Accept},
-		{Path: "go.mod", Action: Skip},
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "README.md", Action: review.Accept},
+		{Path: "go.mod", Action: review.Skip},
 	})
 }
 
@@ -495,7 +497,7 @@ func TestTUIHostileNames(t *testing.T) {
 	bin.Description = "binary \x1b]2;pwned\x07 changed"
 	ref := refusedItem()
 	ref.Refused = "unsafe \x1b]2;pwned\x07 target"
-	s := startTUI(t, &Changeset{Items: []*Item{evil, bin, ref}})
+	s := startTUI(t, &review.Changeset{Items: []*review.Item{evil, bin, ref}})
 	s.waitFor(`A evil\x1b[2J\x1b]2;pwned\x07\nname.txt`, `binary \x1b]2;pwned\x07 changed`, `unsafe \x1b]2;pwned\x07 target`)
 	s.keys("v")
 	s.waitFor(`+\x1b]2;pwned\x07\x1b[2Jclear\u202egnp.exe`, "+ok")
@@ -512,15 +514,15 @@ func TestTUIHostileNames(t *testing.T) {
 	if aborted {
 		t.Fatal("aborted")
 	}
-	wantDecisions(t, decs, []Decision{
-		{Path: evil.Path, Action: Accept},
-		{Path: "logo.png", Action: Accept},
+	wantDecisions(t, decs, []review.Decision{
+		{Path: evil.Path, Action: review.Accept},
+		{Path: "logo.png", Action: review.Accept},
 	})
 }
 
 func TestTUIDiffView(t *testing.T) {
 	t.Parallel()
-	s := startTUI(t, &Changeset{Items: []*Item{oneHunk(), threeHunks()}})
+	s := startTUI(t, &review.Changeset{Items: []*review.Item{oneHunk(), threeHunks()}})
 	s.waitFor("> ✓ M README.md")
 	s.keys("Down", "v")
 	s.waitFor("M src/three.go", "@@ -1,6 +1,6 @@", "1-22/26")
@@ -546,15 +548,15 @@ func TestTUIDiffView(t *testing.T) {
 	if aborted {
 		t.Fatal("aborted")
 	}
-	wantDecisions(t, decs, []Decision{
-		{Path: "README.md", Action: Accept},
-		{Path: "src/three.go", Action: Accept},
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "README.md", Action: review.Accept},
+		{Path: "src/three.go", Action: review.Accept},
 	})
 }
 
 func TestTUIManyFiles(t *testing.T) {
 	t.Parallel()
-	cs := &Changeset{}
+	cs := &review.Changeset{}
 	for i := range 30 {
 		it := textItem(fmt.Sprintf("dir/file%02d.go", i), staging.Modified, "a\n", "b\n")
 		cs.Items = append(cs.Items, it)
@@ -580,14 +582,14 @@ func TestTUIManyFiles(t *testing.T) {
 	s.waitFor("Apply these changes?")
 	s.keys("y")
 	decs, aborted := s.outcome()
-	if aborted || len(decs) != 30 || decs[29].Action != Reject || decs[0].Action != Accept {
+	if aborted || len(decs) != 30 || decs[29].Action != review.Reject || decs[0].Action != review.Accept {
 		t.Fatalf("aborted %v, decisions %+v", aborted, decs)
 	}
 }
 
 func TestTUIAccessible(t *testing.T) {
 	t.Parallel()
-	cs := &Changeset{Items: []*Item{threeHunks(), oneHunk(), conflictItem(), refusedItem()}}
+	cs := &review.Changeset{Items: []*review.Item{threeHunks(), oneHunk(), conflictItem(), refusedItem()}}
 	s := startTUI(t, cs, "-accessible")
 	s.waitFor("Print the changes of every file first? [y/N]")
 	s.typeLine("n")
@@ -612,10 +614,10 @@ func TestTUIAccessible(t *testing.T) {
 	if aborted {
 		t.Fatal("aborted")
 	}
-	wantDecisions(t, decs, []Decision{
-		{Path: "src/three.go", Action: Accept, Hunks: []bool{true, false, true}},
-		{Path: "README.md", Action: Accept},
-		{Path: "go.mod", Action: TakeGuest},
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "src/three.go", Action: review.Accept, Hunks: []bool{true, false, true}},
+		{Path: "README.md", Action: review.Accept},
+		{Path: "go.mod", Action: review.TakeGuest},
 	})
 }
 
@@ -659,8 +661,8 @@ func TestTUISanitize(t *testing.T) {
 		"ünïcødé 日本":          "ünïcødé 日本",
 		`already\x1b escaped`: `already\x1b escaped`,
 	} {
-		if got := safe(in); got != want {
-			t.Errorf("safe(%q) = %q, want %q", in, got, want)
+		if got := termsafe.String(in); got != want {
+			t.Errorf("termsafe.String(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -695,19 +697,26 @@ func TestTUIWrapKeepsEverything(t *testing.T) {
 }
 
 func TestTUIPlan(t *testing.T) {
-	mode := &Item{Path: "run.sh", Display: "run.sh", Kind: staging.ModeChanged,
+	mode := &review.Item{Path: "run.sh", Display: "run.sh", Kind: staging.ModeChanged,
 		Base: &tree.Entry{Type: "file", Mode: 0o644}, Guest: &tree.Entry{Type: "file", Mode: 0o755}}
-	del := &Item{Path: "old.txt", Display: "old.txt", Kind: staging.Deleted, Base: &tree.Entry{Type: "file", Mode: 0o644}}
-	link := &Item{Path: "l", Display: "l", Kind: staging.LinkChanged,
+	del := &review.Item{Path: "old.txt", Display: "old.txt", Kind: staging.Deleted, Base: &tree.Entry{Type: "file", Mode: 0o644}}
+	link := &review.Item{Path: "l", Display: "l", Kind: staging.LinkChanged,
 		Base: &tree.Entry{Type: "symlink", Target: "a"}, Guest: &tree.Entry{Type: "symlink", Target: "b\x1b"}}
 	three := threeHunks()
-	items := []*Item{mode, del, link, three, oneHunk(), conflictItem(), oneHunk()}
-	decs := []Decision{
-		{Action: Accept}, {Action: Accept}, {Action: Accept},
-		{Action: Accept, Hunks: []bool{true, false, true}},
-		{Action: RejectRevert}, {Action: KeepHost}, {Action: Reject},
+	items := []*review.Item{mode, del, link, three, oneHunk(), conflictItem(), oneHunk()}
+	decs := []review.Decision{
+		{Action: review.Accept}, {Action: review.Accept}, {Action: review.Accept},
+		{Action: review.Accept, Hunks: []bool{true, false, true}},
+		{Action: review.RejectRevert}, {Action: review.KeepHost}, {Action: review.Reject},
 	}
-	do, left := planLines(items, decs)
+	for i := range decs {
+		decs[i].Path = items[i].Path
+	}
+	r := &reviewer{cs: &review.Changeset{Items: items}}
+	do, left, err := r.planLines(decs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	wantDo := []string{
 		"chmod run.sh 755",
 		"delete old.txt",
@@ -728,7 +737,7 @@ func runewidthOf(s string) int { return runewidth.StringWidth(s) }
 
 func TestTUINothingToReview(t *testing.T) {
 	var out strings.Builder
-	decs, err := RunTUI(&Changeset{}, strings.NewReader(""), &out, TUIOptions{})
+	decs, err := Run(&review.Changeset{}, strings.NewReader(""), &out, Options{})
 	if err != nil || len(decs) != 0 || out.Len() != 0 {
 		t.Fatalf("decisions %+v, err %v, output %q", decs, err, out.String())
 	}
@@ -736,7 +745,7 @@ func TestTUINothingToReview(t *testing.T) {
 
 func TestTUIOnlyRefused(t *testing.T) {
 	t.Parallel()
-	s := startTUI(t, &Changeset{Items: []*Item{refusedItem()}})
+	s := startTUI(t, &review.Changeset{Items: []*review.Item{refusedItem()}})
 	s.waitFor("1 refused", ".git/hooks/pre-commit: writes into .git are never applied", "Nothing can be applied.")
 	s.keys("Enter")
 	decs, aborted := s.outcome()
@@ -761,9 +770,9 @@ func TestTUIRejectAndRevert(t *testing.T) {
 	if aborted {
 		t.Fatal("aborted")
 	}
-	wantDecisions(t, decs, []Decision{
-		{Path: "README.md", Action: RejectRevert},
-		{Path: "docs/new.txt", Action: Accept},
-		{Path: "logo.png", Action: Accept},
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "README.md", Action: review.RejectRevert},
+		{Path: "docs/new.txt", Action: review.Accept},
+		{Path: "logo.png", Action: review.Accept},
 	})
 }

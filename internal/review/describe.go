@@ -1,0 +1,74 @@
+package review
+
+import (
+	"fmt"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+)
+
+// Name is how the item's path is shown: Display (already escaped by the changeset builder;
+// escaping again is harmless), never the raw Path.
+func (it *Item) Name() string {
+	if it.Display != "" {
+		return termsafe.String(it.Display)
+	}
+	return termsafe.String(it.Path)
+}
+
+// describe is the sentence that says what d does to it ("write a.go (2 of 3 hunks)",
+// "overwrite go.mod (conflict: take guest)"), as the final confirmation shows it; "" when d
+// leaves everything as it is. It is the one place a decision is put in words for a person.
+func describe(it *Item, d Decision) string {
+	name := it.Name()
+	write := func(verb string) string {
+		switch {
+		case it.Guest == nil && it.Kind == staging.Deleted:
+			return "delete " + name
+		case it.Kind == staging.Added:
+			return "create " + name
+		case it.Kind == staging.LinkChanged:
+			if it.Guest != nil && it.Guest.Type == "symlink" {
+				return "relink " + name + " → " + termsafe.String(string(it.Guest.Target))
+			}
+			return "relink " + name
+		case it.Kind == staging.TypeChanged:
+			s := "replace " + name
+			if it.Base != nil && it.Guest != nil {
+				s += " (" + string(it.Base.Type) + " → " + string(it.Guest.Type) + ")"
+			}
+			return s
+		case it.Kind == staging.ModeChanged:
+			s := ""
+			if it.Text && len(it.Hunks) > 0 {
+				s = verb + " " + name + " and "
+			}
+			if it.Guest != nil {
+				return s + "chmod " + name + " " + tree.ModeString(it.Guest.Mode)
+			}
+			return s + "chmod " + name
+		}
+		return verb + " " + name
+	}
+	switch d.Action {
+	case Accept:
+		if d.Hunks != nil {
+			n := 0
+			for _, ok := range d.Hunks {
+				if ok {
+					n++
+				}
+			}
+			return fmt.Sprintf("write %s (%d of %d hunks)", name, n, len(d.Hunks))
+		}
+		return write("write")
+	case TakeGuest:
+		return write("overwrite") + " (conflict: take guest)"
+	case KeepHost:
+		return "keep host: " + name + " (copied into the guest)"
+	case RejectRevert:
+		return "revert in guest: " + name
+	}
+	return ""
+}

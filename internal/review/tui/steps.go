@@ -1,0 +1,369 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/huh"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+)
+
+// The steps of a review after its summary: every diff on request, the file list, each file
+// (its hunks, its conflict), reverting what was rejected, and the final confirmation.
+
+// offerAllDiffs (accessible mode) offers to print every diff before the file list.
+func (r *reviewer) offerAllDiffs(items []*review.Item) error {
+	show := false
+	f := r.form(summaryLine(r.cs.Summary()),
+		huh.NewConfirm().Title("Print the changes of every file first?").Value(&show))
+	if err := r.runForm(f, nil); err != nil {
+		return err
+	}
+	if !show {
+		return nil
+	}
+	for _, it := range items {
+		if err := r.page(*r.itemDoc(it, -1)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileList is step 1: which items to act on.
+func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
+	w, h := r.size()
+	var chosen []int
+	opts := make([]huh.Option[int], len(items))
+	for i, it := range items {
+		l := label(it)
+		if !r.accessible {
+			l = truncate(l, w-8)
+		}
+		opts[i] = huh.NewOption(l, i)
+		if !it.Conflict {
+			opts[i] = opts[i].Selected(true)
+			chosen = append(chosen, i)
+		}
+	}
+	desc := "space: toggle · v: view diff · enter: continue · esc: abort"
+	if r.accessible {
+		desc = ""
+	}
+	hasConflict := false
+	for _, it := range items {
+		hasConflict = hasConflict || it.Conflict
+	}
+	title := "Files to accept (unselected ones stay pending in the guest)"
+	if hasConflict {
+		title = "Files to accept (C: conflict, select it to resolve it next)"
+	}
+	ms := huh.NewMultiSelect[int]().
+		Title(title).
+		Description(desc).
+		Options(opts...).
+		Value(&chosen)
+	fields := []huh.Field{ms}
+	var noteLines int
+	switch {
+	case len(refused) > 0 && r.accessible:
+		fields = []huh.Field{huh.NewNote().Title("Refused (never applied)").
+			Description(r.refusedLines(refused, 0)), ms}
+	case len(refused) > 0:
+		noteLines = min(len(refused), max(2, h/4))
+		fields = append(fields, huh.NewNote().Title("Refused (never applied)").
+			Description(r.refusedLines(refused, noteLines)))
+	}
+	if !r.accessible {
+		// Layout: group title 1, the field (title 1, description, options), the note (gap 1,
+		// title 1, blank 1, lines, blank 1), blank 1, help 1; one line spare.
+		descLines := lineCount(desc, w-4)
+		over := 4
+		if noteLines > 0 {
+			over += 4 + noteLines
+		}
+		if avail := h - over; 1+descLines+len(items) > avail {
+			ms.Height(max(4, avail))
+		}
+	}
+	f := r.form(summaryLine(r.cs.Summary()), fields...)
+	err := r.runForm(f, func() *doc {
+		i, ok := ms.Hovered()
+		if !ok || i < 0 || i >= len(items) {
+			return nil
+		}
+		return r.itemDoc(items[i], -1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	sel := make([]bool, len(items))
+	for _, i := range chosen {
+		if i >= 0 && i < len(items) {
+			sel[i] = true
+		}
+	}
+	return sel, nil
+}
+
+// revertRejected asks whether files left out of the file list should also be put back to
+// their staged version in the guest (default: no, they stay pending).
+func (r *reviewer) revertRejected(items []*review.Item, decs []review.Decision) error {
+	var opts []huh.Option[int]
+	w, _ := r.size()
+	for i, it := range items {
+		if it.Conflict || decs[i].Action != review.Reject {
+			continue
+		}
+		l := label(it)
+		if !r.accessible {
+			l = truncate(l, w-8)
+		}
+		opts = append(opts, huh.NewOption(l, i))
+	}
+	if len(opts) == 0 {
+		return nil
+	}
+	var chosen []int
+	ms := huh.NewMultiSelect[int]().
+		Title("Also revert these rejected files in the guest? (unselected ones stay pending)").
+		Description(r.vHint("space: toggle · v: view diff · enter: continue · esc: abort")).
+		Options(opts...).
+		Value(&chosen)
+	f := r.form("Rejected files", ms)
+	err := r.runForm(f, func() *doc {
+		i, ok := ms.Hovered()
+		if !ok || i < 0 || i >= len(items) {
+			return nil
+		}
+		return r.itemDoc(items[i], -1)
+	})
+	if err != nil {
+		return err
+	}
+	for _, i := range chosen {
+		if i >= 0 && i < len(items) && decs[i].Action == review.Reject {
+			decs[i].Action = review.RejectRevert
+		}
+	}
+	return nil
+}
+
+// lineCount is how many lines s takes wrapped at width.
+func lineCount(s string, width int) int {
+	if s == "" {
+		return 0
+	}
+	return max(1, (ansi.StringWidth(s)+width-1)/max(1, width))
+}
+
+// truncate cuts a plain (already sanitized) string to n cells.
+func truncate(s string, n int) string { return ansi.Truncate(s, max(n, 8), "…") }
+
+// Per-file choices.
+const (
+	choiceAll    = "all"
+	choiceHunks  = "hunks"
+	choiceView   = "view"
+	choiceReject = "reject"
+	choiceRevert = "revert"
+)
+
+// perFile is step 2 for a text item with several hunks.
+func (r *reviewer) perFile(it *review.Item, idx, total int) (review.Decision, error) {
+	n := len(it.Hunks)
+	choice := choiceAll
+	for {
+		sel := huh.NewSelect[string]().
+			Title("What should happen to this file?").
+			Options(
+				huh.NewOption(fmt.Sprintf("accept all %d hunks", n), choiceAll),
+				huh.NewOption("choose hunks one by one", choiceHunks),
+				huh.NewOption("view the whole diff", choiceView),
+				huh.NewOption("reject the file (it stays pending in the guest)", choiceReject),
+				huh.NewOption("reject and revert it in the guest", choiceRevert),
+			).
+			Value(&choice)
+		// Layout: group title 1, select 6, gap 1, note (title, blank, lines, blank), blank 1,
+		// help 1: 13 + lines; one line spare.
+		fields := []huh.Field{sel}
+		if !r.accessible {
+			fields = append(fields, huh.NewNote().Title("Diff (v: scroll through all of it)").
+				Description(r.preview(it, -1, r.height()-14)))
+		}
+		f := r.form(fmt.Sprintf("[%d/%d] %s", idx+1, total, label(it)), fields...)
+		if err := r.runForm(f, func() *doc { return r.itemDoc(it, -1) }); err != nil {
+			return review.Decision{}, err
+		}
+		if choice != choiceView {
+			break
+		}
+		if err := r.page(*r.itemDoc(it, -1)); err != nil {
+			return review.Decision{}, err
+		}
+		choice = choiceAll
+	}
+	d := review.Decision{Path: it.Path, Action: review.Accept}
+	switch choice {
+	case choiceReject:
+		d.Action = review.Reject
+	case choiceRevert:
+		d.Action = review.RejectRevert
+	case choiceHunks:
+		mask, err := r.chooseHunks(it)
+		if err != nil {
+			return review.Decision{}, err
+		}
+		all, none := true, true
+		for _, ok := range mask {
+			all = all && ok
+			none = none && !ok
+		}
+		switch {
+		case none:
+			d.Action = review.Reject
+		case !all:
+			d.Hunks = mask
+		}
+	}
+	return d, nil
+}
+
+// chooseHunks asks accept/reject for every hunk of it.
+func (r *reviewer) chooseHunks(it *review.Item) ([]bool, error) {
+	mask := make([]bool, len(it.Hunks))
+	for i := range it.Hunks {
+		ok := true
+		// Layout: group title 1, note (title, blank, lines, blank), gap 1, confirm (title,
+		// blank, buttons), blank 1, help 1: 10 + lines; one line spare.
+		note := huh.NewNote().
+			Title(fmt.Sprintf("Hunk %d of %d", i+1, len(it.Hunks)) + r.vHint(" (v: the whole diff)")).
+			Description(r.preview(it, i, r.height()-11))
+		conf := huh.NewConfirm().
+			Title(fmt.Sprintf("Accept hunk %d of %d?", i+1, len(it.Hunks))).
+			Affirmative("Accept").Negative("Reject").
+			Value(&ok)
+		f := r.form(label(it), note, conf)
+		hunk := i
+		if err := r.runForm(f, func() *doc { return r.itemDoc(it, hunk) }); err != nil {
+			return nil, err
+		}
+		mask[i] = ok
+	}
+	return mask, nil
+}
+
+// conflict is step 3 for one selected conflict.
+func (r *reviewer) conflict(it *review.Item) (review.Action, error) {
+	choice := review.Skip
+	for {
+		opts := []huh.Option[review.Action]{
+			huh.NewOption("skip: change nothing (it stays pending)", review.Skip),
+			huh.NewOption("keep the host's version (and copy it into the guest)", review.KeepHost),
+			huh.NewOption("take the guest's version (overwrite the host's)", review.TakeGuest),
+		}
+		if it.Text {
+			opts = append(opts, huh.NewOption("view the agent's whole diff", review.Action(choiceView)))
+		}
+		desc := "The host changed this path too since the review baseline."
+		if it.Description != "" {
+			desc += " " + termsafe.String(it.Description)
+		}
+		if !r.accessible {
+			// Wrap it ourselves: huh also breaks lines at "." and "-", in the middle of names.
+			desc = ansi.Wrap(desc, r.width()-4, "")
+		}
+		sel := huh.NewSelect[review.Action]().
+			Title("Conflict: what should happen?").
+			Description(desc).
+			Options(opts...).
+			Value(&choice)
+		fields := []huh.Field{sel}
+		if !r.accessible && it.Text {
+			// Layout: group title 1, select (title 1, description, options), gap 1, note
+			// (title, blank, lines, blank), blank 1, help 1; one line spare.
+			descLines := strings.Count(desc, "\n") + 1
+			fields = append(fields, huh.NewNote().Title("The agent's change (v: all of it)").
+				Description(r.preview(it, -1, r.height()-8-descLines-len(opts))))
+		}
+		f := r.form(label(it), fields...)
+		if err := r.runForm(f, func() *doc { return r.itemDoc(it, -1) }); err != nil {
+			return "", err
+		}
+		if choice != review.Action(choiceView) {
+			return choice, nil
+		}
+		if err := r.page(*r.itemDoc(it, -1)); err != nil {
+			return "", err
+		}
+		choice = review.Skip
+	}
+}
+
+// planLines are the lines of the final confirmation, from review.Plan (what apply will do):
+// what will be done, then what is left.
+func (r *reviewer) planLines(decs []review.Decision) (do, left []string, err error) {
+	planned, err := review.Plan(r.cs, decs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range planned {
+		if p.Pending {
+			left = append(left, termsafe.String(p.Path))
+		} else {
+			do = append(do, p.Sentence)
+		}
+	}
+	return do, left, nil
+}
+
+// confirm is step 4.
+func (r *reviewer) confirm(decs []review.Decision) (bool, error) {
+	do, left, err := r.planLines(decs)
+	if err != nil {
+		return false, err
+	}
+	var lines []string
+	if len(do) == 0 {
+		lines = append(lines, "Nothing will be written to the host.")
+	}
+	lines = append(lines, do...)
+	if len(left) > 0 {
+		lines = append(lines, fmt.Sprintf("left pending in the guest (%d): %s", len(left), strings.Join(left, ", ")))
+	}
+	all := lines
+	if !r.accessible {
+		// Layout as in chooseHunks: 10 + lines; one line spare.
+		var wrapped []string
+		for _, l := range lines {
+			wrapped = append(wrapped, r.paint.textLines(l, r.noteWidth())...)
+		}
+		lines = wrapped
+		if n := r.height() - 11; len(lines) > n {
+			n = max(n, 2)
+			more := len(lines) - (n - 1)
+			lines = append(lines[:n-1], fmt.Sprintf("… %d more lines: press v to see everything", more))
+		}
+	}
+	ok := false
+	note := huh.NewNote().Title("This is what will be done").Description(r.noteText(lines))
+	conf := huh.NewConfirm().Title("Apply these changes?").
+		Affirmative("Yes, apply").Negative("No, abort").Value(&ok)
+	title := "Confirm"
+	if r.cs.Workdir != "" {
+		title = "Confirm: " + termsafe.String(r.cs.Workdir)
+	}
+	f := r.form(title, note, conf)
+	err = r.runForm(f, func() *doc {
+		return &doc{title: "What will be done", render: func(width int) ([]string, int) {
+			var out []string
+			for _, l := range all {
+				out = append(out, r.paint.textLines(l, width)...)
+			}
+			return out, 0
+		}}
+	})
+	return ok, err
+}
