@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 

@@ -2,14 +2,11 @@ package review
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -107,8 +104,7 @@ func plan(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 }
 
 func bytesHashMismatch(s *step) bool {
-	sum := sha256.Sum256(s.content)
-	return hex.EncodeToString(sum[:]) != s.after.Hash
+	return tree.Hash(s.content) != s.after.Hash
 }
 
 // hostAsBase is the baseline entry for a path set to the host's version in the guest: its
@@ -168,8 +164,7 @@ func (s *step) acceptPlan() error {
 					s.baseNext = &nb
 				}
 			}
-			sum := sha256.Sum256(s.content)
-			e.Hash, e.Size = hex.EncodeToString(sum[:]), int64(len(s.content))
+			e.Hash, e.Size = tree.Hash(s.content), int64(len(s.content))
 			if s.baseNext != g {
 				s.baseNext.Hash = e.Hash
 			}
@@ -385,7 +380,7 @@ func refuseReplacedTrees(host *hostTree, steps []*step, refused map[*step]string
 // directory being created or replaced), or, when je is itself a unit root, a path below it.
 func failedUnit(failed map[string]string, je *journalEntry) (string, string) {
 	for f, why := range failed {
-		if strings.HasPrefix(je.Path, f+"/") || strings.HasPrefix(f, je.Path+"/") && entryUnitRoot(je) {
+		if tree.Below(f, je.Path) || tree.Below(je.Path, f) && entryUnitRoot(je) {
 			return f, why
 		}
 	}
@@ -415,12 +410,12 @@ func (s *step) fetch(ctx context.Context, sess *staging.Session, dst string) err
 		return err
 	}
 	defer out.Close()
-	h := sha256.New()
+	h := tree.NewHasher()
 	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(f, s.it.Guest.Size+1))
 	if err != nil {
 		return fmt.Errorf("reading it from the guest: %w", err)
 	}
-	if n != s.it.Guest.Size || hex.EncodeToString(h.Sum(nil)) != s.it.Guest.Hash {
+	if n != s.it.Guest.Size || h.Sum() != s.it.Guest.Hash {
 		return errors.New("changed in the guest since the review began; nothing written (review again)")
 	}
 	return out.Sync()
@@ -458,7 +453,7 @@ func setGuest(ctx context.Context, sess *staging.Session, host *hostTree, rel st
 		if data, err = host.readFile(rel); err != nil {
 			return err
 		}
-		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != e.Hash {
+		if tree.Hash(data) != e.Hash {
 			return errors.New("the host's copy changed, so the staged version is no longer known; left as it is")
 		}
 	}

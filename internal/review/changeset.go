@@ -1,10 +1,7 @@
 package review
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -143,8 +140,7 @@ func refuseUnsafeFinalState(host *hostTree, cs *Changeset) error {
 // selected says whether rel is one of paths or under one of them.
 func selected(rel string, paths []string) bool {
 	for _, p := range paths {
-		p = strings.TrimSuffix(p, "/")
-		if p == "." || rel == p || strings.HasPrefix(rel, p+"/") {
+		if p = strings.TrimSuffix(p, "/"); tree.Within(p, rel) {
 			return true
 		}
 	}
@@ -196,12 +192,12 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 	oldOK, newOK := b == nil || b.Type != tree.File, g == nil || g.Type != tree.File
 	if it.Conflict && it.Host != nil && it.Host.Type == tree.File && it.Host.Size <= MaxTextBytes {
 		data, err := host.readFile(it.Path)
-		if err == nil && !isBinary(data) {
+		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
 		}
 	} else if b != nil && b.Type == tree.File && b.Size <= MaxTextBytes && it.Host != nil && it.Host.Type == tree.File {
 		data, err := host.readFile(it.Path)
-		if err == nil && !isBinary(data) {
+		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
 		}
 	}
@@ -214,12 +210,11 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 		if err != nil {
 			return fmt.Errorf("reading %s from the guest: %w", it.Display, err)
 		}
-		sum := sha256.Sum256(data)
-		if hex.EncodeToString(sum[:]) != g.Hash {
+		if tree.Hash(data) != g.Hash {
 			it.Refused = "changed in the guest while the review was being prepared; review again"
 			return nil
 		}
-		if !isBinary(data) {
+		if !udiff.IsBinary(data) {
 			newText, newOK = data, true
 		}
 	}
@@ -292,8 +287,4 @@ func oneLine(it *Item) string {
 		s += "; CONFLICT: the host " + host + " since it was staged"
 	}
 	return s
-}
-
-func isBinary(data []byte) bool {
-	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
 }

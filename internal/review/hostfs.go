@@ -2,7 +2,6 @@ package review
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -105,11 +104,7 @@ func (h *hostTree) hash(rel string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	sum := sha256.New()
-	if _, err := io.Copy(sum, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(sum.Sum(nil)), nil
+	return tree.HashReader(f)
 }
 
 func (h *hostTree) readFile(rel string) ([]byte, error) {
@@ -388,11 +383,11 @@ func (h *hostTree) backup(rel string, want *tree.Entry, dst string) error {
 		return err
 	}
 	defer out.Close()
-	sum := sha256.New()
+	sum := tree.NewHasher()
 	if _, err := io.Copy(io.MultiWriter(out, sum), src); err != nil {
 		return err
 	}
-	if hex.EncodeToString(sum.Sum(nil)) != want.Hash {
+	if sum.Sum() != want.Hash {
 		return errChangedOnHost
 	}
 	return out.Sync()

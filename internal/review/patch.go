@@ -7,6 +7,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
 // Patch renders the changeset as a unified diff that `git apply` accepts (text changes, new
@@ -37,17 +38,13 @@ func Patch(cs *Changeset) string {
 				continue
 			}
 		}
-		from, to := gitQuote("a/"+it.Path), gitQuote("b/"+it.Path)
-		fmt.Fprintf(&b, "diff --git %s %s\n", from, to)
-		switch {
-		case base == nil:
-			fmt.Fprintf(&b, "new file mode 100%o\n", g.Mode&0o777)
+		b.WriteString(udiff.GitHeader(it.Path) + udiff.GitModeLines(modeOf(base), modeOf(g)))
+		from, to := udiff.GitQuote("a/"+it.Path), udiff.GitQuote("b/"+it.Path)
+		if base == nil {
 			from = "/dev/null"
-		case g == nil:
-			fmt.Fprintf(&b, "deleted file mode 100%o\n", base.Mode&0o777)
+		}
+		if g == nil {
 			to = "/dev/null"
-		case base.Mode&0o777 != g.Mode&0o777:
-			fmt.Fprintf(&b, "old mode 100%o\nnew mode 100%o\n", base.Mode&0o777, g.Mode&0o777)
 		}
 		if len(it.Hunks) == 0 {
 			continue
@@ -60,43 +57,10 @@ func Patch(cs *Changeset) string {
 	return b.String()
 }
 
-// gitQuote quotes a name as git does in patches (quote_c_style, with core.quotePath): a name
-// with a control character, a quote, a backslash or a byte over 0x7f is written in double
-// quotes with C escapes, which `git apply` reads back.
-func gitQuote(name string) string {
-	if !strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' || r >= 0x7f }) {
-		return name
+// modeOf is e's mode for a patch header (nil: absent).
+func modeOf(e *tree.Entry) *uint32 {
+	if e == nil {
+		return nil
 	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch c {
-		case '\a':
-			b.WriteString(`\a`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\v':
-			b.WriteString(`\v`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		default:
-			if c < 0x20 || c >= 0x7f {
-				fmt.Fprintf(&b, "\\%03o", c)
-			} else {
-				b.WriteByte(c)
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	return &e.Mode
 }

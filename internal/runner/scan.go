@@ -1,10 +1,7 @@
 package runner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -150,9 +147,9 @@ func hashFile(p string) string {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	sum, err := tree.HashReader(f)
+	if err != nil {
 		return ""
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return sum
 }

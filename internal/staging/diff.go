@@ -1,10 +1,7 @@
 package staging
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -45,8 +42,7 @@ func baseContent(workdir string, base *tree.Entry, limit int64) (data []byte, kn
 	if err != nil || int64(len(data)) != base.Size {
 		return nil, false, err
 	}
-	sum := sha256.Sum256(data)
-	if hex.EncodeToString(sum[:]) != base.Hash {
+	if tree.Hash(data) != base.Hash {
 		return nil, false, nil
 	}
 	return data, true, nil
@@ -55,12 +51,12 @@ func baseContent(workdir string, base *tree.Entry, limit int64) (data []byte, kn
 // Diff renders the pending change of one path as a unified diff (baseline → guest).
 func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 	rel := string(c.Path)
-	header := fmt.Sprintf("diff --git a/%s b/%s\n", rel, rel)
+	header := udiff.GitHeader(rel)
 	switch {
 	case c.Now != nil && c.Now.Type == tree.Symlink, c.Base != nil && c.Base.Type == tree.Symlink && c.Now == nil:
 		return header + describe(c) + "\n", nil
 	case c.Kind == ModeChanged && !c.ContentChanged:
-		return header + fmt.Sprintf("old mode %o\nnew mode %o\n", c.Base.Mode, c.Now.Mode), nil
+		return header + udiff.GitModeLines(&c.Base.Mode, &c.Now.Mode), nil
 	case (c.Now != nil && c.Now.Type != tree.File) || (c.Base != nil && c.Base.Type != tree.File && c.Now == nil):
 		return header + describe(c) + "\n", nil
 	}
@@ -77,7 +73,7 @@ func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 		if !known {
 			note = "(the staged version is no longer on the host, which changed it since: only the guest's side is shown)\n"
 		} else {
-			if isBinary(data) {
+			if udiff.IsBinary(data) {
 				return header + "Binary or large files differ\n", nil
 			}
 			t := string(data)
@@ -92,21 +88,20 @@ func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if len(data) > MaxDiffBytes || isBinary(data) {
+		if len(data) > MaxDiffBytes || udiff.IsBinary(data) {
 			return header + note + "Binary or large files differ\n", nil
 		}
 		t := string(data)
 		new = &t
 	}
-	mode := ""
-	switch {
-	case c.Base == nil:
-		mode = fmt.Sprintf("new file mode 100%o\n", c.Now.Mode&0o777)
-	case c.Now == nil:
-		mode = fmt.Sprintf("deleted file mode 100%o\n", c.Base.Mode&0o777)
-	case c.Base.Mode != c.Now.Mode:
-		mode = fmt.Sprintf("old mode 100%o\nnew mode 100%o\n", c.Base.Mode&0o777, c.Now.Mode&0o777)
+	var oldMode, newMode *uint32
+	if c.Base != nil {
+		oldMode = &c.Base.Mode
 	}
+	if c.Now != nil {
+		newMode = &c.Now.Mode
+	}
+	mode := udiff.GitModeLines(oldMode, newMode)
 	return header + note + mode + udiff.Unified(rel, rel, old, new), nil
 }
 
@@ -130,10 +125,6 @@ func describe(c Change) string {
 		return "deleted: " + what(c.Base)
 	}
 	return "changed: " + what(c.Base) + " => " + what(c.Now)
-}
-
-func isBinary(data []byte) bool {
-	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
 }
 
 // PendingDiff is the diff of the pending change at rel.

@@ -2,7 +2,8 @@ package staging
 
 import (
 	"path"
-	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // systemDirs are guest directories a staged copy must not land in: the guest's own system,
@@ -31,18 +32,13 @@ func GuestPathFor(workdir, guestHome, id string) (p string, same bool) {
 }
 
 func collides(workdir, guestHome string) bool {
-	if workdir == "/" || under(workdir, guestHome) || under(guestHome, workdir) {
+	if workdir == "/" || tree.Within(guestHome, workdir) || tree.Within(workdir, guestHome) {
 		return true
 	}
 	for _, d := range systemDirs {
-		if under(workdir, d) {
+		if tree.Within(d, workdir) {
 			return true
 		}
 	}
 	return false
-}
-
-// under says whether p is dir or inside it.
-func under(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

@@ -4,8 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -128,7 +126,7 @@ func writeEntry(tw *tar.Writer, workdir string, e *tree.Entry) (bool, error) {
 	if err := tw.WriteHeader(hdr); err != nil {
 		return false, err
 	}
-	h := sha256.New()
+	h := tree.NewHasher()
 	n, err := io.Copy(io.MultiWriter(tw, h), io.LimitReader(f, e.Size))
 	if err != nil {
 		return false, err
@@ -140,6 +138,6 @@ func writeEntry(tw *tar.Writer, workdir string, e *tree.Entry) (bool, error) {
 		}
 		h.Write(make([]byte, e.Size-n))
 	}
-	e.Hash = hex.EncodeToString(h.Sum(nil))
+	e.Hash = h.Sum()
 	return true, nil
 }

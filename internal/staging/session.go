@@ -6,7 +6,6 @@ package staging
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -193,7 +192,7 @@ func checkWorkdir(workdir string) error {
 		if real, err := filepath.EvalSymlinks(home); err == nil {
 			home = real
 		}
-		if under(home, workdir) {
+		if tree.Within(workdir, home) {
 			return fmt.Errorf("refusing to stage %s, which holds your home directory: run the server in a project directory, or pass --workdir", workdir)
 		}
 	}
@@ -342,9 +341,9 @@ func HashHostFile(workdir, rel string) string {
 		return ""
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	sum, err := tree.HashReader(f)
+	if err != nil {
 		return ""
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return sum
 }

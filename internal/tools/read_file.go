@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
 var readFileTool = &mcp.Tool{
@@ -201,10 +203,10 @@ func (ts *Toolset) selectLines(res *ReadFileResult, data []byte, offset, limit i
 // isBinary says whether data looks like a binary file: a NUL byte, or invalid UTF-8, near
 // its beginning.
 func isBinary(data []byte) bool {
-	sample := data[:min(len(data), 8000)]
-	if bytes.IndexByte(sample, 0) >= 0 {
+	if udiff.IsBinary(data) {
 		return true
 	}
+	sample := data[:min(len(data), 8000)]
 	// A multi-byte character may straddle the end of the sample.
 	for i := 0; i < utf8.UTFMax && len(sample) > 0; i++ {
 		if utf8.Valid(sample) {

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 )
 
 var searchFileContentTool = &mcp.Tool{

@@ -64,3 +64,30 @@ func TestEntryOf(t *testing.T) {
 		t.Error("a link whose target cannot be read gave no error")
 	}
 }
+
+func TestInside(t *testing.T) {
+	for _, tc := range []struct {
+		root, p, rel string
+		ok, below    bool
+	}{
+		{"/home/me/p", "/home/me/p", ".", true, false},
+		{"/home/me/p", "/home/me/p/a/b", "a/b", true, true},
+		{"/home/me/p", "/home/me/pp", "", false, false},
+		{"/home/me/p", "/home/me", "", false, false},
+		{"/home/me/p/", "/home/me/p/x", "x", true, true},
+		{"/", "/etc", "etc", true, true},
+		{"/", "/", ".", true, false},
+		{"", "/x", "", false, false},
+		{"a", "a/b", "b", true, true},
+		{"a", "ab", "", false, false},
+		{".", "a/b", "a/b", true, true},
+		{".", ".", ".", true, false},
+		{".", "..", "", false, false},
+		{".", "../x", "", false, false},
+	} {
+		rel, ok := Inside(tc.root, tc.p)
+		if rel != tc.rel || ok != tc.ok || Below(tc.root, tc.p) != tc.below {
+			t.Errorf("Inside(%q, %q) = %q, %v (below %v)", tc.root, tc.p, rel, ok, Below(tc.root, tc.p))
+		}
+	}
+}

@@ -260,7 +260,7 @@ func Unified(oldName, newName string, old, new *string) string {
 		return ""
 	}
 	var b strings.Builder
-	from, to := "a/"+oldName, "b/"+newName
+	from, to := GitQuote("a/"+oldName), GitQuote("b/"+newName)
 	if old == nil {
 		from = "/dev/null"
 	}

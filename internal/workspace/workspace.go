@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // Workspace maps host paths to guest paths and back.
@@ -46,7 +48,7 @@ func (w *Workspace) ToGuest(p string) (string, error) {
 		return "", fmt.Errorf("%w, got a relative path: %q; pass it as an absolute path, such as %q", ErrRelative, p, hint)
 	}
 	p = path.Clean(p)
-	if rel, ok := within(w.hostRoot, p); ok {
+	if rel, ok := tree.Inside(w.hostRoot, p); ok {
 		return path.Join(w.guestRoot, rel), nil
 	}
 	return p, nil
@@ -54,7 +56,7 @@ func (w *Workspace) ToGuest(p string) (string, error) {
 
 // ToHost returns the host path for the guest path p (the inverse of ToGuest).
 func (w *Workspace) ToHost(p string) string {
-	if rel, ok := within(w.guestRoot, path.Clean(p)); ok {
+	if rel, ok := tree.Inside(w.guestRoot, path.Clean(p)); ok {
 		return path.Join(w.hostRoot, rel)
 	}
 	return p
@@ -71,17 +73,3 @@ func (w *Workspace) HostText(s string) string {
 
 // DefaultDir is the host directory used when a tool names none.
 func (w *Workspace) DefaultDir() string { return w.defaultDir }
-
-// within returns p relative to root when p is root or under it.
-func within(root, p string) (string, bool) {
-	if root == "" {
-		return "", false
-	}
-	if p == root {
-		return ".", true
-	}
-	if rest, ok := strings.CutPrefix(p, strings.TrimSuffix(root, "/")+"/"); ok {
-		return rest, true
-	}
-	return "", false
-}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/huh"
 	"github.com/charmbracelet/x/ansi"
+
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 )

@@ -1,3 +1,6 @@
+// Package tui is the review's terminal UI (charmbracelet huh and bubbletea): a summary, every
+// diff on request, per-file and per-hunk choices, conflicts, and a confirmation that renders
+// review.Plan. It only chooses: building the changeset and applying it are review's.
 package tui
 
 import (
@@ -10,9 +13,10 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/huh"
 	"github.com/charmbracelet/lipgloss"
+	"golang.org/x/term"
+
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
-	"golang.org/x/term"
 )
 
 // Options tune the review TUI.
