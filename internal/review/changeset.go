@@ -247,17 +247,7 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 
 // oneLine says what happened to an item.
 func oneLine(it *Item) string {
-	what := func(e *tree.Entry) string {
-		switch e.Type {
-		case tree.Symlink:
-			return "symlink -> " + termsafe.Path(string(e.Target))
-		case tree.Dir:
-			return fmt.Sprintf("directory (mode %o)", e.Mode&0o777)
-		case tree.File:
-			return fmt.Sprintf("file of %d bytes (mode %o)", e.Size, e.Mode&0o7777)
-		}
-		return "special file (fifo, socket or device)"
-	}
+	what := tree.Describe
 	var s string
 	switch {
 	case it.Base == nil:

@@ -3,7 +3,6 @@ package staging
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -107,17 +106,7 @@ func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 
 // describe says in one line what happened to a path that has no text diff.
 func describe(c Change) string {
-	what := func(e *tree.Entry) string {
-		switch e.Type {
-		case tree.Symlink:
-			return fmt.Sprintf("symlink -> %q", string(e.Target))
-		case tree.Dir:
-			return "directory"
-		case tree.File:
-			return fmt.Sprintf("file (%d bytes, mode %o)", e.Size, e.Mode)
-		}
-		return "special file (fifo, socket or device)"
-	}
+	what := tree.Describe
 	switch {
 	case c.Base == nil:
 		return "added: " + what(c.Now)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"syscall"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 )
 
 // Kind is what an entry is.
@@ -68,4 +70,19 @@ func EntryOf(rel string, fi fs.FileInfo, readlink func() (string, error)) (Entry
 		e.Type = Other
 	}
 	return e, nil
+}
+
+// Describe says in words what an entry is ("file of 12 bytes (mode 644)", "symlink -> x"),
+// for the lines that tell an agent or a person what changed. A link target is shown as
+// termsafe.Path shows names.
+func Describe(e *Entry) string {
+	switch e.Type {
+	case Symlink:
+		return "symlink -> " + termsafe.Path(string(e.Target))
+	case Dir:
+		return fmt.Sprintf("directory (mode %o)", e.Mode&0o777)
+	case File:
+		return fmt.Sprintf("file of %d bytes (mode %o)", e.Size, e.Mode&0o7777)
+	}
+	return "special file (fifo, socket or device)"
 }

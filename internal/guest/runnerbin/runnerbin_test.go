@@ -1,7 +1,9 @@
 package runnerbin
 
 import (
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin/sourcehash"
@@ -29,5 +31,24 @@ func TestBinaryForEachArch(t *testing.T) {
 	}
 	if _, _, err := Binary("riscv64"); err == nil {
 		t.Fatal("riscv64: want an error")
+	}
+}
+
+// Every package of this module the runner is built from is in the source hash, so that a
+// change to any of them asks for `go generate`.
+func TestRunnerSourceDirsCoverItsPackages(t *testing.T) {
+	const module = "github.com/limactl-mcp/limactl-mcp/"
+	out, err := exec.Command("go", "list", "-deps", module+"cmd/limactl-mcp-runner").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	listed := map[string]bool{}
+	for _, d := range sourcehash.RunnerSourceDirs {
+		listed[d] = true
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if dir, ok := strings.CutPrefix(p, module); ok && !listed[dir] {
+			t.Errorf("the runner is built from %s, which sourcehash.RunnerSourceDirs leaves out", dir)
+		}
 	}
 }
