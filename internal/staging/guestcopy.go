@@ -3,10 +3,15 @@ package staging
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"strings"
+	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
@@ -76,4 +81,114 @@ func (s *Session) removeGuestPaths(ctx context.Context, rels []tree.Name) error 
 // guestPath is rel's path in the guest.
 func (s *Session) guestPath(rel tree.Name) string {
 	return path.Join(s.State.GuestPath, string(rel))
+}
+
+// prepareGuestDir creates an empty directory at p owned by the guest user, with sudo when
+// the user cannot create it (a path like the host's /Users/NAME/...).
+func prepareGuestDir(ctx context.Context, conn *guest.Conn, p string) error {
+	q := shellquote.Quote(p)
+	script := `set -e
+if [ -e ` + q + ` ] && [ -n "$(ls -A ` + q + ` 2>/dev/null)" ]; then
+  echo "the guest path ` + strings.ReplaceAll(q, `"`, `\"`) + ` already exists and is not empty: it is not this session's copy; remove it in the guest, or pick another working directory" >&2
+  exit 3
+fi
+if ! mkdir -p ` + q + ` 2>/dev/null || [ ! -w ` + q + ` ]; then
+  sudo -n mkdir -p ` + q + `
+  sudo -n chown "$(id -u):$(id -g)" ` + q + `
+fi`
+	if _, err := conn.Stream(ctx, script, nil); err != nil {
+		return fmt.Errorf("creating %s in the guest: %w", p, err)
+	}
+	return nil
+}
+
+// markerPath is the guest file that proves the guest copy belongs to this session.
+func (s *Session) markerPath(home string) string {
+	return path.Join(home, ".cache", "limactl-mcp", "sessions", s.State.ID)
+}
+
+func (s *Session) writeMarker(ctx context.Context) error {
+	sc, err := s.conn.SFTP(ctx)
+	if err != nil {
+		return err
+	}
+	home, err := s.conn.Home(ctx)
+	if err != nil {
+		return err
+	}
+	p := s.markerPath(home)
+	if err := sc.MkdirAll(path.Dir(p)); err != nil {
+		return err
+	}
+	f, err := sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte(s.State.Token + "\n" + s.State.GuestPath + "\n")); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// guestCopyPresent says whether the guest still holds this session's copy: its marker with
+// the session's token. A missing marker means the copy is gone (never "the agent deleted
+// everything"); a marker without the directory means the agent removed the directory itself.
+func (s *Session) guestCopyPresent(ctx context.Context) (bool, error) {
+	sc, err := s.conn.SFTP(ctx)
+	if err != nil {
+		return false, err
+	}
+	home, err := s.conn.Home(ctx)
+	if err != nil {
+		return false, err
+	}
+	f, err := sc.Open(s.markerPath(home))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return false, err
+	}
+	tok, _, _ := strings.Cut(string(data), "\n")
+	if tok != s.State.Token {
+		return false, nil
+	}
+	if _, err := sc.Stat(s.State.GuestPath); errors.Is(err, os.ErrNotExist) {
+		// The agent removed the whole directory: recreate it empty so that it can go on
+		// working; every baseline path is then a pending deletion.
+		return true, prepareGuestDir(ctx, s.conn, s.State.GuestPath)
+	}
+	return true, nil
+}
+
+func (s *Session) removeGuestCopy(ctx context.Context) error {
+	home, err := s.conn.Home(ctx)
+	if err != nil {
+		return err
+	}
+	q := shellquote.Quote(s.State.GuestPath)
+	script := "rm -f " + shellquote.Quote(s.markerPath(home)) + "; chmod -R u+rwX " + q + " 2>/dev/null; rm -rf " + q + " 2>/dev/null || sudo -n rm -rf " + q
+	if _, err := s.conn.Stream(ctx, script, nil); err != nil {
+		return fmt.Errorf("removing the guest copy %s: %w", s.State.GuestPath, err)
+	}
+	return nil
+}
+
+// Discard removes the session's guest copy and its state on the host.
+func (s *Session) Discard(ctx context.Context) error {
+	unlock, err := s.store.Lock(s.State.ID, time.Minute)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.removeGuestCopy(ctx); err != nil {
+		return err
+	}
+	return s.store.Remove(s.State.ID)
 }

@@ -319,3 +319,17 @@ func hostEntry(workdir, rel string, fi fs.FileInfo) (tree.Entry, bool) {
 	}
 	return e, true
 }
+
+// HashHostFile is the SHA-256 of a host file under workdir ("" if unreadable).
+func HashHostFile(workdir, rel string) string {
+	f, err := os.Open(filepath.Join(workdir, filepath.FromSlash(rel)))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sum, err := tree.HashReader(f)
+	if err != nil {
+		return ""
+	}
+	return sum
+}
