@@ -123,7 +123,7 @@ func staysInside(project, path string) error {
 		rest = filepath.Join(filepath.Base(dir), rest)
 		dir = filepath.Dir(dir)
 	}
-	if rel, err := filepath.Rel(root, target); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if rel, err := filepath.Rel(root, target); err != nil || !filepath.IsLocal(rel) {
 		return fmt.Errorf("refusing to write %s: it leads out of the project through a symbolic link (to %s); remove the link, or configure the user's own settings with --user", path, target)
 	}
 	return nil

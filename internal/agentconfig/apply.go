@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/fsutil"
 )
 
 // Apply writes the changes that alter their file, each atomically (a temporary file in the same
@@ -53,36 +55,7 @@ func applyChange(c Change) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(target, c.After, mode)
-}
-
-// writeFileAtomic replaces path with data so that a reader sees either the old or the new file.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err = tmp.Chmod(mode); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fsutil.WriteFileAtomic(target, c.After, mode)
 }
 
 // followLinks returns the file that path names once symbolic links are followed, even when the

@@ -1,6 +1,7 @@
 package agentconfig
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -139,11 +140,10 @@ func (p *jsonParser) skipSpace() error {
 	return nil
 }
 
+// indexFrom is bytes.Index from offset from on (from <= len(b)), as an offset into b.
 func indexFrom(b []byte, sep string, from int) int {
-	for i := from; i+len(sep) <= len(b); i++ {
-		if string(b[i:i+len(sep)]) == sep {
-			return i
-		}
+	if i := bytes.Index(b[from:], []byte(sep)); i >= 0 {
+		return from + i
 	}
 	return -1
 }

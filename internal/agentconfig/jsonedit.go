@@ -10,6 +10,21 @@ import (
 
 // This file edits a JSON(C) document in place: it splices new text into the spans found by
 // jsondoc.go, so everything it does not mean to change stays byte for byte as it was.
+//
+// Why not github.com/tailscale/hujson (checked at v0.0.0-20260727124030-b80ff77dac4f): its
+// parser reads JWCC, not what the clients read, and moving onto it would change which files are
+// refused and what the refusal says:
+//   - it refuses JSONC files Gemini CLI (strip-json-comments) reads: a // comment on the last
+//     line with no newline after it ("{\"a\": 1} // e": "parsing comment: unexpected EOF"), a
+//     line comment holding U+2028 or U+2029, a comment holding invalid UTF-8;
+//   - it accepts what JSON.parse refuses: trailing commas ("{\"a\": 1,}"), and comments in the
+//     strict JSON of .mcp.json and Cursor's files;
+//   - its errors differ in text and sometimes in column: for {"a": 01} it says "line 1,
+//     column 7: invalid literal: 01" where this parser says "line 1, column 8: expected ',' or
+//     '}' in an object";
+//   - it has no nesting bound (maxJSONDepth), and no layout-following insertion (its Patch adds
+//     members without the file's indentation), so the splicing here would stay anyway.
+// Checking all that around it would mean a second scanner of our own, so the parser stays.
 
 // orderedObject is a JSON object whose members are written in this order.
 type orderedObject []keyValue

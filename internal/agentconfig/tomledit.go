@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -116,11 +117,11 @@ func (d *tomlDoc) set(table []string, key string, value any) error {
 	}
 	line := tomlKey(key) + " = " + renderTOML(value)
 	for _, s := range secs {
-		if s.arrayTable || !equalPath(s.path, table) {
+		if s.arrayTable || !slices.Equal(s.path, table) {
 			continue
 		}
 		for i := len(s.kvs) - 1; i >= 0; i-- {
-			if equalPath(s.kvs[i].key, []string{key}) {
+			if slices.Equal(s.kvs[i].key, []string{key}) {
 				d.splice(s.kvs[i].start, s.kvs[i].end, line)
 				return nil
 			}
@@ -167,18 +168,6 @@ func (d *tomlDoc) splice(from, to int, text string) {
 	out = append(out, text...)
 	out = append(out, d.src[to:]...)
 	d.src = out
-}
-
-func equalPath(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // lookupPlain finds the value at path in a decoded document.
