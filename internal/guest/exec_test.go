@@ -243,6 +243,9 @@ func TestExecBackgroundProcessDoesNotHang(t *testing.T) {
 		if stdout, _ := out(r); stdout != "bg\n" || time.Since(start) > 5*time.Second {
 			t.Errorf("stdout %q after %v", stdout, time.Since(start))
 		}
+		if len(r.HeldBy) != 1 || !strings.Contains(r.HeldBy[0], "sleep 20") {
+			t.Errorf("the process holding the output is not named: %q", r.HeldBy)
+		}
 	})
 }
 

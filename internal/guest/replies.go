@@ -45,6 +45,13 @@ func callDeadline(req *runnerproto.Request) time.Duration {
 // kills the process group, then collects what it printed).
 var replySlack = 30 * time.Second
 
+// The runner names at most maxHeldBy processes that held a command's output, each in at most
+// maxHeldByLen bytes.
+const (
+	maxHeldBy    = 16
+	maxHeldByLen = 120
+)
+
 // checkReply verifies that resp answers req with what req asked for and no more.
 func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 	if resp.Error != "" {
@@ -57,6 +64,14 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		}
 		if err := checkOutput("stdout", resp.Exec.Stdout, req.Exec.HeadBytes, req.Exec.TailBytes); err != nil {
 			return err
+		}
+		if len(resp.Exec.HeldBy) > maxHeldBy {
+			return badReply("%d processes holding the output, more than the %d the runner names", len(resp.Exec.HeldBy), maxHeldBy)
+		}
+		for _, h := range resp.Exec.HeldBy {
+			if len(h) > maxHeldByLen {
+				return badReply("a process description of %d bytes", len(h))
+			}
 		}
 		return checkOutput("stderr", resp.Exec.Stderr, req.Exec.HeadBytes, req.Exec.TailBytes)
 	case req.Hash != nil:

@@ -44,8 +44,7 @@ func symlinkTargetInside(rel, target string) bool {
 	if target == "" || strings.HasPrefix(target, "/") || strings.ContainsRune(target, 0) {
 		return false
 	}
-	joined := path.Join(path.Dir(rel), target)
-	return joined != ".." && !strings.HasPrefix(joined, "../") && !path.IsAbs(joined)
+	return tree.Within(".", path.Join(path.Dir(rel), target))
 }
 
 // checkParents verifies that every parent directory of rel that exists is a real directory

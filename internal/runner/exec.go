@@ -19,10 +19,6 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
-// waitDelay bounds how long a command's output pipes are drained after it exits, when a
-// background process it started still holds them open.
-const waitDelay = 250 * time.Millisecond
-
 var envAssignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 // splitEnv separates leading NAME=value words from the command, as a shell would.
@@ -102,12 +98,10 @@ func runExec(req *runnerproto.ExecRequest, started func(pid int), kill <-chan st
 		Args:        args,
 		Dir:         req.Dir,
 		Env:         append(append(os.Environ(), "PWD="+req.Dir), env...),
-		Stdout:      stdout,
-		Stderr:      stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		WaitDelay:   waitDelay,
 	}
-	if err := cmd.Start(); err != nil {
+	outs, err := startCommand(cmd, stdout, stderr)
+	if err != nil {
 		res.ExitCode = 126
 		if errors.Is(err, fs.ErrNotExist) {
 			res.ExitCode = 127
@@ -118,11 +112,13 @@ func runExec(req *runnerproto.ExecRequest, started func(pid int), kill <-chan st
 	}
 	pid := cmd.Process.Pid
 	started(pid)
-	done := make(chan struct{})
+	done := make(chan struct{})   // the command and its output are collected
+	giveUp := make(chan struct{}) // closed on timeout or cancel
 	var watcher sync.WaitGroup
 	watcher.Add(1)
 	go func() {
 		defer watcher.Done()
+		defer close(giveUp)
 		var timeout <-chan time.Time
 		if req.TimeoutMillis > 0 {
 			t := time.NewTimer(time.Duration(req.TimeoutMillis) * time.Millisecond)
@@ -140,6 +136,7 @@ func runExec(req *runnerproto.ExecRequest, started func(pid int), kill <-chan st
 		_ = unix.Kill(-pid, unix.SIGKILL)
 	}()
 	_ = cmd.Wait()
+	res.HeldBy = collect(outs, giveUp)
 	close(done)
 	watcher.Wait()
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)

@@ -34,8 +34,12 @@ func gitGrep(git string, req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 	args := runnerproto.GitGrepArgs(req)
 	var stdout, stderr bytes.Buffer
 	lw := &limitWriter{w: &stdout, n: req.MaxBytes}
-	cmd := &exec.Cmd{Path: git, Args: args, Dir: req.Dir, Stdout: lw, Stderr: &stderr, WaitDelay: waitDelay}
-	err := cmd.Run()
+	cmd := &exec.Cmd{Path: git, Args: args, Dir: req.Dir}
+	outs, err := startCommand(cmd, lw, &stderr)
+	if err == nil {
+		err = cmd.Wait()
+		collect(outs, nil) // git leaves nothing running: its output is read to the end
+	}
 	res := &runnerproto.GrepResult{Engine: "git", Output: trimToLine(stdout.String(), lw.cut), Truncated: lw.cut}
 	var ee *exec.ExitError
 	switch {

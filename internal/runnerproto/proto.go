@@ -102,6 +102,9 @@ type ExecResult struct {
 	StartError string `json:"start_error,omitempty"`
 	// DirMissing says the working directory does not exist.
 	DirMissing bool `json:"dir_missing,omitempty"`
+	// HeldBy names the processes the command left running that still held its output when
+	// it ended ("pid 123 (sleep 100)"): what they wrote after that was not collected.
+	HeldBy []string `json:"held_by,omitempty"`
 	// DurationMillis is how long the command ran.
 	DurationMillis int64 `json:"duration_ms"`
 }

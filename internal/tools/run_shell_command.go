@@ -42,6 +42,8 @@ type RunShellCommandResult struct {
 	// StdoutCutBytes and StderrCutBytes count the bytes cut from the middle of long output.
 	StdoutCutBytes int64 `json:"stdout_cut_bytes,omitempty" jsonschema:"bytes of stdout cut from the middle (not returned)"`
 	StderrCutBytes int64 `json:"stderr_cut_bytes,omitempty" jsonschema:"bytes of stderr cut from the middle (not returned)"`
+	// Note says when output may be missing: processes the command left running held it.
+	Note string `json:"note,omitempty" jsonschema:"set when some output may be missing, and why"`
 }
 
 // RunShellCommand runs a command in the guest.
@@ -86,6 +88,9 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 	res.Stdout, res.Stderr = ws.HostText(res.Stdout), ws.HostText(res.Stderr)
 	if r.Signal == "" {
 		res.ExitCode = ptr(r.ExitCode)
+	}
+	if len(r.HeldBy) > 0 {
+		res.Note = fmt.Sprintf("the command left processes running that still held its output when it ended (%s): what they print from now on is not collected. Send a background job's output to a file (cmd > /tmp/job.log 2>&1 &) and read that file.", strings.Join(r.HeldBy, ", "))
 	}
 	switch {
 	case r.TimedOut:

@@ -57,7 +57,7 @@ func TestToolsAgainstSSHD(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			conn := guesttest.Connect(t, srv, guest.Options{NoRunner: noRunner})
-			toolsuite.Run(t, toolsuite.Env{Session: session(t, conn, scratch), Scratch: scratch, Shell: shell, ToolRoot: scratch})
+			toolsuite.Run(t, toolsuite.Env{Session: session(t, conn, scratch), Scratch: scratch, Shell: shell, ToolRoot: scratch, NoRunner: noRunner})
 		})
 	}
 }

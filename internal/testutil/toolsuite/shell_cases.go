@@ -57,6 +57,28 @@ func testRunShellCommand(t *testing.T, env Env) {
 			t.Errorf("len %d cut %v head %q tail %q", len(out), cut, out[:20], out[len(out)-20:])
 		}
 	})
+	t.Run("a background job holding the output is named, not waited for", func(t *testing.T) {
+		if env.NoRunner {
+			// An SSH session waits for every holder of its output, as `limactl shell` does:
+			// the call takes as long as the job, and nothing is missing.
+			start := time.Now()
+			r := MustOK(t, s, "run_shell_command", map[string]any{"directory": "/", "command": []string{"sh", "-c", "sleep 2 & echo bg"}})
+			if r.Structured["stdout"] != "bg\n" || r.Structured["note"] != nil || time.Since(start) < 2*time.Second {
+				t.Errorf("got %v after %v", r.Structured, time.Since(start))
+			}
+			return
+		}
+		start := time.Now()
+		r := MustOK(t, s, "run_shell_command", map[string]any{"directory": "/", "command": []string{"sh", "-c", "sleep 47.25 & echo bg"}})
+		defer env.Shell(t, "pkill -f '[s]leep 47.25' || true")
+		note, _ := r.Structured["note"].(string)
+		if r.Structured["stdout"] != "bg\n" || r.Structured["exit_code"] != 0.0 || !strings.Contains(note, "sleep 47.25") || !strings.Contains(note, "not collected") {
+			t.Errorf("got %v", r.Structured)
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Errorf("took %v", time.Since(start))
+		}
+	})
 	t.Run("killed by a signal", func(t *testing.T) {
 		r := MustOK(t, s, "run_shell_command", map[string]any{"directory": "/", "command": []string{"sh", "-c", "kill -KILL $$"}})
 		if r.Structured["signal"] != "SIGKILL" || !strings.Contains(r.Structured["error"].(string), "SIGKILL") {

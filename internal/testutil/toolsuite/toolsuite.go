@@ -25,6 +25,8 @@ type Env struct {
 	Shell func(t testing.TB, script string) string
 	// ToolRoot is the server's working directory (glob and search default to it).
 	ToolRoot string
+	// NoRunner says the server runs each command in its own SSH session (--no-runner).
+	NoRunner bool
 }
 
 // Result is a decoded tool result.
