@@ -21,9 +21,12 @@ import (
 // output).
 func TestLoadManyCallsInFlight(t *testing.T) {
 	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
-	dir := path.Join(s.Dir, fmt.Sprintf("load-%d", time.Now().UnixNano()%1e9))
-	const n = 300
-	shellOK(t, s.Session, s.Dir, fmt.Sprintf("mkdir -p %s && cd %s && for i in $(seq 3 4 %d); do echo \"needle $i\"; done > needles.md", shq(dir), shq(dir), n))
+	name := fmt.Sprintf("load-%d", time.Now().UnixNano()%1e9)
+	dir := path.Join(s.Dir, name)
+	const n = 500
+	// Relative paths in the script: a workdir under /tmp is staged at another path in the guest,
+	// and only the tools' path arguments are mapped.
+	shellOK(t, s.Session, s.Dir, fmt.Sprintf("mkdir -p %s && cd %s && for i in $(seq 3 4 %d); do echo \"needle $i\"; done > needles.md", name, name, n))
 	type outcome struct {
 		kind, problem string
 	}
