@@ -21,7 +21,12 @@ func run(args []string, ios *iostreams.IOStreams) int {
 	defer stop()
 	root := newRootCmd(ios)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	return exitStatus(ios, root.ExecuteContext(ctx))
+}
+
+// exitStatus prints the error a command returned, unless the command has already explained
+// itself on stderr, and returns the exit code.
+func exitStatus(ios *iostreams.IOStreams, err error) int {
 	if err != nil && !errors.Is(err, exitcode.ErrSilent) {
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: %v\n", err)
 	}
