@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,23 +17,15 @@ func instanceArg(args []string) string {
 	return instance.DefaultName
 }
 
-// resolveWorkdir is the absolute, symlink-free working directory (default: the current one).
-func resolveWorkdir(dir string) (string, error) {
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		dir = wd
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	return abs, nil
+// addWorkdirFlag binds --workdir, which picks the working directory of a session.
+func addWorkdirFlag(cmd *cobra.Command, workdir *string) {
+	cmd.Flags().StringVar(workdir, "workdir", "", "Working directory (default: the current directory)")
+}
+
+// addStagingFlags binds the flags that shape what a session stages.
+func addStagingFlags(cmd *cobra.Command, excludes *[]string, includeIgnored *bool) {
+	cmd.Flags().StringArrayVar(excludes, "exclude", nil, "Do not stage paths matching this gitignore-style `PATTERN` (repeatable)")
+	cmd.Flags().BoolVar(includeIgnored, "include-ignored", false, "Also stage what .gitignore ignores (the project ignore file and --exclude still apply)")
 }
 
 // completeInstances completes instance names from `limactl list`.

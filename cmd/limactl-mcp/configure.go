@@ -2,32 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/agentconfig"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/configurecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 )
 
-type configureOptions struct {
-	Instance            string
-	User                bool
-	DryRun              bool
-	DisableBuiltinTools bool
-	Name                string
-	Workdir             string
-	Create              bool
-	Template            string
-}
-
-func newConfigureCmd(ios *iostreams.IOStreams) *cobra.Command {
-	opts := &configureOptions{}
+// newConfigureCmd is `configure`; runF, when a test gives one, runs instead of configurecmd.Run.
+func newConfigureCmd(ios *iostreams.IOStreams, runF func(context.Context, *configurecmd.Options) error) *cobra.Command {
+	opts := &configurecmd.Options{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "configure AGENT",
 		Short: "Configure an AI agent (claude, gemini, codex, cursor) to use \"limactl mcp serve\" for its tools",
@@ -59,10 +45,11 @@ agent has a setting for it; the notes printed at the end say what stays on.`,
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := runConfigure(ios, args[0], opts); err != nil {
-				return err
+			opts.Agent = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
 			}
-			return checkSandbox(cmd.Context(), ios, opts)
+			return configurecmd.Run(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
@@ -76,100 +63,4 @@ agent has a setting for it; the notes printed at the end say what stays on.`,
 	f.BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
 	f.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
 	return cmd
-}
-
-// checkSandbox makes sure the configured instance is a sandbox: it exists (or --create makes
-// it), it runs, and it has no host mounts.
-func checkSandbox(ctx context.Context, ios *iostreams.IOStreams, opts *configureOptions) error {
-	limactl, err := instance.Limactl()
-	if err != nil {
-		fmt.Fprintf(ios.ErrOut, "note: %v; the agent needs Lima's limactl to run its tools\n", err)
-		return nil
-	}
-	if opts.DryRun {
-		if _, err := instance.Inspect(ctx, limactl, opts.Instance); errors.Is(err, instance.ErrNotExist) {
-			fmt.Fprintf(ios.Out, "note: instance %q does not exist; without --dry-run, --create would make it (`%s`)\n", opts.Instance, instance.CreateCommand(opts.Instance, opts.Template))
-		}
-		return nil
-	}
-	if opts.Create {
-		fmt.Fprintf(ios.ErrOut, "Checking instance %q (creating or starting it can take a few minutes)...\n", opts.Instance)
-	}
-	warnings, err := instance.EnsureSandbox(ctx, limactl, opts.Instance, instance.SandboxOptions{Create: opts.Create, Template: opts.Template, Progress: ios.ErrOut})
-	for _, w := range warnings {
-		fmt.Fprintf(ios.Out, "warning: %s\n", w)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(ios.Out, "Ready: start the agent in %s; then review its changes with `limactl mcp review %s`.\n", opts.workdirOrCwd(), opts.Instance)
-	return nil
-}
-
-func (o *configureOptions) workdirOrCwd() string {
-	if o.Workdir != "" {
-		return o.Workdir
-	}
-	wd, _ := os.Getwd()
-	return wd
-}
-
-func runConfigure(ios *iostreams.IOStreams, agent string, opts *configureOptions) error {
-	workdir := opts.Workdir
-	if workdir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		workdir = wd
-	}
-	workdir, err := filepath.Abs(workdir)
-	if err != nil {
-		return err
-	}
-	changes, err := agentconfig.Plan(agentconfig.Options{
-		Agent:               agent,
-		Instance:            opts.Instance,
-		Workdir:             workdir,
-		User:                opts.User,
-		DisableBuiltinTools: opts.DisableBuiltinTools,
-		ServerName:          opts.Name,
-	})
-	if err != nil {
-		return err
-	}
-	var notes []string
-	for _, c := range changes {
-		for _, n := range c.Notes {
-			if !slices.Contains(notes, n) {
-				notes = append(notes, n)
-			}
-		}
-		switch {
-		case !c.Changed():
-			fmt.Fprintf(ios.Out, "already configured: %s\n", c.Path)
-		case opts.DryRun:
-			fmt.Fprintf(ios.Out, "would %s %s: %s\n%s", configureVerb(c), c.Path, c.Summary, c.Diff())
-		default:
-			if err := agentconfig.Apply([]agentconfig.Change{c}); err != nil {
-				return err
-			}
-			fmt.Fprintf(ios.Out, "%sd %s: %s\n", configureVerb(c), c.Path, c.Summary)
-		}
-	}
-	for _, n := range notes {
-		fmt.Fprintf(ios.Out, "note: %s\n", n)
-	}
-	if opts.DryRun {
-		fmt.Fprintln(ios.Out, "dry run: nothing was written")
-	}
-	return nil
-}
-
-// configureVerb is what applying c does to its file: "create" or "update".
-func configureVerb(c agentconfig.Change) string {
-	if c.Creates() {
-		return "create"
-	}
-	return "update"
 }

@@ -17,7 +17,7 @@ import (
 func runConfigureCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ios, _, out, errOut := iostreams.Test()
-	cmd := newConfigureCmd(ios)
+	cmd := newConfigureCmd(ios, nil)
 	cmd.SetArgs(args)
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
@@ -148,7 +148,7 @@ func TestConfigureErrors(t *testing.T) {
 
 func TestConfigureCompletion(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
-	cmd := newConfigureCmd(ios)
+	cmd := newConfigureCmd(ios, nil)
 	got, directive := cmd.ValidArgsFunction(cmd, nil, "")
 	want := []cobra.Completion{"claude\tClaude Code", "codex\tCodex", "cursor\tCursor", "gemini\tGemini CLI"}
 	if !reflect.DeepEqual(got, want) || directive != cobra.ShellCompDirectiveNoFileComp {

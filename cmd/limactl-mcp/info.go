@@ -1,31 +1,26 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
+	"context"
 
 	"github.com/spf13/cobra"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/infocmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
-	"github.com/limactl-mcp/limactl-mcp/internal/tools"
 )
 
-func newInfoCmd(ios *iostreams.IOStreams) *cobra.Command {
+// newInfoCmd is `info`; runF, when a test gives one, runs instead of infocmd.Run.
+func newInfoCmd(ios *iostreams.IOStreams, runF func(context.Context, *infocmd.Options) error) *cobra.Command {
+	opts := &infocmd.Options{IO: ios}
 	return &cobra.Command{
 		Use:   "info",
 		Short: "Show information about the MCP server (the tools and their schemas, as JSON)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			list, err := tools.List(cmd.Context())
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), opts)
 			}
-			b, err := json.MarshalIndent(map[string]any{"tools": list}, "", "    ")
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(ios.Out, string(b))
-			return err
+			return infocmd.Run(cmd.Context(), opts)
 		},
 	}
 }

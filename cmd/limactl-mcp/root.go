@@ -10,49 +10,27 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/version"
 )
 
-// Exit codes.
-const (
-	exitOK    = 0
-	exitError = 1
-	// exitPending means a command needed consent it could not get (for example a review
-	// without a terminal and without --yes).
-	exitPending = 2
-)
-
-// errSilent is returned by a command that has already explained itself on stderr.
-var errSilent = errors.New("silent error")
-
-// exitCodeError carries a specific exit code.
-type exitCodeError struct {
-	code int
-	err  error
-}
-
-func (e *exitCodeError) Error() string { return e.err.Error() }
-func (e *exitCodeError) Unwrap() error { return e.err }
-
+// run runs the command line args and returns the exit code (see internal/command/exitcode).
 func run(args []string, ios *iostreams.IOStreams) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCmd(ios)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
-	code := exitError
-	var ec *exitCodeError
-	if errors.As(err, &ec) {
-		code = ec.code
-	}
-	if !errors.Is(err, errSilent) {
+	return exitStatus(ios, root.ExecuteContext(ctx))
+}
+
+// exitStatus prints the error a command returned, unless the command has already explained
+// itself on stderr, and returns the exit code.
+func exitStatus(ios *iostreams.IOStreams, err error) int {
+	if err != nil && !errors.Is(err, exitcode.ErrSilent) {
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: %v\n", err)
 	}
-	return code
+	return exitcode.Of(err)
 }
 
 func newRootCmd(ios *iostreams.IOStreams) *cobra.Command {
@@ -73,13 +51,13 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 	cmd.SetVersionTemplate("limactl-mcp version {{.Version}}\n")
 	cmd.Flags().BoolP("version", "v", false, "Print the version")
 	cmd.AddCommand(
-		newInfoCmd(ios),
-		newServeCmd(ios),
-		newConfigureCmd(ios),
-		newStatusCmd(ios),
-		newSyncCmd(ios),
-		newDiscardCmd(ios),
-		newReviewCmd(ios),
+		newInfoCmd(ios, nil),
+		newServeCmd(ios, nil),
+		newConfigureCmd(ios, nil),
+		newStatusCmd(ios, nil),
+		newSyncCmd(ios, nil),
+		newDiscardCmd(ios, nil),
+		newReviewCmd(ios, nil),
 		newGenDocsCmd(ios),
 	)
 	return cmd

@@ -1,4 +1,4 @@
-package main
+package servecmd
 
 import (
 	"bytes"
@@ -244,74 +244,11 @@ func TestServeHTTPRejectsMissingOrWrongToken(t *testing.T) {
 	})
 }
 
-// TestServeHTTPFlags checks the --http flags of `serve` before anything else runs.
-func TestServeHTTPFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args    []string
-		wantErr string // "" = the flags are accepted
-	}{
-		{[]string{"--http", "127.0.0.1:0"}, ""},
-		{[]string{"--http", "127.1.2.3:8080"}, ""},
-		{[]string{"--http", "[::1]:0"}, ""},
-		{[]string{"--http", "localhost:0"}, ""},
-		{[]string{"--http", "LocalHost:0", "--http-token-file", "/nonexistent/t"}, ""},
-		{[]string{"--http", "10.1.2.3:8080"}, `"10.1.2.3" is not a loopback address`},
-		{[]string{"--http", "192.168.0.1:0"}, "--http-allow-remote"},
-		{[]string{"--http", "0.0.0.0:0"}, "not a loopback address"},
-		{[]string{"--http", "[::]:0"}, "not a loopback address"},
-		{[]string{"--http", "example.com:80"}, "not a loopback address"},
-		{[]string{"--http", "localhost.example.com:80"}, "not a loopback address"},
-		{[]string{"--http", ":8080"}, "every network interface"},
-		{[]string{"--http", "10.1.2.3:8080", "--http-allow-remote"}, ""},
-		{[]string{"--http", ":0", "--http-allow-remote"}, ""},
-		{[]string{"--http", "127.0.0.1"}, "want HOST:PORT"},
-		{[]string{"--http", "127.0.0.1:http"}, "port must be a number"},
-		{[]string{"--http", "127.0.0.1:65536"}, "port must be a number"},
-		{[]string{"--http-allow-remote"}, "--http-allow-remote needs --http"},
-		{[]string{"--http-token-file", "t"}, "--http-token-file needs --http"},
-	} {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			cmd := newServeCmd(nil)
-			if err := cmd.ParseFlags(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			// The flags land in the command's own options: check through its PreRunE.
-			err := cmd.PreRunE(cmd, nil)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("error %v, want none", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-			}
-		})
-	}
-
-	t.Run("execute", func(t *testing.T) {
-		// The whole command stops at the flags: no instance, no staging.
-		ios, _, out, errOut := iostreams.Test()
-		cmd := newServeCmd(ios)
-		cmd.SetArgs([]string{"--http", "10.1.2.3:8080", "no-such-instance"})
-		cmd.SetOut(out)
-		cmd.SetErr(errOut)
-		cmd.SilenceUsage, cmd.SilenceErrors = true, true
-		err := cmd.Execute()
-		if err == nil || !strings.Contains(err.Error(), "not a loopback address") {
-			t.Fatalf("error %v, want a non-loopback address error", err)
-		}
-		if out.Len() != 0 {
-			t.Errorf("stdout: %q", out.String())
-		}
-	})
-}
-
 var endpointLine = regexp.MustCompile(`(?m)^MCP endpoint: (\S+)  bearer token: (.*)$`)
 
 // runServeTransport runs serveTransport over HTTP until stop is called and returns the
 // endpoint line's URL and token part.
-func runServeTransport(t *testing.T, opts *httpOptions) (url, tokenPart string, stderr *syncBuffer, stop func() error) {
+func runServeTransport(t *testing.T, opts *HTTPOptions) (url, tokenPart string, stderr *syncBuffer, stop func() error) {
 	t.Helper()
 	errOut := &syncBuffer{}
 	stdout := &syncBuffer{}
@@ -353,7 +290,7 @@ func runServeTransport(t *testing.T, opts *httpOptions) (url, tokenPart string, 
 }
 
 func TestServeHTTPPrintsGeneratedToken(t *testing.T) {
-	url, token, stderr, stop := runServeTransport(t, &httpOptions{Addr: "127.0.0.1:0"})
+	url, token, stderr, stop := runServeTransport(t, &HTTPOptions{Addr: "127.0.0.1:0"})
 	if !regexp.MustCompile(`^http://127\.0\.0\.1:[1-9][0-9]*/mcp$`).MatchString(url) {
 		t.Errorf("endpoint %q: want http://127.0.0.1:PORT/mcp with the bound port", url)
 	}
@@ -382,7 +319,7 @@ func TestServeHTTPTokenFile(t *testing.T) {
 
 	t.Run("created", func(t *testing.T) {
 		file := filepath.Join(dir, "new-token")
-		url, tokenPart, stderr, _ := runServeTransport(t, &httpOptions{Addr: "localhost:0", TokenFile: file})
+		url, tokenPart, stderr, _ := runServeTransport(t, &HTTPOptions{Addr: "localhost:0", TokenFile: file})
 		st, err := os.Stat(file)
 		if err != nil {
 			t.Fatalf("token file not created: %v", err)
@@ -418,7 +355,7 @@ func TestServeHTTPTokenFile(t *testing.T) {
 		if err := os.WriteFile(file, []byte("  "+token+" \r\nsecond line ignored\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		url, _, stderr, _ := runServeTransport(t, &httpOptions{Addr: "127.0.0.1:0", TokenFile: file})
+		url, _, stderr, _ := runServeTransport(t, &HTTPOptions{Addr: "127.0.0.1:0", TokenFile: file})
 		if strings.Contains(stderr.String(), token) {
 			t.Errorf("the token from the file was printed:\n%s", stderr.String())
 		}
@@ -444,7 +381,7 @@ func TestServeHTTPTokenFile(t *testing.T) {
 		if err := os.Chmod(file, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, _, stderr, _ := runServeTransport(t, &httpOptions{Addr: "127.0.0.1:0", TokenFile: file})
+		_, _, stderr, _ := runServeTransport(t, &HTTPOptions{Addr: "127.0.0.1:0", TokenFile: file})
 		if !strings.Contains(stderr.String(), "chmod 600") {
 			t.Errorf("no warning about a token file others can read:\n%s", stderr.String())
 		}
@@ -457,7 +394,7 @@ func TestServeHTTPTokenFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			ios, _, _, errOut := iostreams.Test()
-			err := serveTransport(ctxFor(t, 10*time.Second), ios, testLogger(io.Discard), newEchoServer(), &httpOptions{Addr: "127.0.0.1:0", TokenFile: file})
+			err := serveTransport(ctxFor(t, 10*time.Second), ios, testLogger(io.Discard), newEchoServer(), &HTTPOptions{Addr: "127.0.0.1:0", TokenFile: file})
 			if err == nil || !strings.Contains(err.Error(), file) {
 				t.Fatalf("error %v, want one naming %s", err, file)
 			}
@@ -470,7 +407,7 @@ func TestServeHTTPTokenFile(t *testing.T) {
 	t.Run("unwritable directory", func(t *testing.T) {
 		file := filepath.Join(dir, "no-such-dir", "token")
 		ios, _, _, _ := iostreams.Test()
-		err := serveTransport(ctxFor(t, 10*time.Second), ios, testLogger(io.Discard), newEchoServer(), &httpOptions{Addr: "127.0.0.1:0", TokenFile: file})
+		err := serveTransport(ctxFor(t, 10*time.Second), ios, testLogger(io.Discard), newEchoServer(), &HTTPOptions{Addr: "127.0.0.1:0", TokenFile: file})
 		if err == nil || !strings.Contains(err.Error(), "token file") {
 			t.Fatalf("error %v, want one about the token file", err)
 		}
@@ -484,7 +421,7 @@ func TestServeHTTPAddressInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	ios, _, _, _ := iostreams.Test()
-	err = serveTransport(ctxFor(t, 10*time.Second), ios, testLogger(io.Discard), newEchoServer(), &httpOptions{Addr: ln.Addr().String()})
+	err = serveTransport(ctxFor(t, 10*time.Second), ios, testLogger(io.Discard), newEchoServer(), &HTTPOptions{Addr: ln.Addr().String()})
 	if err == nil || !strings.Contains(err.Error(), "--http") {
 		t.Fatalf("error %v, want a listen error", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package servecmd
 
 import (
 	"context"
@@ -11,44 +11,20 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/spf13/cobra"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/httpauth"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 )
 
-// httpOptions configure the Streamable HTTP transport (serve --http).
-type httpOptions struct {
+// HTTPOptions configure the Streamable HTTP transport (serve --http).
+type HTTPOptions struct {
 	Addr        string // HOST:PORT; "" serves over stdio
 	AllowRemote bool   // allow a non-loopback HOST
 	TokenFile   string // where the bearer token is (or is to be written)
 }
 
-func (o *httpOptions) register(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringVar(&o.Addr, "http", "", "Serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of stdio (HOST:PORT; port 0 picks a free port; every request needs the bearer token)")
-	f.BoolVar(&o.AllowRemote, "http-allow-remote", false, "Allow a non-loopback --http address (whoever reaches it with the token runs commands in the instance)")
-	f.StringVar(&o.TokenFile, "http-token-file", "", "Read the --http bearer token from the first line of `FILE`; a missing FILE is created (mode 0600) with a new random token (default: a new token, printed on standard error)")
-
-	// Check the flags before anything starts (connecting, staging).
-	prevE, prev := cmd.PreRunE, cmd.PreRun
-	cmd.PreRun = nil
-	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		if err := o.validate(); err != nil {
-			return err
-		}
-		if prevE != nil {
-			return prevE(c, args)
-		}
-		if prev != nil {
-			prev(c, args)
-		}
-		return nil
-	}
-}
-
-// validate checks the flags without side effects.
-func (o *httpOptions) validate() error {
+// Validate checks the flags without side effects.
+func (o *HTTPOptions) Validate() error {
 	if o.Addr == "" {
 		switch {
 		case o.AllowRemote:
@@ -86,11 +62,11 @@ func isLoopbackHost(host string) bool {
 }
 
 // serveTransport runs server over stdio, or over HTTP when --http is given.
-func serveTransport(ctx context.Context, ios *iostreams.IOStreams, log *slog.Logger, server *mcp.Server, opts *httpOptions) error {
+func serveTransport(ctx context.Context, ios *iostreams.IOStreams, log *slog.Logger, server *mcp.Server, opts *HTTPOptions) error {
 	if opts.Addr == "" {
 		return server.Run(ctx, &mcp.StdioTransport{})
 	}
-	if err := opts.validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return err
 	}
 

@@ -1,0 +1,133 @@
+// Package configurecmd is what `limactl mcp configure` does: it adds "limactl mcp serve" to an
+// AI agent's MCP config, then makes sure the instance is a sandbox (it exists or --create
+// makes it, it runs, it has no host mounts).
+package configurecmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/agentconfig"
+	"github.com/limactl-mcp/limactl-mcp/internal/instance"
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
+)
+
+// Options are the parsed command line of configure.
+type Options struct {
+	IO *iostreams.IOStreams
+	// Agent is the agent to configure (see agentconfig.Agents).
+	Agent               string
+	Instance            string
+	User                bool
+	DryRun              bool
+	DisableBuiltinTools bool
+	Name                string
+	// Workdir is --workdir ("": the current directory).
+	Workdir  string
+	Create   bool
+	Template string
+}
+
+// Run configures the agent, then checks the instance.
+func Run(ctx context.Context, opts *Options) error {
+	if err := configure(opts); err != nil {
+		return err
+	}
+	return checkSandbox(ctx, opts)
+}
+
+// checkSandbox makes sure the configured instance is a sandbox: it exists (or --create makes
+// it), it runs, and it has no host mounts.
+func checkSandbox(ctx context.Context, opts *Options) error {
+	ios := opts.IO
+	limactl, err := instance.Limactl()
+	if err != nil {
+		fmt.Fprintf(ios.ErrOut, "note: %v; the agent needs Lima's limactl to run its tools\n", err)
+		return nil
+	}
+	if opts.DryRun {
+		if _, err := instance.Inspect(ctx, limactl, opts.Instance); errors.Is(err, instance.ErrNotExist) {
+			fmt.Fprintf(ios.Out, "note: instance %q does not exist; without --dry-run, --create would make it (`%s`)\n", opts.Instance, instance.CreateCommand(opts.Instance, opts.Template))
+		}
+		return nil
+	}
+	if opts.Create {
+		fmt.Fprintf(ios.ErrOut, "Checking instance %q (creating or starting it can take a few minutes)...\n", opts.Instance)
+	}
+	warnings, err := instance.EnsureSandbox(ctx, limactl, opts.Instance, instance.SandboxOptions{Create: opts.Create, Template: opts.Template, Progress: ios.ErrOut})
+	for _, w := range warnings {
+		fmt.Fprintf(ios.Out, "warning: %s\n", w)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(ios.Out, "Ready: start the agent in %s; then review its changes with `limactl mcp review %s`.\n", opts.workdirOrCwd(), opts.Instance)
+	return nil
+}
+
+// workdirOrCwd is the project directory as the person named it.
+func (o *Options) workdirOrCwd() string {
+	if o.Workdir != "" {
+		return o.Workdir
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
+
+// configure writes (or with --dry-run shows) the agent's config.
+func configure(opts *Options) error {
+	ios := opts.IO
+	workdir, err := workdirpath.Abs(opts.Workdir)
+	if err != nil {
+		return err
+	}
+	changes, err := agentconfig.Plan(agentconfig.Options{
+		Agent:               opts.Agent,
+		Instance:            opts.Instance,
+		Workdir:             workdir,
+		User:                opts.User,
+		DisableBuiltinTools: opts.DisableBuiltinTools,
+		ServerName:          opts.Name,
+	})
+	if err != nil {
+		return err
+	}
+	var notes []string
+	for _, c := range changes {
+		for _, n := range c.Notes {
+			if !slices.Contains(notes, n) {
+				notes = append(notes, n)
+			}
+		}
+		switch {
+		case !c.Changed():
+			fmt.Fprintf(ios.Out, "already configured: %s\n", c.Path)
+		case opts.DryRun:
+			fmt.Fprintf(ios.Out, "would %s %s: %s\n%s", verb(c), c.Path, c.Summary, c.Diff())
+		default:
+			if err := agentconfig.Apply([]agentconfig.Change{c}); err != nil {
+				return err
+			}
+			fmt.Fprintf(ios.Out, "%sd %s: %s\n", verb(c), c.Path, c.Summary)
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(ios.Out, "note: %s\n", n)
+	}
+	if opts.DryRun {
+		fmt.Fprintln(ios.Out, "dry run: nothing was written")
+	}
+	return nil
+}
+
+// verb is what applying c does to its file: "create" or "update".
+func verb(c agentconfig.Change) string {
+	if c.Creates() {
+		return "create"
+	}
+	return "update"
+}

@@ -1,0 +1,89 @@
+package discardcmd_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
+)
+
+type result struct {
+	out, errOut string
+	err         error
+}
+
+// run runs discard on f's session; on a terminal that answers answer, when answer is not "".
+func run(f *sessiontest.Fixture, yes bool, answer string) result {
+	ios, in, out, errOut := iostreams.Test()
+	if answer != "" {
+		ios.SetTTY(true, true)
+		in.WriteString(answer)
+	}
+	err := discardcmd.Run(context.Background(), &discardcmd.Options{
+		IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Yes: yes, Open: f.Opener(),
+	})
+	return result{out.String(), errOut.String(), err}
+}
+
+func TestDiscard(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	f.Guest("echo new > new.txt")
+	what := "the staged copy of " + f.Workdir + ", with 1 pending change(s) that will be lost"
+	present := func() bool {
+		_, _, err := f.Store.Load(f.Workdir)
+		if err != nil && !errors.Is(err, staging.ErrNoSession) {
+			t.Fatal(err)
+		}
+		return err == nil && strings.TrimSpace(f.Srv.Run(t, "bash", "-c", "test -e "+f.GuestPath+"/new.txt && echo yes || echo no")) == "yes"
+	}
+
+	// Without a terminal, discard needs --yes: the error (printed by main) says what it would
+	// discard, and the exit code says consent is pending.
+	r := run(f, false, "")
+	if r.err == nil || r.err.Error() != "this would discard "+what+"; pass --yes to confirm without a terminal" {
+		t.Errorf("error %v", r.err)
+	}
+	if exitcode.Of(r.err) != exitcode.Pending || errors.Is(r.err, exitcode.ErrSilent) {
+		t.Errorf("exit code %d (silent: %v), want %d, not silent", exitcode.Of(r.err), errors.Is(r.err, exitcode.ErrSilent), exitcode.Pending)
+	}
+	if r.out != "" || r.errOut != "" || !present() {
+		t.Errorf("stdout %q, stderr %q, session still there: %v", r.out, r.errOut, present())
+	}
+
+	// On a terminal, anything but y or yes keeps the session.
+	r = run(f, false, "n\n")
+	if r.err != nil || r.out != "" || r.errOut != "Discard "+what+"? [y/N] Nothing discarded.\n" || !present() {
+		t.Errorf("answer n: error %v, stdout %q, stderr %q, session still there: %v", r.err, r.out, r.errOut, present())
+	}
+
+	r = run(f, false, " YES\n")
+	if r.err != nil || r.out != "Discarded "+what+".\n" || r.errOut != "Discard "+what+"? [y/N] " {
+		t.Errorf("answer yes: error %v, stdout %q, stderr %q", r.err, r.out, r.errOut)
+	}
+	if present() {
+		t.Error("the session is still there")
+	}
+
+	// Nothing left to discard.
+	r = run(f, true, "")
+	if r.err == nil || !strings.Contains(r.err.Error(), f.Workdir+` has no staged session in instance "sshd-test"`) || exitcode.Of(r.err) != exitcode.Error {
+		t.Errorf("error %v", r.err)
+	}
+}
+
+func TestDiscardYes(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	r := run(f, true, "")
+	if r.err != nil || r.out != "Discarded the staged copy of "+f.Workdir+".\n" || r.errOut != "" {
+		t.Errorf("error %v, stdout %q, stderr %q", r.err, r.out, r.errOut)
+	}
+	if _, _, err := f.Store.Load(f.Workdir); !errors.Is(err, staging.ErrNoSession) {
+		t.Errorf("the session state is still there: %v", err)
+	}
+}

@@ -1,0 +1,84 @@
+package reviewcmd
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+)
+
+func kindMark(it *review.Item) string {
+	switch {
+	case it.Refused != "":
+		return "!"
+	case it.Conflict:
+		return "C"
+	case it.Base == nil:
+		return "A"
+	case it.Guest == nil:
+		return "D"
+	}
+	return "M"
+}
+
+func printSummary(w io.Writer, cs *review.Changeset) {
+	s := cs.Summary()
+	fmt.Fprintf(w, "%d file(s) changed by the agent (+%d −%d lines), %d conflict(s), %d refused:\n", s.Files, s.Added, s.Removed, s.Conflicts, s.Refused)
+	for _, it := range cs.Items {
+		line := fmt.Sprintf("  %s %s", kindMark(it), it.Display)
+		if it.Added+it.Removed > 0 {
+			line += fmt.Sprintf("  +%d −%d", it.Added, it.Removed)
+		}
+		if it.Refused != "" {
+			line += "  (refused: " + it.Refused + ")"
+		} else if it.Description != "" && it.Description != "modified" {
+			line += "  (" + it.Description + ")"
+		}
+		fmt.Fprintln(w, termsafe.String(line))
+	}
+	printIgnored(w, cs)
+}
+
+func printIgnored(w io.Writer, cs *review.Changeset) {
+	for _, it := range cs.Ignored {
+		fmt.Fprintln(w, termsafe.String(fmt.Sprintf("  ignored %s: %s", it.Display, it.Refused)))
+	}
+}
+
+func printConflicts(w io.Writer, cs *review.Changeset) {
+	for _, it := range cs.Items {
+		if it.Conflict && it.Refused == "" {
+			fmt.Fprintf(w, "  conflict (not applied): %s — the host changed it too; review it in a terminal to choose\n", termsafe.String(it.Display))
+		}
+	}
+}
+
+func printRefused(w io.Writer, refused []string) {
+	for _, r := range refused {
+		fmt.Fprintf(w, "  refused %s\n", termsafe.String(r))
+	}
+}
+
+// changesetJSON is the changeset for scripts.
+func changesetJSON(cs *review.Changeset) map[string]any {
+	type item struct {
+		Path        tree.Name `json:"path"`
+		Kind        string    `json:"kind"`
+		Conflict    bool      `json:"conflict,omitempty"`
+		Refused     string    `json:"refused,omitempty"`
+		Description string    `json:"description,omitempty"`
+		Added       int       `json:"lines_added"`
+		Removed     int       `json:"lines_removed"`
+		Hunks       int       `json:"hunks"`
+	}
+	var items, ignored []item
+	for _, it := range cs.Items {
+		items = append(items, item{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks)})
+	}
+	for _, it := range cs.Ignored {
+		ignored = append(ignored, item{Path: tree.Name(it.Path), Kind: string(it.Kind), Refused: it.Refused})
+	}
+	return map[string]any{"workdir": cs.Workdir, "summary": cs.Summary(), "items": items, "ignored": ignored}
+}

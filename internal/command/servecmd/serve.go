@@ -1,0 +1,165 @@
+// Package servecmd is what `limactl mcp serve` does: it finds the instance (creating or
+// starting it with --create), stages the working directory into it in the background (or,
+// for an instance with mounts, works on the live mount), and serves the MCP tools over stdio
+// or Streamable HTTP. Standard output carries MCP messages only; logs go to standard error.
+package servecmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/instance"
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tools"
+	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
+	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
+)
+
+// Options are the parsed command line of serve and what it depends on.
+type Options struct {
+	IO       *iostreams.IOStreams
+	Instance string
+	// Workdir is --workdir ("": the current directory).
+	Workdir        string
+	Excludes       []string
+	IncludeIgnored bool
+	Fresh          bool
+	NoRunner       bool
+	Debug          bool
+	Create         bool
+	Template       string
+	HTTP           HTTPOptions
+
+	// Open finds the instance and connects to it, logging to log (default: OpenInstance).
+	Open func(ctx context.Context, opts *Options, log *slog.Logger) (*sessionopen.Target, error)
+}
+
+// OpenInstance finds the instance with limactl, after creating or starting it with --create,
+// and connects to it even when it is not running: the tools say what is wrong until it runs.
+func OpenInstance(ctx context.Context, opts *Options, log *slog.Logger) (*sessionopen.Target, error) {
+	limactl, err := instance.Limactl()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Create {
+		log.Info("making sure the instance exists and runs", "instance", opts.Instance)
+		if _, err := instance.EnsureSandbox(ctx, limactl, opts.Instance, instance.SandboxOptions{Create: true, Template: opts.Template, Progress: opts.IO.ErrOut}); err != nil {
+			return nil, err
+		}
+	}
+	return sessionopen.Open(ctx, limactl, opts.Instance, sessionopen.Options{Logger: log, NoRunner: opts.NoRunner, ConnectStopped: true})
+}
+
+// Run serves until ctx ends (a normal way for a client to stop its server: nil) or the
+// transport fails.
+func Run(ctx context.Context, opts *Options) error {
+	ios := opts.IO
+	level := slog.LevelInfo
+	if opts.Debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: level}))
+	workdir, err := workdirpath.Resolve(opts.Workdir)
+	if err != nil {
+		return err
+	}
+	open := opts.Open
+	if open == nil {
+		open = OpenInstance
+	}
+	t, err := open(ctx, opts, log)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if t.ConnErr != nil {
+		// Serve anyway: every call says what is wrong until the instance runs.
+		log.Warn(t.ConnErr.Error())
+	}
+	conn := t.Conn
+
+	var src tools.WorkspaceSource
+	var pending tools.PendingSource
+	instructions := fmt.Sprintf("Lima instance: %s. Working directory: %s.", opts.Instance, workdir)
+	if mounts := t.Instance.Mounts(); len(mounts) > 0 {
+		log.Warn("the instance mounts host directories: the tools work on the live mount, so nothing will be reviewable with `limactl mcp review`; for a staged, reviewable sandbox use an instance started with --mount-none",
+			"instance", opts.Instance, "mounts", mounts)
+		src = tools.Static{WS: workspace.Identity(workdir)}
+		// Connect (and start the runner) while the client initializes.
+		go func() {
+			if _, err := conn.UsesRunner(ctx); err != nil && !errors.Is(err, guest.ErrClosed) {
+				log.Warn("cannot connect to the instance yet", "error", err)
+			}
+		}()
+	} else {
+		st := &stager{conn: conn, store: t.Store, log: log, opts: staging.OpenOptions{
+			Instance: opts.Instance, Workdir: workdir, Fresh: opts.Fresh, Logger: log,
+			Select: staging.SelectOptions{Excludes: opts.Excludes, IncludeIgnored: opts.IncludeIgnored},
+		}}
+		staged := tools.NewStaged(ctx, st.open)
+		staged.Start()
+		src, pending = staged, staged
+		instructions += " The working directory is a staged copy inside the VM: your changes reach the host only after a person reviews them (limactl mcp review). Use pending_changes to see what you changed."
+	}
+	server := tools.NewServer(instructions)
+	tools.New(conn, src, tools.DefaultLimits, pending).Register(server)
+	err = serveTransport(ctx, ios, log, server, &opts.HTTP)
+	if ctx.Err() != nil {
+		return nil // interrupted: a normal way for a client to stop its server
+	}
+	return err
+}
+
+// stager stages the working directory, or resumes its session, for tools.NewStaged: once at
+// the start, and again at the next call after a failure.
+type stager struct {
+	conn  *guest.Conn
+	store staging.Store
+	log   *slog.Logger
+	opts  staging.OpenOptions // without Progress
+}
+
+func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*staging.Session, error) {
+	log := s.log
+	// Connect first, so that the staging time logged is the staging's own.
+	t0 := time.Now()
+	if _, err := s.conn.Home(ctx); err != nil {
+		log.Error("cannot connect to the instance", "error", err)
+		return nil, err
+	}
+	log.Debug("connected", "took", time.Since(t0).Round(time.Millisecond))
+	start := time.Now()
+	opts := s.opts
+	opts.Progress = progressLogger(log, progress)
+	sess, outcome, err := staging.Open(ctx, s.conn, s.store, opts)
+	if err != nil {
+		log.Error("staging failed", "error", err)
+		return nil, err
+	}
+	s.opts.Fresh = false // a retry after a failure must not discard again
+	n, size := sess.Baseline.Files()
+	log.Info("working directory "+string(outcome), "workdir", opts.Workdir, "guest_path", sess.State.GuestPath,
+		"files", n, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
+	return sess, nil
+}
+
+// progressLogger logs staging progress on stderr for large trees, at most every 2 seconds.
+func progressLogger(log *slog.Logger, next func(staging.Progress)) func(staging.Progress) {
+	last := time.Now()
+	return func(p staging.Progress) {
+		next(p)
+		if time.Since(last) < 2*time.Second && p.Files < p.TotalFiles {
+			return
+		}
+		last = time.Now()
+		log.Info("staging", "files", fmt.Sprintf("%d/%d", p.Files, p.TotalFiles),
+			"MB", fmt.Sprintf("%.1f/%.1f", float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6),
+			"MB/s", fmt.Sprintf("%.1f", p.Rate()/1e6))
+	}
+}

@@ -1,0 +1,80 @@
+// Package statuscmd is what `limactl mcp status` does: it lists the staged sessions of an
+// instance and their pending changes.
+package statuscmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// Options are the parsed command line of status and what it depends on.
+type Options struct {
+	IO       *iostreams.IOStreams
+	Instance string
+	JSON     bool
+
+	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
+	Open sessionopen.Opener
+}
+
+// Run shows the status.
+func Run(ctx context.Context, opts *Options) error {
+	ios := opts.IO
+	open := opts.Open
+	if open == nil {
+		open = sessionopen.HostOpener(ios.ErrOut)
+	}
+	t, err := open(ctx, opts.Instance)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	sts, err := staging.Statuses(ctx, t.Conn, t.Store, t.ConnErr)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(ios.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"instance": t.Instance.Name, "sessions": sts})
+	}
+	printStatus(ios.Out, t.Instance.Name, sts)
+	return nil
+}
+
+func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
+	if len(sts) == 0 {
+		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
+		return
+	}
+	for _, s := range sts {
+		fmt.Fprintf(w, "%s\n", s.Workdir)
+		if s.GuestPath != s.Workdir {
+			fmt.Fprintf(w, "  guest path: %s\n", s.GuestPath)
+		}
+		fmt.Fprintf(w, "  staged:     %s (%s ago), %d files, %.1f MB\n", s.StagedAt.Local().Format("2006-01-02 15:04"),
+			time.Since(s.StagedAt).Round(time.Minute), s.Files, float64(s.Bytes)/1e6)
+		switch {
+		case s.Error != "":
+			fmt.Fprintf(w, "  pending:    unknown (%s)\n", s.Error)
+		case s.PendingTotal == 0:
+			fmt.Fprintf(w, "  pending:    nothing\n")
+		default:
+			var parts []string
+			for k, n := range s.Pending {
+				parts = append(parts, fmt.Sprintf("%d %s", n, k))
+			}
+			sort.Strings(parts)
+			fmt.Fprintf(w, "  pending:    %d change(s): %s — run `limactl mcp review %s` in %s\n", s.PendingTotal, strings.Join(parts, ", "), inst, s.Workdir)
+		}
+	}
+}

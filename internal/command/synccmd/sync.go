@@ -1,0 +1,51 @@
+// Package synccmd is what `limactl mcp sync` does: it brings host edits made since staging
+// into the guest copy, keeping the agent's work.
+package synccmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
+)
+
+// Options are the parsed command line of sync and what it depends on.
+type Options struct {
+	IO       *iostreams.IOStreams
+	Instance string
+	// Workdir is --workdir ("": the current directory).
+	Workdir string
+
+	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
+	Open sessionopen.Opener
+}
+
+// Run syncs the session of the working directory.
+func Run(ctx context.Context, opts *Options) error {
+	ios := opts.IO
+	workdir, err := workdirpath.Resolve(opts.Workdir)
+	if err != nil {
+		return err
+	}
+	open := opts.Open
+	if open == nil {
+		open = sessionopen.HostOpener(ios.ErrOut)
+	}
+	t, s, err := sessionopen.OpenSession(ctx, open, opts.Instance, workdir)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	rep, err := s.Sync(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(ios.Out, "Copied %d host change(s) into the guest, removed %d.\n", len(rep.Pushed), len(rep.Removed))
+	for _, p := range rep.Conflicts {
+		fmt.Fprintf(ios.Out, "conflict: %s changed on both sides; the guest's version is kept (see `limactl mcp review`)\n", termsafe.Path(string(p)))
+	}
+	return nil
+}

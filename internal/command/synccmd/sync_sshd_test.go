@@ -1,0 +1,45 @@
+package synccmd_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/command/synccmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
+)
+
+// sync copies host edits into the guest and keeps the guest's version of a path both sides
+// changed.
+func TestSync(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"edited.txt": "1\n", "gone.txt": "x\n", "both.txt": "b\n"})
+	f.Guest("echo guest > both.txt && echo guest > $'tab\\tname.txt'")
+	f.WriteHost("edited.txt", "2\n")
+	f.WriteHost("both.txt", "host\n")
+	f.WriteHost("tab\tname.txt", "host\n")
+	f.WriteHost("new.txt", "new\n")
+	removeHost(t, f, "gone.txt")
+
+	ios, _, out, errOut := iostreams.Test()
+	if err := synccmd.Run(context.Background(), &synccmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener()}); err != nil {
+		t.Fatal(err)
+	}
+	want := "Copied 2 host change(s) into the guest, removed 1.\n" +
+		"conflict: both.txt changed on both sides; the guest's version is kept (see `limactl mcp review`)\n" +
+		"conflict: \"tab\\tname.txt\" changed on both sides; the guest's version is kept (see `limactl mcp review`)\n"
+	if out.String() != want || errOut.Len() != 0 {
+		t.Errorf("stdout %q, stderr %q; want stdout %q", out, errOut, want)
+	}
+	if got := f.Guest("cat edited.txt both.txt new.txt $'tab\\tname.txt'; test -e gone.txt || echo gone"); got != "2\nguest\nnew\nguest\ngone\n" {
+		t.Errorf("guest copy after sync: %q", got)
+	}
+}
+
+func removeHost(t *testing.T, f *sessiontest.Fixture, rel string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(f.Workdir, rel)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,109 @@
+// Package sessionopen opens what a command works on: a Lima instance, the store of its staged
+// sessions on the host, a connection to its guest, and the staged session of a working
+// directory. Commands take an Opener, so that a test can hand them a stand-in (an sshd on
+// loopback for the guest, a temporary directory for the store).
+package sessionopen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/instance"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// Target is an instance, its session store, and (when it runs) a connection to its guest.
+type Target struct {
+	Instance *instance.Instance
+	Store    staging.Store
+	// Conn is the connection to the guest: nil when the instance is not running, unless
+	// Options.ConnectStopped asked for one anyway.
+	Conn *guest.Conn
+	// ConnErr says why the instance is not running (nil when it runs).
+	ConnErr error
+}
+
+// Options say how Open connects to the guest.
+type Options struct {
+	// Logger receives the connection's diagnostics.
+	Logger *slog.Logger
+	// NoRunner and NoLoginShell are those of guest.Options.
+	NoRunner     bool
+	NoLoginShell bool
+	// ConnectStopped makes a connection to an instance that is not running too: it looks the
+	// instance up again at every connect, so it works once the instance runs (serve).
+	ConnectStopped bool
+}
+
+// Open finds the instance called name with limactl and makes its Target.
+func Open(ctx context.Context, limactl, name string, opts Options) (*Target, error) {
+	inst, err := instance.Inspect(ctx, limactl, name)
+	if err != nil {
+		return nil, err
+	}
+	t := &Target{Instance: inst, Store: staging.StoreFor(inst.Dir), ConnErr: inst.CheckRunning()}
+	if t.ConnErr == nil || opts.ConnectStopped {
+		t.Conn = guest.New(instance.Resolver(limactl, name), guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell})
+	}
+	return t, nil
+}
+
+// Close closes the connection, if there is one.
+func (t *Target) Close() {
+	if t.Conn != nil {
+		t.Conn.Close()
+	}
+}
+
+// Session loads the staged session of workdir (an absolute, symlink-free path: see
+// internal/workdirpath) and attaches it to the connection. It does not look at the guest: an
+// error says there is no session, or why the instance is not running.
+func (t *Target) Session(workdir string) (*staging.Session, error) {
+	st, base, err := t.Store.Load(workdir)
+	if errors.Is(err, staging.ErrNoSession) {
+		return nil, fmt.Errorf("%s has no staged session in instance %q: an agent's `limactl mcp serve %s` run in that directory creates one", workdir, t.Instance.Name, t.Instance.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.Conn == nil {
+		return nil, t.ConnErr
+	}
+	return staging.Attach(t.Conn, t.Store, st, base), nil
+}
+
+// Opener opens the Target of the instance called name.
+type Opener func(ctx context.Context, name string) (*Target, error)
+
+// HostOpener is the Opener of the commands that work on staged sessions from the host
+// (review, status, sync, discard): they only read and write files, so the guest runner starts
+// without the user's login shell; the connection's warnings go to logOut.
+func HostOpener(logOut io.Writer) Opener {
+	return func(ctx context.Context, name string) (*Target, error) {
+		limactl, err := instance.Limactl()
+		if err != nil {
+			return nil, err
+		}
+		log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		return Open(ctx, limactl, name, Options{Logger: log, NoLoginShell: true})
+	}
+}
+
+// OpenSession opens the instance called name with open, and the staged session of workdir
+// on it (see Target.Session). The caller closes the Target.
+func OpenSession(ctx context.Context, open Opener, name, workdir string) (*Target, *staging.Session, error) {
+	t, err := open(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := t.Session(workdir)
+	if err != nil {
+		t.Close()
+		return nil, nil, err
+	}
+	return t, s, nil
+}
