@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // Abs is dir as an absolute path, symlinks kept (default: the current directory).
@@ -46,9 +47,9 @@ func Rel(workdir, p string) (string, error) {
 		}
 		p = filepath.Join(wd, p)
 	}
-	rel, err := filepath.Rel(workdir, filepath.Clean(p))
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	rel, ok := tree.Inside(filepath.ToSlash(workdir), filepath.ToSlash(filepath.Clean(p)))
+	if !ok {
 		return "", fmt.Errorf("%s is outside the working directory %s", p, workdir)
 	}
-	return filepath.ToSlash(rel), nil
+	return rel, nil
 }
