@@ -134,6 +134,17 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		if (r.NotRegular != "" || r.Missing) && len(r.Data) > 0 {
 			return badReply("content for something that is not a regular file")
 		}
+	case req.Write != nil:
+		r := resp.Write
+		if r == nil {
+			return badReply("no write result")
+		}
+		if r.NotRegular != "" && r.NotRegular != tree.Dir && r.NotRegular != tree.Other {
+			return badReply("a file type %.40q that is not in the protocol", r.NotRegular)
+		}
+		if len(r.Errno) > 16 || len(r.Error) > 4096 {
+			return badReply("an error of %d+%d bytes", len(r.Errno), len(r.Error))
+		}
 	case req.Grep != nil:
 		if resp.Grep == nil {
 			return badReply("no search result")

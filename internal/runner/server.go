@@ -108,6 +108,8 @@ func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 		if err != nil {
 			resp.Error = err.Error()
 		}
+	case req.Write != nil:
+		resp.Write = runWrite(req.Write)
 	default:
 		resp.Error = "unknown request"
 	}

@@ -40,20 +40,22 @@ type Request struct {
 	Hash   *HashRequest   `json:"hash,omitempty"`
 	List   *ListRequest   `json:"list,omitempty"`
 	Read   *ReadRequest   `json:"read,omitempty"`
+	Write  *WriteRequest  `json:"write,omitempty"`
 }
 
 // Response answers the request with the same ID.
 type Response struct {
-	ID    uint64      `json:"id"`
-	Error string      `json:"error,omitempty"`
-	Hello *Hello      `json:"hello,omitempty"`
-	Exec  *ExecResult `json:"exec,omitempty"`
-	Glob  *GlobResult `json:"glob,omitempty"`
-	Grep  *GrepResult `json:"grep,omitempty"`
-	Scan  *ScanResult `json:"scan,omitempty"`
-	Hash  *HashResult `json:"hash,omitempty"`
-	List  *ListResult `json:"list,omitempty"`
-	Read  *ReadResult `json:"read,omitempty"`
+	ID    uint64       `json:"id"`
+	Error string       `json:"error,omitempty"`
+	Hello *Hello       `json:"hello,omitempty"`
+	Exec  *ExecResult  `json:"exec,omitempty"`
+	Glob  *GlobResult  `json:"glob,omitempty"`
+	Grep  *GrepResult  `json:"grep,omitempty"`
+	Scan  *ScanResult  `json:"scan,omitempty"`
+	Hash  *HashResult  `json:"hash,omitempty"`
+	List  *ListResult  `json:"list,omitempty"`
+	Read  *ReadResult  `json:"read,omitempty"`
+	Write *WriteResult `json:"write,omitempty"`
 }
 
 // Hello is sent unsolicited (ID 0) when the runner starts.
@@ -231,4 +233,31 @@ type ReadResult struct {
 	NotRegular tree.Kind `json:"not_regular,omitempty"`
 	// Missing says nothing is at Path.
 	Missing bool `json:"missing,omitempty"`
+}
+
+// WriteRequest replaces a file's content so that nobody ever sees a mix of old and new: the
+// data goes into a new file beside it, which is renamed over it. An existing file keeps its
+// permission bits; a new one gets Mode (less the umask). A link at the path's end, a file with
+// several hard links or owned by another user is written in place instead (replacing it would
+// cut the link). What is not a regular file is refused without being opened, so a fifo cannot
+// block the runner.
+type WriteRequest struct {
+	Path string `json:"path"`
+	Data []byte `json:"data"`
+	Mode uint32 `json:"mode"`
+	// MakeParents creates missing parent directories (mode 0755, less the umask).
+	MakeParents bool `json:"make_parents,omitempty"`
+}
+
+// WriteResult says how a write went.
+type WriteResult struct {
+	// NotRegular names what is at Path when it is not a regular file (tree.Dir, tree.Other);
+	// nothing was written.
+	NotRegular tree.Kind `json:"not_regular,omitempty"`
+	// InPlace says the file was written in place, not replaced.
+	InPlace bool `json:"in_place,omitempty"`
+	// Errno names the error that stopped the write ("ENOSPC", "EACCES"), with Error saying
+	// it in words; nothing was changed.
+	Errno string `json:"errno,omitempty"`
+	Error string `json:"error,omitempty"`
 }

@@ -67,8 +67,8 @@ func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args R
 	// /dev/zero) reports no size and never ends.
 	fi, err := sc.Stat(guestPath)
 	if errors.Is(err, fs.ErrNotExist) && args.OldString == "" {
-		if err := writeFile(sc, guestPath, []byte(args.NewString)); err != nil {
-			return nil, nil, fsError(args.FilePath, err)
+		if err := ts.writeGuestFile(ctx, args.FilePath, guestPath, []byte(args.NewString), "replace"); err != nil {
+			return nil, nil, err
 		}
 		return nil, &ReplaceResult{Replacements: 1, Created: true}, nil
 	}
@@ -113,8 +113,8 @@ func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args R
 	case n != want:
 		return nil, nil, fmt.Errorf("old_string occurs %d times in %s but expected_replacements is %d: nothing was changed. Add surrounding lines to old_string to make it unique, or set expected_replacements to %d to replace them all", n, args.FilePath, want, n)
 	}
-	if err := writeFile(sc, guestPath, []byte(strings.ReplaceAll(text, args.OldString, args.NewString))); err != nil {
-		return nil, nil, fsError(args.FilePath, err)
+	if err := ts.writeGuestFile(ctx, args.FilePath, guestPath, []byte(strings.ReplaceAll(text, args.OldString, args.NewString)), "replace"); err != nil {
+		return nil, nil, err
 	}
 	return nil, &ReplaceResult{Replacements: n}, nil
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/pkg/sftp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 )
 
 var writeFileTool = &mcp.Tool{
@@ -41,45 +40,26 @@ func (ts *Toolset) WriteFile(ctx context.Context, req *mcp.CallToolRequest, args
 	if len(args.Content) > ts.lim.WriteBytes {
 		return nil, nil, fmt.Errorf("content is %d bytes, more than the %d-byte limit of write_file; write a smaller file, or generate the data with run_shell_command", len(args.Content), ts.lim.WriteBytes)
 	}
-	sc, err := ts.conn.SFTP(ctx)
-	if err != nil {
+	if err := ts.writeGuestFile(ctx, args.Path, guestPath, []byte(args.Content), "write_file"); err != nil {
 		return nil, nil, err
-	}
-	// A fifo would block the open (and the guest's sftp server with it) until a reader came.
-	if fi, err := sc.Stat(guestPath); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
-		return nil, nil, notRegular(args.Path, fi.Mode(), "write_file")
-	}
-	if err := writeFile(sc, guestPath, []byte(args.Content)); err != nil {
-		return nil, nil, fsError(args.Path, err)
 	}
 	return nil, &WriteFileResult{}, nil
 }
 
-// writeFile writes data to p in place (keeping the mode, owner and links of an existing
-// file), creating missing parent directories. The common case costs three round trips (open,
-// write, close); what failed is looked into only on failure.
-func writeFile(sc *sftp.Client, p string, data []byte) error {
-	f, err := sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		if fi, serr := sc.Stat(p); serr == nil && fi.IsDir() {
-			return fmt.Errorf("is a directory; pass the path of a file")
-		}
-		dir := path.Dir(p)
-		if _, serr := sc.Stat(dir); !errors.Is(serr, fs.ErrNotExist) {
-			return err
-		}
-		if err := sc.MkdirAll(dir); err != nil {
-			return err
-		}
-		if f, err = sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC); err != nil {
-			return err
-		}
+// writeGuestFile writes a guest file for a tool (replaced whole through the runner; see
+// guest.Conn.WriteFile), creating its parent directories, and words the errors for the agent.
+func (ts *Toolset) writeGuestFile(ctx context.Context, hostPath, guestPath string, data []byte, tool string) error {
+	err := ts.conn.WriteFile(ctx, guestPath, data, 0o644, true)
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.EISDIR):
+		return isADirectory(hostPath)
+	case errors.Is(err, guest.ErrNotRegular):
+		return fmt.Errorf("not a regular file: %s; %s works on regular files only: use run_shell_command for special files", hostPath, tool)
+	case errors.As(err, &errno) && (errno == syscall.ENOSPC || errno == syscall.EDQUOT):
+		return fmt.Errorf("the guest's disk is full (%v): %s was left as it was. Free space in the guest (run_shell_command with df -h, then remove build output or caches) and retry", err, hostPath)
 	}
-	if len(data) > 0 {
-		if _, err := f.Write(data); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return f.Close()
+	return fsError(hostPath, err)
 }

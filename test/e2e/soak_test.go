@@ -1,0 +1,183 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestSoak sends many mixed tool calls to one server over several minutes, 16 at a time, and
+// reports the errors (there must be none, and every answer is checked), the latency per slice
+// of the run (p50, p99) and the memory of `serve` and of the guest runner at the start and the
+// end. It never asserts on times or memory; results are in docs/benchmarks.md. Opt-in, because
+// it takes minutes:
+//
+//	LIMACTL_MCP_SOAK=1 go test -tags e2e -count=1 -v -timeout 60m -run TestSoak ./test/e2e/
+//
+// LIMACTL_MCP_SOAK_N (default 10000) is the number of calls.
+func TestSoak(t *testing.T) {
+	if os.Getenv("LIMACTL_MCP_SOAK") != "1" {
+		t.Skip("set LIMACTL_MCP_SOAK=1 to run the soak benchmark")
+	}
+	n := envInt(t, "LIMACTL_MCP_SOAK_N", 10000)
+	const workers = 16
+	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
+	name := fmt.Sprintf("soak-%d", time.Now().UnixNano()%1e9)
+	dir := path.Join(s.Dir, name)
+	shellOK(t, s.Session, s.Dir, fmt.Sprintf("mkdir -p %s && cd %s && for i in $(seq 0 99); do echo \"needle $i\"; done > needles.md", name, name))
+
+	servePID := newestPID(t, "limactl-mcp serve "+instanceName)
+	rss := func() (serve, runner int) {
+		serve = hostRSS(servePID)
+		out := strings.TrimSpace(guestShell(t, "ps -o rss= -p \"$(pgrep -n -f '[.]cache/limactl-mcp/runner-')\" || true"))
+		runner, _ = strconv.Atoi(out)
+		return serve, runner
+	}
+	serve0, runner0 := rss()
+
+	type sample struct {
+		at  time.Duration
+		d   time.Duration
+		bad string
+	}
+	samples := make([]sample, n)
+	var next atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				bad := soakCall(s.Session, dir, i)
+				samples[i] = sample{at: t0.Sub(start), d: time.Since(t0), bad: bad}
+			}
+		}()
+	}
+	wg.Wait()
+	total := time.Since(start)
+	serve1, runner1 := rss()
+
+	var errs []string
+	for i, sm := range samples {
+		if sm.bad != "" {
+			errs = append(errs, fmt.Sprintf("call %d: %s", i, sm.bad))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%d calls, %d at a time, in %v (%.0f calls/s); %d errors\n", n, workers, total.Round(time.Second), float64(n)/total.Seconds(), len(errs))
+	fmt.Fprintf(&b, "| calls | p50 | p99 |\n|---|---|---|\n")
+	slice := max(n/10, 1)
+	for lo := 0; lo < n; lo += slice {
+		hi := min(lo+slice, n)
+		var ds []time.Duration
+		for _, sm := range samples[lo:hi] {
+			ds = append(ds, sm.d)
+		}
+		fmt.Fprintf(&b, "| %d-%d | %s | %s |\n", lo+1, hi, ms(pct(ds, 50)), ms(pct(ds, 99)))
+	}
+	fmt.Fprintf(&b, "RSS of serve: %d KiB at the start, %d KiB at the end; of the guest runner: %d KiB, %d KiB\n", serve0, serve1, runner0, runner1)
+	fmt.Print(b.String())
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d calls failed or were wrong:\n%s", len(errs), n, strings.Join(errs[:min(len(errs), 20)], "\n"))
+	}
+}
+
+// soakCall makes call i of the soak's mix and checks its answer; "" when it is right.
+func soakCall(s *mcp.ClientSession, dir string, i int) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	call := func(name string, args map[string]any) (map[string]any, string) {
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			return nil, "unanswered: " + err.Error()
+		}
+		text := firstText(res)
+		if res.IsError {
+			return nil, "error result: " + text
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(text), &m); err != nil {
+			return nil, "not JSON: " + text
+		}
+		return m, ""
+	}
+	switch i % 5 {
+	case 0, 1:
+		m, p := call("run_shell_command", map[string]any{"directory": dir, "command": []string{"sh", "-c", fmt.Sprintf("echo soak %d; seq 1 %d | tail -1", i, i%200+1)}})
+		if want := fmt.Sprintf("soak %d\n%d\n", i, i%200+1); p == "" && m["stdout"] != want {
+			p = fmt.Sprintf("stdout %q, want %q", m["stdout"], want)
+		}
+		return p
+	case 2:
+		f := path.Join(dir, fmt.Sprintf("f%02d.txt", i%50))
+		content := fmt.Sprintf("soak file %d\n", i)
+		if _, p := call("write_file", map[string]any{"path": f, "content": content}); p != "" {
+			return "write: " + p
+		}
+		m, p := call("read_file", map[string]any{"path": f})
+		if c, _ := m["content"].(string); p == "" && !strings.HasPrefix(c, "soak file ") {
+			p = fmt.Sprintf("read back %q", c) // another worker may have written it since
+		}
+		return p
+	case 3:
+		m, p := call("search_file_content", map[string]any{"path": dir, "pattern": fmt.Sprintf("^needle %d$", i%100), "include": "needles.md"})
+		if want := fmt.Sprintf("needles.md:%d:needle %d\n", i%100+1, i%100); p == "" && m["git_grep_output"] != want {
+			p = fmt.Sprintf("search output %q, want %q", m["git_grep_output"], want)
+		}
+		return p
+	default:
+		m, p := call("glob", map[string]any{"path": dir, "pattern": "needles.md"})
+		if p == "" && fmt.Sprint(m["matches"]) != "["+path.Join(dir, "needles.md")+"]" {
+			p = fmt.Sprintf("glob matches %v", m["matches"])
+		}
+		return p
+	}
+}
+
+// newestPID is the newest host process whose command line contains pattern.
+func newestPID(t *testing.T, pattern string) int {
+	t.Helper()
+	out, err := exec.Command("pgrep", "-n", "-f", pattern).Output()
+	if err != nil {
+		t.Fatalf("pgrep %q: %v", pattern, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("pgrep %q: %q", pattern, out)
+	}
+	return pid
+}
+
+// hostRSS is a host process's resident memory in KiB (0 if it is gone).
+func hostRSS(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
