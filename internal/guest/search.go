@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/gitgrep"
 	"github.com/limactl-mcp/limactl-mcp/internal/globfs"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
@@ -69,7 +70,7 @@ func (c *Conn) Grep(ctx context.Context, req GrepRequest) (*GrepResult, error) {
 }
 
 func grepSession(ctx context.Context, c *Conn, req runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
-	res, err := c.Exec(ctx, ExecRequest{Argv: runnerproto.GitGrepArgs(&req), Dir: req.Dir, HeadBytes: req.MaxBytes})
+	res, err := c.Exec(ctx, ExecRequest{Argv: gitgrep.Args(req.Pattern, req.Include), Dir: req.Dir, HeadBytes: req.MaxBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +92,7 @@ func grepSession(ctx context.Context, c *Conn, req runnerproto.GrepRequest) (*ru
 		return nil, fmt.Errorf("git is not installed in the guest and the guest runner is not running; install git in the guest or use run_shell_command with grep")
 	default:
 		out.Error = stderr
-		out.BadPattern = runnerproto.IsBadPatternMessage(stderr)
+		out.BadPattern = gitgrep.IsBadPatternMessage(stderr)
 	}
 	return out, nil
 }

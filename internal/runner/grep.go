@@ -15,6 +15,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/gitgrep"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
@@ -31,7 +32,7 @@ func runGrep(req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 }
 
 func gitGrep(git string, req *runnerproto.GrepRequest) *runnerproto.GrepResult {
-	args := runnerproto.GitGrepArgs(req)
+	args := gitgrep.Args(req.Pattern, req.Include)
 	var stdout, stderr bytes.Buffer
 	lw := &limitWriter{w: &stdout, n: req.MaxBytes}
 	cmd := &exec.Cmd{Path: git, Args: args, Dir: req.Dir}
@@ -54,7 +55,7 @@ func gitGrep(git string, req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 			msg = err.Error()
 		}
 		res.Error = msg
-		res.BadPattern = runnerproto.IsBadPatternMessage(msg)
+		res.BadPattern = gitgrep.IsBadPatternMessage(msg)
 	}
 	return res
 }

@@ -107,8 +107,20 @@ func TestFaultGuestDiskFull(t *testing.T) {
 }
 
 // TestFaultRunnerDiesMidCall: the guest side of the connection dies under a running call (the
-// runner killed): that call gets a clear error, and the next one works.
+// runner killed, or the sshd process that serves the server's SSH connection): that call gets
+// a clear error, and the next one reconnects and works.
 func TestFaultRunnerDiesMidCall(t *testing.T) {
+	t.Run("runner", func(t *testing.T) {
+		faultMidCall(t, "pkill -KILL -f '[.]cache/limactl-mcp/runner-' || true")
+	})
+	t.Run("ssh connection", func(t *testing.T) {
+		// The runner's parent is the sshd process of the server's own connection (Lima's host
+		// agent has its own): killing it drops the connection with every channel on it.
+		faultMidCall(t, "sudo kill -KILL \"$(ps -o ppid= -p \"$(pgrep -n -f '[.]cache/limactl-mcp/runner-')\" | tr -d ' ')\"")
+	})
+}
+
+func faultMidCall(t *testing.T, kill string) {
 	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
 	shellOK(t, s.Session, "/", "true")
 	done := make(chan *mcp.CallToolResult, 1)
@@ -117,7 +129,7 @@ func TestFaultRunnerDiesMidCall(t *testing.T) {
 		done <- res
 	}()
 	time.Sleep(2 * time.Second)
-	guestShell(t, "pkill -KILL -f '[.]cache/limactl-mcp/runner-' || true")
+	guestShell(t, kill)
 	var res *mcp.CallToolResult
 	select {
 	case res = <-done:
