@@ -48,7 +48,7 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 	cmd.SetIn(ios.In)
 	cmd.SetOut(ios.Out)
 	cmd.SetErr(ios.ErrOut)
-	cmd.SetVersionTemplate("limactl-mcp version {{.Version}}\n")
+	cmd.SetVersionTemplate(version.Describe())
 	cmd.Flags().BoolP("version", "v", false, "Print the version")
 	cmd.AddCommand(
 		newInfoCmd(ios, nil),

@@ -82,7 +82,8 @@ func Inspect(ctx context.Context, limactl, name string) (*Instance, error) {
 	runErr := cmd.Run()
 	msg := strings.TrimSpace(stderr.String())
 	if strings.Contains(msg, "No instance matching") || (runErr == nil && strings.TrimSpace(stdout.String()) == "") {
-		return nil, fmt.Errorf("%w %q: create it with `limactl start --mount-none --name=%s template:default`", ErrNotExist, name, name)
+		names, _ := namesWith(ctx, limactl)
+		return nil, notExist(name, names)
 	}
 	if runErr != nil {
 		return nil, fmt.Errorf("`limactl list --json %s` failed: %w: %s", name, runErr, msg)
@@ -94,7 +95,8 @@ func Inspect(ctx context.Context, limactl, name string) (*Instance, error) {
 		return nil, fmt.Errorf("cannot parse `limactl list --json %s`: %w", name, err)
 	}
 	if inst.Name != name {
-		return nil, fmt.Errorf("%w %q: create it with `limactl start --mount-none --name=%s template:default`", ErrNotExist, name, name)
+		names, _ := namesWith(ctx, limactl)
+		return nil, notExist(name, names)
 	}
 	return &inst, nil
 }
@@ -141,9 +143,33 @@ func Names(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return namesWith(ctx, limactl)
+}
+
+func namesWith(ctx context.Context, limactl string) ([]string, error) {
 	out, err := exec.CommandContext(ctx, limactl, "list", "--format", "{{.Name}}").Output()
 	if err != nil {
 		return nil, err
 	}
 	return strings.Fields(string(out)), nil
+}
+
+// List is every instance (`limactl list --json`).
+func List(ctx context.Context, limactl string) ([]Instance, error) {
+	out, err := exec.CommandContext(ctx, limactl, "list", "--json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("`limactl list --json` failed: %w", err)
+	}
+	var all []Instance
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var inst Instance
+		if err := json.Unmarshal(line, &inst); err != nil {
+			return nil, fmt.Errorf("cannot parse `limactl list --json`: %w", err)
+		}
+		all = append(all, inst)
+	}
+	return all, nil
 }

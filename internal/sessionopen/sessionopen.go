@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
@@ -65,7 +66,7 @@ func (t *Target) Close() {
 func (t *Target) Session(workdir string) (*staging.Session, error) {
 	st, base, err := t.Store.Load(workdir)
 	if errors.Is(err, staging.ErrNoSession) {
-		return nil, fmt.Errorf("%s has no staged session in instance %q: an agent's `limactl mcp serve %s` run in that directory creates one", workdir, t.Instance.Name, t.Instance.Name)
+		return nil, noSession{fmt.Sprintf("%s has no staged session in instance %q: an agent's `limactl mcp serve %s` run in that directory creates one", workdir, t.Instance.Name, t.Instance.Name)}
 	}
 	if err != nil {
 		return nil, err
@@ -94,16 +95,72 @@ func HostOpener(logOut io.Writer) Opener {
 }
 
 // OpenSession opens the instance called name with open, and the staged session of workdir
-// on it (see Target.Session). The caller closes the Target.
+// on it (see Target.Session). The caller closes the Target. When the instance or the session
+// is missing and workdir is staged in other instances, the error names them and the command
+// to use (a project staged in "agent" reviewed with a plain `review`, which means "default").
 func OpenSession(ctx context.Context, open Opener, name, workdir string) (*Target, *staging.Session, error) {
 	t, err := open(ctx, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, stagedElsewhere(ctx, err, name, workdir)
 	}
 	s, err := t.Session(workdir)
 	if err != nil {
 		t.Close()
-		return nil, nil, err
+		return nil, nil, stagedElsewhere(ctx, err, name, workdir)
 	}
 	return t, s, nil
 }
+
+// Elsewhere lists the instances, other than the one named, that hold a staged session of
+// workdir. A variable, so that tests can stand in for limactl.
+var Elsewhere = func(ctx context.Context, name, workdir string) []string {
+	limactl, err := instance.Limactl()
+	if err != nil {
+		return nil
+	}
+	all, err := instance.List(ctx, limactl)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, inst := range all {
+		if inst.Name == name || inst.Dir == "" {
+			continue
+		}
+		if _, _, err := staging.StoreFor(inst.Dir).Load(workdir); err == nil {
+			out = append(out, inst.Name)
+		}
+	}
+	return out
+}
+
+// stagedElsewhere adds to err, when the instance or the session is missing, the instances
+// that do hold workdir's session.
+func stagedElsewhere(ctx context.Context, err error, name, workdir string) error {
+	if !errors.Is(err, instance.ErrNotExist) && !errors.Is(err, staging.ErrNoSession) {
+		return err
+	}
+	others := Elsewhere(ctx, name, workdir)
+	switch len(others) {
+	case 0:
+		return err
+	case 1:
+		return fmt.Errorf("%s is staged in instance %q, not %q: name it, as in `limactl mcp review %s` (%w)", workdir, others[0], name, others[0], err)
+	}
+	return fmt.Errorf("%s is staged in instances %s, not %q: name one, as in `limactl mcp review %s` (%w)", workdir, strings.Join(quoteAll(others), ", "), name, others[0], err)
+}
+
+func quoteAll(names []string) []string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return q
+}
+
+// noSession is the error for a working directory without a session: its words, and
+// staging.ErrNoSession for errors.Is.
+type noSession struct{ msg string }
+
+func (e noSession) Error() string { return e.msg }
+func (e noSession) Unwrap() error { return staging.ErrNoSession }

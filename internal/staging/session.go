@@ -17,6 +17,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+	"github.com/limactl-mcp/limactl-mcp/internal/words"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
@@ -96,7 +97,7 @@ func Open(ctx context.Context, conn *guest.Conn, store Store, opts OpenOptions) 
 	case err == nil && opts.Fresh:
 		s := &Session{conn: conn, store: store, State: st, Baseline: base}
 		if cs, err := s.GuestChanges(ctx); err == nil && len(cs.Changes) > 0 {
-			log.Warn(fmt.Sprintf("--fresh discards %d pending change(s) of the agent in the guest", len(cs.Changes)), "workdir", workdir)
+			log.Warn(fmt.Sprintf("--fresh discards %s of the agent in the guest", words.Count(len(cs.Changes), "pending change")), "workdir", workdir)
 		}
 		if err := s.removeGuestCopy(ctx); err != nil {
 			return nil, "", err

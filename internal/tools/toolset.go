@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/version"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
@@ -87,6 +88,7 @@ func (ts *Toolset) Register(server *mcp.Server) {
 	mcp.AddTool(server, searchFileContentTool, ts.SearchFileContent)
 	mcp.AddTool(server, runShellCommandTool, ts.RunShellCommand)
 	mcp.AddTool(server, pendingChangesTool, ts.PendingChanges)
+	server.AddReceivingMiddleware(argHints)
 }
 
 // NewServer returns an MCP server with the name Lima's bundled server has ("lima"), so that
@@ -114,3 +116,18 @@ All paths are absolute. Commands run in the guest (Linux), with the guest user's
 func ptr[T any](v T) *T { return &v }
 
 var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+
+// Unavailable is a WorkspaceSource (and PendingSource) for a server that cannot reach its
+// instance at all (it does not exist): every call answers with Err, which says what to do.
+type Unavailable struct{ Err error }
+
+// Workspace implements WorkspaceSource.
+func (u Unavailable) Workspace(context.Context, *mcp.CallToolRequest) (*workspace.Workspace, error) {
+	return nil, u.Err
+}
+
+// GuestChanges implements PendingSource.
+func (u Unavailable) GuestChanges(context.Context) (*staging.ChangeSet, error) { return nil, u.Err }
+
+// PendingDiff implements PendingSource.
+func (u Unavailable) PendingDiff(context.Context, string) (string, error) { return "", u.Err }

@@ -384,36 +384,51 @@ func TestServeRawStdio(t *testing.T) {
 	}
 }
 
-// TestServeNoSuchInstance: serving an instance that does not exist fails at once, saying how to
-// create it.
+// TestServeNoSuchInstance: a server for an instance that does not exist stays up (an agent's
+// client would show only "connection closed"), and every call says what is wrong: the
+// instances there are, a close name if one is, and how to create it.
 func TestServeNoSuchInstance(t *testing.T) {
-	const want = "limactl start --mount-none --name=no-such-instance"
 	for _, tc := range []struct {
 		name string
 		argv []string
+		want []string
 	}{
-		{"Direct", []string{"limactl-mcp", "serve", "no-such-instance"}},
-		{"ViaLimactl", []string{"limactl", "mcp", "serve", "no-such-instance"}},
+		{"Direct", []string{"limactl-mcp", "serve", "no-such-instance"},
+			[]string{`no such Lima instance "no-such-instance"`, "instances: " + instanceName, "limactl start --mount-none --name=no-such-instance", "restart this MCP server"}},
+		{"ViaLimactl", []string{"limactl", "mcp", "serve", "mcp-e2f"},
+			[]string{`no such Lima instance "mcp-e2f": did you mean "` + instanceName + `"?`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := ctxT(t, 2*time.Minute)
-			cmd := vm.Command(ctx, tc.argv[0], tc.argv[1:]...)
+			s := startServer(t, nil, tc.argv[0], tc.argv[1:]...)
+			res, text := callTool(t, s.Session, "run_shell_command", map[string]any{"directory": "/", "command": []string{"true"}})
+			if !res.IsError {
+				t.Fatalf("want an error result, got %s", text)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("%v: the error does not say %q:\n%s", tc.argv, w, text)
+				}
+			}
+			if !strings.Contains(s.Stderr.String(), "no such Lima instance") {
+				t.Errorf("stderr does not say it:\n%s", s.Stderr.String())
+			}
+		})
+	}
+}
+
+// TestCommandsSuggestInstance: a misspelled instance gets "did you mean" from every command that
+// names one, with the instances there are.
+func TestCommandsSuggestInstance(t *testing.T) {
+	for _, sub := range []string{"status", "review", "sync", "discard"} {
+		t.Run(sub, func(t *testing.T) {
+			cmd := vm.Command(ctxT(t, time.Minute), "limactl", "mcp", sub, "mcp-e2f")
 			cmd.Dir = sharedDir(t)
-			t0 := time.Now()
-			stdout, stderr, err := runCmd(cmd)
-			t.Logf("exit after %s: %v\nstderr: %s", time.Since(t0).Round(time.Millisecond), err, stderr)
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() == 0 {
-				t.Errorf("%v: err = %v, want a non-zero exit status", tc.argv, err)
+			_, stderr, err := runCmd(cmd)
+			if err == nil {
+				t.Fatalf("%s mcp-e2f succeeded", sub)
 			}
-			if !strings.Contains(stderr, want) {
-				t.Errorf("%v: stderr does not name %q:\n%s", tc.argv, want, stderr)
-			}
-			if !strings.Contains(stderr, "no-such-instance") {
-				t.Errorf("%v: stderr does not name the instance:\n%s", tc.argv, stderr)
-			}
-			if stdout != "" {
-				t.Errorf("%v: stdout = %q, want nothing (stdout is for MCP messages only)", tc.argv, stdout)
+			if want := `no such Lima instance "mcp-e2f": did you mean "` + instanceName + `"?`; !strings.Contains(stderr, want) {
+				t.Errorf("%s mcp-e2f: stderr does not say %q:\n%s", sub, want, stderr)
 			}
 		})
 	}

@@ -55,6 +55,11 @@ func TestSoak(t *testing.T) {
 	}
 	samples := make([]sample, n)
 	var next atomic.Int64
+	slice := max(n/10, 1)
+	// The memory at the end of each slice, sampled by the worker that starts the next one.
+	type mem struct{ serve, runner int }
+	mems := make([]mem, (n+slice-1)/slice)
+	var memMu sync.Mutex
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range workers {
@@ -65,6 +70,12 @@ func TestSoak(t *testing.T) {
 				i := int(next.Add(1)) - 1
 				if i >= n {
 					return
+				}
+				if i > 0 && i%slice == 0 {
+					sv, rn := rss()
+					memMu.Lock()
+					mems[i/slice-1] = mem{sv, rn}
+					memMu.Unlock()
 				}
 				t0 := time.Now()
 				bad := soakCall(s.Session, dir, i)
@@ -84,15 +95,16 @@ func TestSoak(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%d calls, %d at a time, in %v (%.0f calls/s); %d errors\n", n, workers, total.Round(time.Second), float64(n)/total.Seconds(), len(errs))
-	fmt.Fprintf(&b, "| calls | p50 | p99 |\n|---|---|---|\n")
-	slice := max(n/10, 1)
+	mems[len(mems)-1] = mem{serve1, runner1}
+	fmt.Fprintf(&b, "| calls | p50 | p99 | RSS of serve after | RSS of the runner after |\n|---|---|---|---|---|\n")
 	for lo := 0; lo < n; lo += slice {
 		hi := min(lo+slice, n)
 		var ds []time.Duration
 		for _, sm := range samples[lo:hi] {
 			ds = append(ds, sm.d)
 		}
-		fmt.Fprintf(&b, "| %d-%d | %s | %s |\n", lo+1, hi, ms(pct(ds, 50)), ms(pct(ds, 99)))
+		m := mems[lo/slice]
+		fmt.Fprintf(&b, "| %d-%d | %s | %s | %d KiB | %d KiB |\n", lo+1, hi, ms(pct(ds, 50)), ms(pct(ds, 99)), m.serve, m.runner)
 	}
 	fmt.Fprintf(&b, "RSS of serve: %d KiB at the start, %d KiB at the end; of the guest runner: %d KiB, %d KiB\n", serve0, serve1, runner0, runner1)
 	fmt.Print(b.String())

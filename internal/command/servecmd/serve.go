@@ -74,6 +74,12 @@ func Run(ctx context.Context, opts *Options) error {
 		open = OpenInstance
 	}
 	t, err := open(ctx, opts, log)
+	if errors.Is(err, instance.ErrNotExist) {
+		// Serve anyway, as for a stopped instance: an agent's client that sees the server exit
+		// shows only "connection closed", while a tool's error reaches the agent and the person.
+		log.Warn(err.Error())
+		return serveUnavailable(ctx, opts, log, fmt.Errorf("%w; then restart this MCP server (or fix the instance name in the agent's MCP configuration: limactl mcp configure)", err))
+	}
 	if err != nil {
 		return err
 	}
@@ -116,6 +122,21 @@ func Run(ctx context.Context, opts *Options) error {
 	return err
 }
 
+// serveUnavailable serves the tools of a server whose instance cannot be found: every call
+// says why and what to do.
+func serveUnavailable(ctx context.Context, opts *Options, log *slog.Logger, why error) error {
+	conn := guest.New(func(context.Context) (*guest.Target, error) { return nil, why }, guest.Options{Logger: log})
+	defer conn.Close()
+	u := tools.Unavailable{Err: why}
+	server := tools.NewServer(fmt.Sprintf("Lima instance: %s (not found: every tool call says what to do).", opts.Instance))
+	tools.New(conn, u, tools.DefaultLimits, u).Register(server)
+	err := serveTransport(ctx, opts.IO, log, server, &opts.HTTP)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 // stager stages the working directory, or resumes its session, for tools.NewStaged: once at
 // the start, and again at the next call after a failure.
 type stager struct {
@@ -149,16 +170,21 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 	return sess, nil
 }
 
-// progressLogger logs staging progress on stderr for large trees, at most every 2 seconds.
+// progressLogger logs staging progress on stderr for trees that take a while, at most every 2
+// seconds, and then the last step; a tree staged within 2 seconds logs no progress at all.
+// It counts entries (files, directories and links), as staging sends them; the line that ends
+// the staging counts files.
 func progressLogger(log *slog.Logger, next func(staging.Progress)) func(staging.Progress) {
 	last := time.Now()
+	logged := false
 	return func(p staging.Progress) {
 		next(p)
-		if time.Since(last) < 2*time.Second && p.Files < p.TotalFiles {
+		done := p.Files >= p.TotalFiles
+		if time.Since(last) < 2*time.Second && (!done || !logged) {
 			return
 		}
-		last = time.Now()
-		log.Info("staging", "files", fmt.Sprintf("%d/%d", p.Files, p.TotalFiles),
+		last, logged = time.Now(), true
+		log.Info("staging", "entries", fmt.Sprintf("%d/%d", p.Files, p.TotalFiles),
 			"MB", fmt.Sprintf("%.1f/%.1f", float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6),
 			"MB/s", fmt.Sprintf("%.1f", p.Rate()/1e6))
 	}

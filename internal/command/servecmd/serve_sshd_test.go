@@ -196,7 +196,7 @@ func TestServeStagesAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := r.stderr.String()
-	for _, want := range []string{`msg="--fresh discards 1 pending change(s) of the agent in the guest"`, `msg="working directory restaged"`, `level=DEBUG msg=connected`} {
+	for _, want := range []string{`msg="--fresh discards 1 pending change of the agent in the guest"`, `msg="working directory restaged"`, `level=DEBUG msg=connected`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("stderr lacks %s:\n%s", want, logs)
 		}
@@ -228,5 +228,37 @@ func TestServeMountedInstance(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(f.instDir); err == nil && len(entries) > 0 {
 		t.Errorf("a session store was made for a mounted instance: %v", entries)
+	}
+}
+
+// A server for an instance that does not exist stays up, and every call tells the agent (and
+// the person reading its transcript) what is wrong and what to do, instead of the client's
+// bare "connection closed".
+func TestServeMissingInstanceStaysUp(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	missing := func(context.Context, *Options, *slog.Logger) (*sessionopen.Target, error) {
+		return nil, fmt.Errorf(`%w "confz": did you mean "confs"? (instances: confs, default)`, instance.ErrNotExist)
+	}
+	r := startServe(t, &Options{Workdir: t.TempDir(), Open: missing})
+	cs, err := connectHTTP(ctx, r.url, r.token)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	for _, call := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"run_shell_command", map[string]any{"directory": "/", "command": []string{"true"}}},
+		{"read_file", map[string]any{"path": "/etc/hostname"}},
+		{"pending_changes", map[string]any{}},
+	} {
+		toolsuite.MustError(t, cs, call.name, call.args, `no such Lima instance "confz"`, `did you mean "confs"`, "restart this MCP server")
+	}
+	if !strings.Contains(r.stderr.String(), `did you mean \"confs\"`) && !strings.Contains(r.stderr.String(), `did you mean "confs"`) {
+		t.Errorf("stderr does not say it:\n%s", r.stderr.String())
 	}
 }

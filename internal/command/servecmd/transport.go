@@ -61,10 +61,23 @@ func isLoopbackHost(host string) bool {
 	return err == nil && ip.Zone() == "" && ip.Unmap().IsLoopback()
 }
 
+// terminalNote is for a person who runs serve in a terminal and types at it.
+const terminalNote = "This is an MCP server for an AI agent: it reads JSON-RPC messages on standard input, not commands.\n" +
+	"Let the agent start it: `limactl mcp configure claude` (or gemini, codex, cursor) writes the agent's MCP configuration\n" +
+	"for this directory. To look at the tools by hand, use an MCP client such as `npx @modelcontextprotocol/inspector`.\n" +
+	"Press Ctrl-C to quit."
+
 // serveTransport runs server over stdio, or over HTTP when --http is given.
 func serveTransport(ctx context.Context, ios *iostreams.IOStreams, log *slog.Logger, server *mcp.Server, opts *HTTPOptions) error {
 	if opts.Addr == "" {
-		return server.Run(ctx, &mcp.StdioTransport{})
+		if ios.IsStdinTTY() {
+			fmt.Fprintln(ios.ErrOut, terminalNote)
+		}
+		err := server.Run(ctx, &mcp.StdioTransport{})
+		if err != nil && ios.IsStdinTTY() {
+			return fmt.Errorf("%w\n%s", err, terminalNote)
+		}
+		return err
 	}
 	if err := opts.Validate(); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
 
 // Options are the parsed command line of status and what it depends on.
@@ -61,8 +62,8 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 		if s.GuestPath != s.Workdir {
 			fmt.Fprintf(w, "  guest path: %s\n", s.GuestPath)
 		}
-		fmt.Fprintf(w, "  staged:     %s (%s ago), %d files, %.1f MB\n", s.StagedAt.Local().Format("2006-01-02 15:04"),
-			time.Since(s.StagedAt).Round(time.Minute), s.Files, float64(s.Bytes)/1e6)
+		fmt.Fprintf(w, "  staged:     %s (%s), %s, %.1f MB\n", s.StagedAt.Local().Format("2006-01-02 15:04"),
+			words.Ago(time.Since(s.StagedAt)), words.Count(s.Files, "file"), float64(s.Bytes)/1e6)
 		switch {
 		case s.Error != "":
 			fmt.Fprintf(w, "  pending:    unknown (%s)\n", s.Error)
@@ -74,7 +75,7 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 				parts = append(parts, fmt.Sprintf("%d %s", n, k))
 			}
 			sort.Strings(parts)
-			fmt.Fprintf(w, "  pending:    %d change(s): %s — run `limactl mcp review %s` in %s\n", s.PendingTotal, strings.Join(parts, ", "), inst, s.Workdir)
+			fmt.Fprintf(w, "  pending:    %s: %s — run `limactl mcp review %s` in %s\n", words.Count(s.PendingTotal, "change"), strings.Join(parts, ", "), inst, s.Workdir)
 		}
 	}
 }

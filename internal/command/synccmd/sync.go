@@ -9,6 +9,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/words"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
 
@@ -43,7 +44,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(ios.Out, "Copied %d host change(s) into the guest, removed %d.\n", len(rep.Pushed), len(rep.Removed))
+	fmt.Fprintf(ios.Out, "Copied %s into the guest and removed %s the host deleted.\n", words.Count(len(rep.Pushed), "host change"), words.Count(len(rep.Removed), "path"))
 	for _, p := range rep.Conflicts {
 		fmt.Fprintf(ios.Out, "conflict: %s changed on both sides; the guest's version is kept (see `limactl mcp review`)\n", termsafe.Path(string(p)))
 	}

@@ -26,7 +26,7 @@ func TestSync(t *testing.T) {
 	if err := synccmd.Run(context.Background(), &synccmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener()}); err != nil {
 		t.Fatal(err)
 	}
-	want := "Copied 2 host change(s) into the guest, removed 1.\n" +
+	want := "Copied 2 host changes into the guest and removed 1 path the host deleted.\n" +
 		"conflict: both.txt changed on both sides; the guest's version is kept (see `limactl mcp review`)\n" +
 		"conflict: \"tab\\tname.txt\" changed on both sides; the guest's version is kept (see `limactl mcp review`)\n"
 	if out.String() != want || errOut.Len() != 0 {

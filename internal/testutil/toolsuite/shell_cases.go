@@ -36,6 +36,9 @@ func testRunShellCommand(t *testing.T, env Env) {
 	t.Run("missing fields", func(t *testing.T) {
 		MustError(t, s, "run_shell_command", map[string]any{"command": []string{"true"}}, "directory")
 		MustError(t, s, "run_shell_command", map[string]any{"directory": "/", "command": "true"}, "command")
+		// A command line as one string: the error says what to send instead.
+		MustError(t, s, "run_shell_command", map[string]any{"directory": "/", "command": "make && make test"},
+			`"command" must be an array of strings`, `["bash","-c","make && make test"]`)
 	})
 	t.Run("timeout", func(t *testing.T) {
 		start := time.Now()

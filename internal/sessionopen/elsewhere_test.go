@@ -1,0 +1,40 @@
+package sessionopen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/instance"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// A missing instance or session names the instances where the working directory is staged.
+func TestStagedElsewhere(t *testing.T) {
+	old := Elsewhere
+	t.Cleanup(func() { Elsewhere = old })
+	Elsewhere = func(_ context.Context, name, workdir string) []string {
+		if workdir == "/p" {
+			return []string{"agent"}
+		}
+		return nil
+	}
+	missing := fmt.Errorf(`%w "default"`, instance.ErrNotExist)
+	err := stagedElsewhere(context.Background(), missing, "default", "/p")
+	if !strings.Contains(err.Error(), `/p is staged in instance "agent", not "default": name it, as in `+"`limactl mcp review agent`") || !errors.Is(err, instance.ErrNotExist) {
+		t.Errorf("got %v", err)
+	}
+	nosess := noSession{"/p has no staged session in instance \"default\""}
+	if err := stagedElsewhere(context.Background(), nosess, "default", "/p"); !strings.Contains(err.Error(), `staged in instance "agent"`) || !errors.Is(err, staging.ErrNoSession) {
+		t.Errorf("got %v", err)
+	}
+	if err := stagedElsewhere(context.Background(), missing, "default", "/q"); err != missing {
+		t.Errorf("nothing elsewhere: got %v", err)
+	}
+	other := errors.New("connection refused")
+	if err := stagedElsewhere(context.Background(), other, "default", "/p"); err != other {
+		t.Errorf("another error: got %v", err)
+	}
+}
