@@ -37,6 +37,11 @@ type Conn struct {
 	mu     sync.Mutex
 	cur    *link
 	closed bool
+
+	// stop is closed by Close, which must not wait for a connect in progress (under mu):
+	// it ends that connect instead.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // link is everything that lives and dies with one SSH connection.
@@ -57,7 +62,7 @@ func New(resolve Resolver, opts Options) *Conn {
 	if opts.KeepaliveInterval == 0 {
 		opts.KeepaliveInterval = 10 * time.Second
 	}
-	return &Conn{resolve: resolve, opts: opts, log: opts.Logger}
+	return &Conn{resolve: resolve, opts: opts, log: opts.Logger, stop: make(chan struct{})}
 }
 
 // ErrClosed is returned after Close.
@@ -78,8 +83,23 @@ func (c *Conn) get(ctx context.Context) (*link, error) {
 			return c.cur, nil
 		}
 	}
-	l, err := c.dial(ctx)
+	// A connect takes seconds on a slow guest: Close ends it rather than waiting for it.
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-dctx.Done():
+		}
+	}()
+	l, err := c.dial(dctx)
 	if err != nil {
+		select {
+		case <-c.stop:
+			return nil, ErrClosed
+		default:
+		}
 		return nil, err
 	}
 	c.cur = l
@@ -119,6 +139,10 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the ssh server of instance %q at %s: %w", t.Name, t.Addr, err)
 	}
+	// The handshake, sftp and the runner's start take no context: closing the connection
+	// ends them when ctx ends (Close, or the caller giving up).
+	abort := context.AfterFunc(ctx, func() { nc.Close() })
+	defer abort()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	} else {
@@ -195,8 +219,9 @@ func (l *link) close() {
 	_ = l.client.Close()
 }
 
-// Close closes the connection; later calls fail with ErrClosed.
+// Close closes the connection, ending a connect in progress; later calls fail with ErrClosed.
 func (c *Conn) Close() error {
+	c.stopOnce.Do(func() { close(c.stop) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true

@@ -151,6 +151,10 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 	// Connect first, so that the staging time logged is the staging's own.
 	t0 := time.Now()
 	if _, err := s.conn.Home(ctx); err != nil {
+		if shuttingDown(ctx, err) {
+			log.Debug("staging not started: the server is shutting down")
+			return nil, err
+		}
 		log.Error("cannot connect to the instance", "error", err)
 		return nil, err
 	}
@@ -160,6 +164,10 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 	opts.Progress = progressLogger(log, progress)
 	sess, outcome, err := staging.Open(ctx, s.conn, s.store, opts)
 	if err != nil {
+		if shuttingDown(ctx, err) {
+			log.Debug("staging stopped: the server is shutting down; it resumes at the next start", "error", err)
+			return nil, err
+		}
 		log.Error("staging failed", "error", err)
 		return nil, err
 	}
@@ -168,6 +176,12 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 	log.Info("working directory "+string(outcome), "workdir", opts.Workdir, "guest_path", sess.State.GuestPath,
 		"files", n, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
 	return sess, nil
+}
+
+// shuttingDown says err comes from the server going away (its client closed the session), not
+// from the instance: nothing a person needs to see.
+func shuttingDown(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, guest.ErrClosed)
 }
 
 // progressLogger logs staging progress on stderr for trees that take a while, at most every 2
