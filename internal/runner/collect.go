@@ -216,6 +216,7 @@ func pipeHolders(inodes []uint64) (holders []string, unseen bool) {
 		want["pipe:["+strconv.FormatUint(ino, 10)+"]"] = true
 	}
 	self := os.Getpid()
+	selfExe, _ := os.Readlink("/proc/self/exe")
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, true
@@ -235,6 +236,11 @@ func pipeHolders(inodes []uint64) (holders []string, unseen bool) {
 		}
 		for _, fd := range fds {
 			if l, err := os.Readlink(filepath.Join(fdDir, fd.Name())); err == nil && want[l] {
+				// A child the runner is starting for another command holds copies of every
+				// descriptor between its fork and its exec, which closes them: not a holder.
+				if exe, _ := os.Readlink(filepath.Join("/proc", p.Name(), "exe")); exe != "" && exe == selfExe {
+					break // collect looks again: the child execs within milliseconds
+				}
 				if len(holders) < maxHolders {
 					holders = append(holders, describeProcess(pid))
 				}

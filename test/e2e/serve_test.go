@@ -394,7 +394,7 @@ func TestServeNoSuchInstance(t *testing.T) {
 		want []string
 	}{
 		{"Direct", []string{"limactl-mcp", "serve", "no-such-instance"},
-			[]string{`no such Lima instance "no-such-instance"`, "instances: " + instanceName, "limactl start --mount-none --name=no-such-instance", "restart this MCP server"}},
+			[]string{`no such Lima instance "no-such-instance"`, "(instances: ", instanceName, "limactl start --mount-none --name=no-such-instance", "restart this MCP server"}},
 		{"ViaLimactl", []string{"limactl", "mcp", "serve", "mcp-e2f"},
 			[]string{`no such Lima instance "mcp-e2f": did you mean "` + instanceName + `"?`}},
 	} {
