@@ -34,6 +34,11 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if !opts.Yes && !ios.IsStdinTTY() {
+		// Said at once, before the instance is opened or the guest is reached: there is
+		// nobody to ask, so nothing that follows could be used.
+		return exitcode.With(exitcode.Pending, fmt.Errorf("this would discard the staged copy of %s, with every change in it not yet reviewed; pass --yes to confirm without a terminal: `limactl mcp discard %s --yes` (to see the changes first: `limactl mcp review %s --dry-run`)", wd, opts.Instance, opts.Instance))
+	}
 	open := opts.Open
 	if open == nil {
 		open = sessionopen.HostOpener(ios.ErrOut)
@@ -49,9 +54,6 @@ func Run(ctx context.Context, opts *Options) error {
 		what += fmt.Sprintf(", with %d pending change(s) that will be lost", len(cs.Changes))
 	}
 	if !opts.Yes {
-		if !ios.IsStdinTTY() {
-			return exitcode.With(exitcode.Pending, fmt.Errorf("this would discard %s; pass --yes to confirm without a terminal", what))
-		}
 		fmt.Fprintf(ios.ErrOut, "Discard %s? [y/N] ", what)
 		line, _ := bufio.NewReader(ios.In).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {

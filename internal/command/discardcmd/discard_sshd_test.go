@@ -9,6 +9,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
 )
@@ -44,9 +45,11 @@ func TestDiscard(t *testing.T) {
 	}
 
 	// Without a terminal, discard needs --yes: the error (printed by main) says what it would
-	// discard, and the exit code says consent is pending.
+	// discard and the exact command, and the exit code says consent is pending. It is said at
+	// once: the instance is not even opened (issue 12 asks for this; the message no longer
+	// counts the pending changes, which needed the guest).
 	r := run(f, false, "")
-	if r.err == nil || r.err.Error() != "this would discard "+what+"; pass --yes to confirm without a terminal" {
+	if r.err == nil || r.err.Error() != "this would discard the staged copy of "+f.Workdir+", with every change in it not yet reviewed; pass --yes to confirm without a terminal: `limactl mcp discard sshd-test --yes` (to see the changes first: `limactl mcp review sshd-test --dry-run`)" {
 		t.Errorf("error %v", r.err)
 	}
 	if exitcode.Of(r.err) != exitcode.Pending || errors.Is(r.err, exitcode.ErrSilent) {
@@ -74,6 +77,26 @@ func TestDiscard(t *testing.T) {
 	r = run(f, true, "")
 	if r.err == nil || !strings.Contains(r.err.Error(), f.Workdir+` has no staged session in instance "sshd-test"`) || exitcode.Of(r.err) != exitcode.Error {
 		t.Errorf("error %v", r.err)
+	}
+}
+
+// Without a terminal and without --yes, discard answers before it opens the instance (it used
+// to connect and scan the guest first, seconds before saying "pass --yes").
+func TestDiscardWithoutTerminalAnswersAtOnce(t *testing.T) {
+	ios, _, out, errOut := iostreams.Test()
+	opened := false
+	err := discardcmd.Run(context.Background(), &discardcmd.Options{
+		IO: ios, Instance: "vm", Workdir: t.TempDir(),
+		Open: func(context.Context, string) (*sessionopen.Target, error) {
+			opened = true
+			return nil, context.Canceled
+		},
+	})
+	if err == nil || !strings.Contains(err.Error(), "pass --yes to confirm without a terminal: `limactl mcp discard vm --yes`") || exitcode.Of(err) != exitcode.Pending {
+		t.Errorf("error %v (exit code %d)", err, exitcode.Of(err))
+	}
+	if opened || out.Len() != 0 || errOut.Len() != 0 {
+		t.Errorf("opened the instance: %v; stdout %q, stderr %q", opened, out.String(), errOut.String())
 	}
 }
 
