@@ -247,3 +247,24 @@ func TestReviewJSONSchema(t *testing.T) {
 		t.Errorf("docs/review-json.md does not document %q", missing)
 	}
 }
+
+// An apply that only reverts in the guest says what it did and offers no undo: nothing on the
+// host changed, and the revert itself is permanent.
+func TestReviewRevertOnlyOffersNoUndo(t *testing.T) {
+	f := newChanges(t)
+	revertA := func(cs *review.Changeset) ([]review.Decision, error) {
+		return []review.Decision{{Path: "a.txt", Action: review.RejectRevert}}, nil
+	}
+	r := run(t, f, reviewcmd.Options{Decide: revertA}, true)
+	if r.err != nil || r.out != "Applied: 0 path(s) written on the host, 1 set in the guest. Nothing on the host changed, so there is nothing to undo.\n  guest   a.txt\n" {
+		t.Errorf("error %v, stdout %q", r.err, r.out)
+	}
+	if got := f.Guest("cat a.txt"); got != "a\n" {
+		t.Errorf("a.txt in the guest: %q", got)
+	}
+	r = run(t, f, reviewcmd.Options{Undo: true}, false)
+	if r.err == nil || !strings.Contains(r.err.Error(), "there is no apply to undo") {
+		t.Errorf("--undo after a revert: %v, stdout %q", r.err, r.out)
+	}
+	hostUntouched(t, f)
+}
