@@ -167,6 +167,9 @@ func Run(ctx context.Context, opts *Options) error {
 		printConflicts(ios.Out, cs)
 		return nil
 	}
+	if progress {
+		fmt.Fprintf(ios.ErrOut, "Applying to %s…\n", termsafe.String(sess.State.Workdir))
+	}
 	rep, err := review.Apply(ctx, sess, cs, decisions)
 	if err != nil {
 		return err

@@ -184,6 +184,10 @@ func TestReviewOnTerminal(t *testing.T) {
 	if r.out != "Applied: 1 path(s) written on the host. Undo with `limactl mcp review sshd-test --undo`.\n  wrote   a.txt\n" {
 		t.Errorf("stdout: %q", r.out)
 	}
+	// The apply (which fetches content from the guest) shows progress too.
+	if want := progress + "Applying to " + f.Workdir + "…\n"; r.errOut != want {
+		t.Errorf("stderr %q, want %q", r.errOut, want)
+	}
 	if a, n := f.ReadHost("a.txt"), f.ReadHost("new.txt"); a != "a2\n" || n != "<missing>" {
 		t.Errorf("a.txt %q, new.txt %q", a, n)
 	}
