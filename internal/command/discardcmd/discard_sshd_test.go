@@ -3,6 +3,7 @@ package discardcmd_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -108,5 +109,28 @@ func TestDiscardYes(t *testing.T) {
 	}
 	if _, _, err := f.Store.Load(f.Workdir); !errors.Is(err, staging.ErrNoSession) {
 		t.Errorf("the session state is still there: %v", err)
+	}
+}
+
+// Run in a subdirectory of a staged project, discard names the project and the exact command
+// and discards nothing; run in a parent, it lists the sessions below. Neither suggests `serve`,
+// which would stage a second session.
+func TestDiscardFromSubdirectoryAndParent(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"sub/a.txt": "a\n"})
+	sub := filepath.Join(f.Workdir, "sub")
+	ios, _, out, _ := iostreams.Test()
+	err := discardcmd.Run(context.Background(), &discardcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: sub, Yes: true, Open: f.Opener()})
+	want := sub + ` has no staged session of its own in instance "sshd-test": it is inside the staged project ` + f.Workdir + "; to discard that project's staged copy, run `limactl mcp discard sshd-test --workdir " + f.Workdir + "`"
+	if err == nil || err.Error() != want || out.Len() != 0 {
+		t.Errorf("from a subdirectory: %v, stdout %q\nwant %s", err, out.String(), want)
+	}
+	parent := filepath.Dir(f.Workdir)
+	err = discardcmd.Run(context.Background(), &discardcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: parent, Yes: true, Open: f.Opener()})
+	want = parent + ` has no staged session of its own in instance "sshd-test", but ` + f.Workdir + ", below it, has one: discard it with `limactl mcp discard sshd-test --workdir " + f.Workdir + "`"
+	if err == nil || err.Error() != want {
+		t.Errorf("from the parent: %v\nwant %s", err, want)
+	}
+	if _, _, err := f.Store.Load(f.Workdir); err != nil {
+		t.Errorf("the session is gone: %v", err)
 	}
 }
