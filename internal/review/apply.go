@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -140,7 +141,23 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 	if err := host.syncDirs(); err != nil {
 		return nil, err
 	}
-	if err := j.save(stateCommitted); err != nil {
+	moved := 0
+	for _, je := range j.Entries {
+		if !je.NotWritten {
+			moved++
+		}
+	}
+	if moved == 0 {
+		// Nothing was written and the baseline does not move: no undo step, so that
+		// `review --undo` still undoes the last apply that did something.
+		if err := os.Remove(filepath.Join(j.dir, "journal.json")); err != nil {
+			return nil, err
+		}
+		if err := os.RemoveAll(j.dir); err != nil {
+			return nil, err
+		}
+		rep.JournalID = ""
+	} else if err := j.save(stateCommitted); err != nil {
 		return nil, err
 	}
 	// What was written becomes the new baseline; the rest stays pending.

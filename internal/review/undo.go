@@ -114,7 +114,7 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 		}
 	}
 	if j == nil {
-		return nil, errors.New("there is no apply to undo")
+		return nil, errors.New("there is no apply to undo: no review of this session has written to the host since it was staged, or the last one was undone already (reverts in the guest cannot be undone)")
 	}
 	host, err := openHost(sess.State.Workdir)
 	if err != nil {

@@ -174,3 +174,52 @@ func trimNL(b []byte) []byte {
 	}
 	return b
 }
+
+// ReviewBusyError is returned by ReviewLock when another review of the session holds its
+// lock.
+type ReviewBusyError struct {
+	// PID is the holder's process id (0 when it could not be read).
+	PID int
+}
+
+func (e *ReviewBusyError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("another review of this working directory is under way (pid %d)", e.PID)
+	}
+	return "another review of this working directory is under way"
+}
+
+// ReviewLock takes the review lock of session id, without waiting: one review at a time
+// builds a changeset, lets a person decide and applies it (or undoes the last apply), so
+// that a second review never applies decisions made on a changeset the first one changed.
+// The lock is a file beside the session's state holding the holder's pid; the kernel lock on
+// it (flock) goes with the holder's process, so a lock whose holder died is free, whatever
+// pid the file still holds. It returns the function that releases it, or a
+// *ReviewBusyError.
+func (s Store) ReviewLock(id string) (func(), error) {
+	if err := os.MkdirAll(s.sessionDir(id), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(s.sessionDir(id), "review.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer f.Close()
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, err
+		}
+		busy := &ReviewBusyError{}
+		if data, err := os.ReadFile(f.Name()); err == nil {
+			_, _ = fmt.Sscanf(string(data), "%d", &busy.PID)
+		}
+		return nil, busy
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
+	return func() {
+		_ = f.Truncate(0)
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

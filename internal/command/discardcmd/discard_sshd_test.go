@@ -3,12 +3,14 @@ package discardcmd_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
 )
@@ -44,9 +46,11 @@ func TestDiscard(t *testing.T) {
 	}
 
 	// Without a terminal, discard needs --yes: the error (printed by main) says what it would
-	// discard, and the exit code says consent is pending.
+	// discard and the exact command, and the exit code says consent is pending. It is said at
+	// once: the instance is not even opened (issue 12 asks for this; the message no longer
+	// counts the pending changes, which needed the guest).
 	r := run(f, false, "")
-	if r.err == nil || r.err.Error() != "this would discard "+what+"; pass --yes to confirm without a terminal" {
+	if r.err == nil || r.err.Error() != "this would discard the staged copy of "+f.Workdir+", with every change in it not yet reviewed; pass --yes to confirm without a terminal: `limactl mcp discard sshd-test --yes` (to see the changes first: `limactl mcp review sshd-test --dry-run`)" {
 		t.Errorf("error %v", r.err)
 	}
 	if exitcode.Of(r.err) != exitcode.Pending || errors.Is(r.err, exitcode.ErrSilent) {
@@ -77,6 +81,26 @@ func TestDiscard(t *testing.T) {
 	}
 }
 
+// Without a terminal and without --yes, discard answers before it opens the instance (it used
+// to connect and scan the guest first, seconds before saying "pass --yes").
+func TestDiscardWithoutTerminalAnswersAtOnce(t *testing.T) {
+	ios, _, out, errOut := iostreams.Test()
+	opened := false
+	err := discardcmd.Run(context.Background(), &discardcmd.Options{
+		IO: ios, Instance: "vm", Workdir: t.TempDir(),
+		Open: func(context.Context, string) (*sessionopen.Target, error) {
+			opened = true
+			return nil, context.Canceled
+		},
+	})
+	if err == nil || !strings.Contains(err.Error(), "pass --yes to confirm without a terminal: `limactl mcp discard vm --yes`") || exitcode.Of(err) != exitcode.Pending {
+		t.Errorf("error %v (exit code %d)", err, exitcode.Of(err))
+	}
+	if opened || out.Len() != 0 || errOut.Len() != 0 {
+		t.Errorf("opened the instance: %v; stdout %q, stderr %q", opened, out.String(), errOut.String())
+	}
+}
+
 func TestDiscardYes(t *testing.T) {
 	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
 	r := run(f, true, "")
@@ -85,5 +109,28 @@ func TestDiscardYes(t *testing.T) {
 	}
 	if _, _, err := f.Store.Load(f.Workdir); !errors.Is(err, staging.ErrNoSession) {
 		t.Errorf("the session state is still there: %v", err)
+	}
+}
+
+// Run in a subdirectory of a staged project, discard names the project and the exact command
+// and discards nothing; run in a parent, it lists the sessions below. Neither suggests `serve`,
+// which would stage a second session.
+func TestDiscardFromSubdirectoryAndParent(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"sub/a.txt": "a\n"})
+	sub := filepath.Join(f.Workdir, "sub")
+	ios, _, out, _ := iostreams.Test()
+	err := discardcmd.Run(context.Background(), &discardcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: sub, Yes: true, Open: f.Opener()})
+	want := sub + ` has no staged session of its own in instance "sshd-test": it is inside the staged project ` + f.Workdir + "; to discard that project's staged copy, run `limactl mcp discard sshd-test --workdir " + f.Workdir + "`"
+	if err == nil || err.Error() != want || out.Len() != 0 {
+		t.Errorf("from a subdirectory: %v, stdout %q\nwant %s", err, out.String(), want)
+	}
+	parent := filepath.Dir(f.Workdir)
+	err = discardcmd.Run(context.Background(), &discardcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: parent, Yes: true, Open: f.Opener()})
+	want = parent + ` has no staged session of its own in instance "sshd-test", but ` + f.Workdir + ", below it, has one: discard it with `limactl mcp discard sshd-test --workdir " + f.Workdir + "`"
+	if err == nil || err.Error() != want {
+		t.Errorf("from the parent: %v\nwant %s", err, want)
+	}
+	if _, _, err := f.Store.Load(f.Workdir); err != nil {
+		t.Errorf("the session is gone: %v", err)
 	}
 }

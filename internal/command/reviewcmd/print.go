@@ -61,24 +61,55 @@ func printRefused(w io.Writer, refused []string) {
 	}
 }
 
+// The changeset for scripts (`review --json`): the schema is docs/review-json.md, and
+// TestReviewJSONSchema keeps the two in step. Every key is snake_case; every list is a list
+// (never null); a change of meaning gets a new schema_version.
+
+// jsonSchemaVersion is the version of the --json schema.
+const jsonSchemaVersion = 1
+
+type changesetDoc struct {
+	SchemaVersion int        `json:"schema_version"`
+	Workdir       string     `json:"workdir"`
+	Summary       summaryDoc `json:"summary"`
+	Items         []itemDoc  `json:"items"`
+	Ignored       []itemDoc  `json:"ignored"`
+}
+
+type summaryDoc struct {
+	Files        int `json:"files"`
+	Conflicts    int `json:"conflicts"`
+	Refused      int `json:"refused"`
+	LinesAdded   int `json:"lines_added"`
+	LinesRemoved int `json:"lines_removed"`
+}
+
+type itemDoc struct {
+	Path        tree.Name `json:"path"`
+	Kind        string    `json:"kind"`
+	Conflict    bool      `json:"conflict,omitempty"`
+	Refused     string    `json:"refused,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Added       int       `json:"lines_added"`
+	Removed     int       `json:"lines_removed"`
+	Hunks       int       `json:"hunks"`
+}
+
 // changesetJSON is the changeset for scripts.
-func changesetJSON(cs *review.Changeset) map[string]any {
-	type item struct {
-		Path        tree.Name `json:"path"`
-		Kind        string    `json:"kind"`
-		Conflict    bool      `json:"conflict,omitempty"`
-		Refused     string    `json:"refused,omitempty"`
-		Description string    `json:"description,omitempty"`
-		Added       int       `json:"lines_added"`
-		Removed     int       `json:"lines_removed"`
-		Hunks       int       `json:"hunks"`
+func changesetJSON(cs *review.Changeset) changesetDoc {
+	s := cs.Summary()
+	doc := changesetDoc{
+		SchemaVersion: jsonSchemaVersion,
+		Workdir:       cs.Workdir,
+		Summary:       summaryDoc{Files: s.Files, Conflicts: s.Conflicts, Refused: s.Refused, LinesAdded: s.Added, LinesRemoved: s.Removed},
+		Items:         []itemDoc{},
+		Ignored:       []itemDoc{},
 	}
-	var items, ignored []item
 	for _, it := range cs.Items {
-		items = append(items, item{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks)})
+		doc.Items = append(doc.Items, itemDoc{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks)})
 	}
 	for _, it := range cs.Ignored {
-		ignored = append(ignored, item{Path: tree.Name(it.Path), Kind: string(it.Kind), Refused: it.Refused})
+		doc.Ignored = append(doc.Ignored, itemDoc{Path: tree.Name(it.Path), Kind: string(it.Kind), Refused: it.Refused})
 	}
-	return map[string]any{"workdir": cs.Workdir, "summary": cs.Summary(), "items": items, "ignored": ignored}
+	return doc
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
@@ -49,31 +50,81 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	var paths []string
+	// The paths are checked before the instance is opened; they are made relative to the
+	// session's working directory once it is found (it may hold workdir).
 	for _, p := range opts.Paths {
-		rel, err := workdirpath.Rel(workdir, p)
-		if err != nil {
+		if _, err := workdirpath.Rel(workdir, p); err != nil {
 			return err
 		}
-		paths = append(paths, rel)
 	}
 	open := opts.Open
 	if open == nil {
 		open = sessionopen.HostOpener(ios.ErrOut)
 	}
-	t, sess, err := sessionopen.OpenSession(ctx, open, opts.Instance, workdir)
+	// Every wait on a terminal shows progress: opening the instance, connecting and reading
+	// the agent's changes take seconds.
+	progress := ios.IsStdoutTTY() && !opts.JSON && !opts.Patch
+	if progress {
+		inst := "the instance"
+		if opts.Instance != "" {
+			inst = termsafe.String(opts.Instance)
+		}
+		fmt.Fprintf(ios.ErrOut, "Connecting to %s… ", inst)
+	}
+	t, sess, err := openSession(ctx, open, opts.Instance, workdir)
 	if err != nil {
+		if progress {
+			fmt.Fprintln(ios.ErrOut)
+		}
 		return err
 	}
 	defer t.Close()
+	name := t.Instance.Name
+	if !progress && sess.State.Workdir != workdir {
+		fmt.Fprintf(ios.ErrOut, "Reviewing %s, instance %s.\n", which(sess, workdir), termsafe.String(name))
+	}
+	var paths []string
+	for _, p := range opts.Paths {
+		rel, err := workdirpath.Rel(sess.State.Workdir, p)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, rel)
+	}
+	// One review at a time applies (or undoes); printing the changeset needs no lock.
+	if opts.Undo || (!opts.JSON && !opts.Patch && !opts.DryRun && (opts.Yes || ios.IsStdinTTY() && ios.IsStdoutTTY())) {
+		unlock, err := sess.Store().ReviewLock(sess.State.ID)
+		if err != nil {
+			if progress {
+				fmt.Fprintln(ios.ErrOut)
+			}
+			return busyError(err, name, sess.State.Workdir)
+		}
+		defer unlock()
+	}
 	if opts.Undo {
+		if progress {
+			fmt.Fprintf(ios.ErrOut, "undoing the last apply to %s…\n", which(sess, workdir))
+		}
 		rep, err := review.Undo(ctx, sess)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(ios.Out, "Restored %d path(s) from the last apply.\n", len(rep.Written))
+		fmt.Fprintf(ios.Out, "Restored %d path(s) from the last apply", len(rep.Written))
+		if len(rep.Written) > 0 {
+			fmt.Fprint(ios.Out, ":")
+		} else {
+			fmt.Fprint(ios.Out, ".")
+		}
+		fmt.Fprintln(ios.Out)
+		for _, w := range rep.Written {
+			fmt.Fprintf(ios.Out, "  restored %s\n", termsafe.String(w))
+		}
 		printRefused(ios.Out, rep.Refused)
 		return nil
+	}
+	if progress {
+		fmt.Fprintf(ios.ErrOut, "reading the agent's changes to %s…\n", which(sess, workdir))
 	}
 	if rep, rolled, err := review.RecoverInterrupted(sess); err != nil {
 		return err
@@ -99,7 +150,7 @@ func Run(ctx context.Context, opts *Options) error {
 		printIgnored(ios.Out, cs)
 		return nil
 	}
-	decisions, err := decide(opts, cs)
+	decisions, err := decide(opts, name, cs)
 	if err != nil {
 		return err
 	}
@@ -116,15 +167,31 @@ func Run(ctx context.Context, opts *Options) error {
 		printConflicts(ios.Out, cs)
 		return nil
 	}
+	if progress {
+		fmt.Fprintf(ios.ErrOut, "Applying to %s…\n", termsafe.String(sess.State.Workdir))
+	}
 	rep, err := review.Apply(ctx, sess, cs, decisions)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(ios.Out, "Applied: %d path(s) written on the host", len(rep.Written))
-	if len(rep.Guest) > 0 {
-		fmt.Fprintf(ios.Out, ", %d set in the guest", len(rep.Guest))
+	if len(rep.Written) == 0 && len(rep.Guest) == 0 {
+		// Nothing changed anywhere: say so, and offer no undo (there is nothing to undo).
+		fmt.Fprintf(ios.Out, "Nothing was applied: the host and the guest are as they were")
+		if n := len(rep.Pending) + len(rep.Refused); n > 0 {
+			fmt.Fprintf(ios.Out, "; %d change(s) stay pending", n)
+		}
+		fmt.Fprintln(ios.Out, ".")
+	} else {
+		fmt.Fprintf(ios.Out, "Applied: %d path(s) written on the host", len(rep.Written))
+		if len(rep.Guest) > 0 {
+			fmt.Fprintf(ios.Out, ", %d set in the guest", len(rep.Guest))
+		}
+		if len(rep.Written) > 0 {
+			fmt.Fprintf(ios.Out, ". Undo with `limactl mcp review %s --undo`.\n", name)
+		} else {
+			fmt.Fprintln(ios.Out, ". Nothing on the host changed, so there is nothing to undo.")
+		}
 	}
-	fmt.Fprintf(ios.Out, ". Undo with `limactl mcp review %s --undo`.\n", t.Instance.Name)
 	for _, w := range rep.Written {
 		fmt.Fprintf(ios.Out, "  wrote   %s\n", termsafe.String(w))
 	}
@@ -136,16 +203,32 @@ func Run(ctx context.Context, opts *Options) error {
 		printConflicts(ios.Out, cs)
 	}
 	if len(rep.Refused) > 0 {
-		fmt.Fprintf(ios.ErrOut, "%d change(s) could not be applied; they stay pending: run `limactl mcp review %s` again once the reason above is settled.\n", len(rep.Refused), t.Instance.Name)
+		fmt.Fprintf(ios.ErrOut, "%d change(s) could not be applied; they stay pending: run `limactl mcp review %s` again once the reason above is settled.\n", len(rep.Refused), name)
 		return exitcode.With(exitcode.Error, exitcode.ErrSilent)
 	}
 	return nil
 }
 
+// busyError is the error of a review that found another one holding the session's lock: who
+// holds it, and what to do.
+func busyError(err error, instance, workdir string) error {
+	var busy *staging.ReviewBusyError
+	if !errors.As(err, &busy) {
+		return err
+	}
+	who := "another review"
+	stuck := ""
+	if busy.PID > 0 {
+		who = fmt.Sprintf("another review (pid %d)", busy.PID)
+		stuck = fmt.Sprintf(" (if that review is stuck, end it with `kill %d`)", busy.PID)
+	}
+	return fmt.Errorf("%s is open on %s: nothing was applied. Finish or abort that review first%s, then run `limactl mcp review %s` again", who, termsafe.String(workdir), stuck, instance)
+}
+
 // decide gets the decisions for a changeset with items. --yes and --dry-run accept every
 // change that is not a conflict; otherwise a person decides on a terminal; without one,
 // nothing is applied and the exit code says consent is pending.
-func decide(opts *Options, cs *review.Changeset) ([]review.Decision, error) {
+func decide(opts *Options, instance string, cs *review.Changeset) ([]review.Decision, error) {
 	ios := opts.IO
 	switch {
 	case opts.Yes || opts.DryRun:
@@ -163,7 +246,7 @@ func decide(opts *Options, cs *review.Changeset) ([]review.Decision, error) {
 		return decisions, err
 	default:
 		printSummary(ios.Out, cs)
-		fmt.Fprintln(ios.Out, "\nNo terminal: nothing was applied. Run `limactl mcp review` in a terminal, or pass --yes to apply every change that is not a conflict (--dry-run shows what that would do, --patch prints a diff).")
+		fmt.Fprintln(ios.Out, "\nNo terminal: nothing was applied. Run `limactl mcp review "+instance+"` in a terminal, or pass --yes to apply every change that is not a conflict (--dry-run shows what that would do, --patch prints a diff).")
 		return nil, exitcode.With(exitcode.Pending, exitcode.ErrSilent)
 	}
 }

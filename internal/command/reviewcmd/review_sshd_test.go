@@ -29,12 +29,16 @@ type result struct {
 	err         error
 }
 
-// run runs a review of f's session with opts, on a terminal if tty.
+// run runs a review of f's session with opts (in f.Workdir unless opts.Workdir is set), on
+// a terminal if tty.
 func run(t *testing.T, f *sessiontest.Fixture, opts reviewcmd.Options, tty bool) result {
 	t.Helper()
 	ios, _, out, errOut := iostreams.Test()
 	ios.SetTTY(tty, tty)
-	opts.IO, opts.Instance, opts.Workdir, opts.Open = ios, sessiontest.Instance, f.Workdir, f.Opener()
+	opts.IO, opts.Instance, opts.Open = ios, sessiontest.Instance, f.Opener()
+	if opts.Workdir == "" {
+		opts.Workdir = f.Workdir
+	}
 	err := reviewcmd.Run(context.Background(), &opts)
 	return result{out.String(), errOut.String(), err}
 }
@@ -67,7 +71,8 @@ func TestReviewWithoutTerminalAppliesNothing(t *testing.T) {
 	wantLines(t, "stdout", r.out,
 		"3 file(s) changed by the agent (+3 −2 lines), 1 conflict(s), 0 refused:\n",
 		"  M a.txt  +1 −1\n", "  C c.txt  +1 −1  (modified; CONFLICT", "  A new.txt  +1 −0  (added file",
-		"\nNo terminal: nothing was applied. Run `limactl mcp review` in a terminal, or pass --yes")
+		// The hint keeps the instance name (issue 12, item 4: it was `limactl mcp review`).
+		"\nNo terminal: nothing was applied. Run `limactl mcp review sshd-test` in a terminal, or pass --yes")
 	if r.errOut != "" {
 		t.Errorf("stderr: %q", r.errOut)
 	}
@@ -135,7 +140,9 @@ func TestReviewYesThenUndo(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if r.out != "Restored 2 path(s) from the last apply.\n" {
+	// --undo lists what it restored (issue 12, item 6: it gave only the count), in the
+	// reverse of the apply's order.
+	if r.out != "Restored 2 path(s) from the last apply:\n  restored new.txt\n  restored a.txt\n" {
 		t.Errorf("--undo stdout: %q", r.out)
 	}
 	hostUntouched(t, f)
@@ -156,7 +163,9 @@ func TestReviewOnTerminal(t *testing.T) {
 	if exitcode.Of(r.err) != exitcode.Error || !errors.Is(r.err, exitcode.ErrSilent) {
 		t.Fatalf("error %v, want a silent exit 1", r.err)
 	}
-	if r.errOut != "Aborted: nothing was applied, host and guest are untouched.\n" || r.out != "" {
+	// On a terminal, stderr first shows what the review waits for (issue 12, item 7).
+	progress := "Connecting to sshd-test… reading the agent's changes to " + f.Workdir + "…\n"
+	if r.errOut != progress+"Aborted: nothing was applied, host and guest are untouched.\n" || r.out != "" {
 		t.Errorf("stdout %q, stderr %q", r.out, r.errOut)
 	}
 	if strings.Join(asked, " ") != "a.txt c.txt new.txt" {
@@ -174,6 +183,10 @@ func TestReviewOnTerminal(t *testing.T) {
 	}
 	if r.out != "Applied: 1 path(s) written on the host. Undo with `limactl mcp review sshd-test --undo`.\n  wrote   a.txt\n" {
 		t.Errorf("stdout: %q", r.out)
+	}
+	// The apply (which fetches content from the guest) shows progress too.
+	if want := progress + "Applying to " + f.Workdir + "…\n"; r.errOut != want {
+		t.Errorf("stderr %q, want %q", r.errOut, want)
 	}
 	if a, n := f.ReadHost("a.txt"), f.ReadHost("new.txt"); a != "a2\n" || n != "<missing>" {
 		t.Errorf("a.txt %q, new.txt %q", a, n)

@@ -128,9 +128,13 @@ func (r *reviewer) revertRejected(items []*review.Item, decs []review.Decision) 
 		return nil
 	}
 	var chosen []int
+	desc := "Permanent: the agent's version is lost (--undo cannot bring it back)."
+	if hint := r.vHint("space: toggle · v: view diff · enter: continue · esc: abort"); hint != "" {
+		desc += "\n" + hint
+	}
 	ms := huh.NewMultiSelect[int]().
 		Title("Also revert these rejected files in the guest? (unselected ones stay pending)").
-		Description(r.vHint("space: toggle · v: view diff · enter: continue · esc: abort")).
+		Description(desc).
 		Options(opts...).
 		Value(&chosen)
 	f := r.form("Rejected files", ms)
@@ -184,7 +188,7 @@ func (r *reviewer) perFile(it *review.Item, idx, total int) (review.Decision, er
 				huh.NewOption("choose hunks one by one", choiceHunks),
 				huh.NewOption("view the whole diff", choiceView),
 				huh.NewOption("reject the file (it stays pending in the guest)", choiceReject),
-				huh.NewOption("reject and revert it in the guest", choiceRevert),
+				huh.NewOption("reject and revert it in the guest (permanent: no undo)", choiceRevert),
 			).
 			Value(&choice)
 		// Layout: group title 1, select 6, gap 1, note (title, blank, lines, blank), blank 1,
@@ -331,6 +335,12 @@ func (r *reviewer) confirm(decs []review.Decision) (bool, error) {
 		lines = append(lines, "Nothing will be written to the host.")
 	}
 	lines = append(lines, do...)
+	for _, d := range decs {
+		if d.Action == review.RejectRevert {
+			lines = append(lines, "Reverting in the guest is permanent: the agent's version is lost (--undo cannot bring it back).")
+			break
+		}
+	}
 	if len(left) > 0 {
 		lines = append(lines, fmt.Sprintf("left pending in the guest (%d): %s", len(left), strings.Join(left, ", ")))
 	}

@@ -59,6 +59,11 @@ func Run(cs *review.Changeset, in io.Reader, out io.Writer, opts Options) ([]rev
 	r.keymap = huh.NewDefaultKeyMap()
 	// Esc is handled by formModel (it aborts unless it closes a filter); Ctrl-C by both.
 	r.keymap.Quit = key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c/esc", "abort"))
+	// huh's help line under a file list says what the list's own description says (space
+	// toggles, enter continues), in the same words.
+	r.keymap.MultiSelect.Toggle = key.NewBinding(key.WithKeys(" ", "x"), key.WithHelp("space", "toggle"))
+	r.keymap.MultiSelect.Next = key.NewBinding(key.WithKeys("enter", "tab"), key.WithHelp("enter", "continue"))
+	r.keymap.MultiSelect.Submit = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "continue"))
 	// The selects have a handful of options: no filter (and "/" does nothing).
 	r.keymap.Select.Filter.SetEnabled(false)
 	r.theme = huh.ThemeCharm()

@@ -564,12 +564,12 @@ func TestTUIManyFiles(t *testing.T) {
 	cs.Items = append(cs.Items, refusedItem())
 	s := startTUI(t, cs)
 	// Everything fits in 24 lines: the list scrolls, the refused note and the help stay.
-	scr := s.waitFor("31 files changed", "> ✓ M dir/file00.go", "Refused (never applied)", "enter submit")
+	scr := s.waitFor("31 files changed", "> ✓ M dir/file00.go", "Refused (never applied)", "enter continue")
 	if n := len(strings.Split(strings.TrimRight(scr, "\n"), "\n")); n > 24 {
 		t.Fatalf("%d lines", n)
 	}
 	s.keys("End")
-	s.waitFor("> ✓ M dir/file29.go", "Refused (never applied)", "enter submit")
+	s.waitFor("> ✓ M dir/file29.go", "Refused (never applied)", "enter continue")
 	s.keys("Space", "Enter")
 	s.waitFor("Also revert these rejected files in the guest?")
 	s.keys("Enter")
@@ -761,10 +761,12 @@ func TestTUIRejectAndRevert(t *testing.T) {
 	s.keys("Space")
 	s.waitFor("> • M README.md")
 	s.keys("Enter")
-	s.waitFor("Also revert these rejected files in the guest?", "M README.md")
+	// Where the person chooses to revert, and in the confirmation, the TUI says it is
+	// permanent (issue 12, item 6).
+	s.waitFor("Also revert these rejected files in the guest?", "M README.md", "Permanent: the agent's version is lost (--undo cannot bring it back).")
 	s.keys("Space")
 	s.keys("Enter")
-	s.waitFor("Apply these changes?", "README.md")
+	s.waitFor("Apply these changes?", "revert in guest: README.md", "Reverting in the guest is permanent: the agent's version is lost")
 	s.keys("y")
 	decs, aborted := s.outcome()
 	if aborted {
@@ -775,4 +777,43 @@ func TestTUIRejectAndRevert(t *testing.T) {
 		{Path: "docs/new.txt", Action: review.Accept},
 		{Path: "logo.png", Action: review.Accept},
 	})
+}
+
+// The per-file choice to revert says it is permanent, and so does the confirmation.
+func TestTUIPerFileRevertIsPermanent(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, &review.Changeset{Items: []*review.Item{threeHunks(), oneHunk()}})
+	s.waitFor("M src/three.go  +3 −3 (3 hunks)")
+	s.keys("Enter")
+	s.waitFor("What should happen to this file?", "reject and revert it in the guest (permanent: no undo)")
+	s.keys("Down", "Down", "Down", "Down")
+	s.waitFor("> reject and revert it in the guest (permanent: no undo)")
+	s.keys("Enter")
+	s.waitFor("Apply these changes?", "revert in guest: src/three.go", "Reverting in the guest is permanent: the agent's version is lost")
+	s.keys("y")
+	decs, aborted := s.outcome()
+	if aborted {
+		t.Fatal("aborted")
+	}
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "src/three.go", Action: review.RejectRevert},
+		{Path: "README.md", Action: review.Accept},
+	})
+}
+
+// The file list's description and huh's help line under it say the same keys in the same
+// words (they said "space: toggle · enter: continue" and "x toggle • enter submit").
+func TestTUIHelpLinesAgree(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, basicChangeset())
+	scr := s.waitFor("space: toggle · v: view diff · enter: continue · esc: abort", "space toggle", "enter continue")
+	for _, bad := range []string{"x toggle", "enter submit", "enter confirm"} {
+		if strings.Contains(scr, bad) {
+			t.Errorf("the help says %q:\n%s", bad, scr)
+		}
+	}
+	s.keys("C-c")
+	if _, aborted := s.outcome(); !aborted {
+		t.Fatal("not aborted")
+	}
 }

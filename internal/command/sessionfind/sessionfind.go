@@ -1,0 +1,67 @@
+// Package sessionfind finds the staged session a command run in a directory is about: the
+// directory's own, the project that holds it, or (from a parent) the sessions below it.
+package sessionfind
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+)
+
+// Workdir is the working directory of the session a command run in workdir is about: workdir's
+// own session, else that of the nearest staged directory above it (the command was run in a
+// subdirectory of the project); workdir itself when neither exists, so that
+// sessionopen.Target.Session says there is none. When neither exists but directories below
+// workdir were staged (the command was run in a parent of the project), the error lists them
+// with the command that acts on each (`limactl mcp VERB INSTANCE --workdir DIR`): never a
+// command that would stage workdir as a second session.
+func Workdir(t *sessionopen.Target, verb, workdir string) (string, error) {
+	for dir := workdir; ; {
+		_, _, err := t.Store.Load(dir)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, staging.ErrNoSession) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	all, err := t.Store.List()
+	if err != nil {
+		return "", err
+	}
+	var below []string
+	prefix := strings.TrimSuffix(workdir, string(filepath.Separator)) + string(filepath.Separator)
+	for _, st := range all {
+		if strings.HasPrefix(st.Workdir, prefix) {
+			below = append(below, st.Workdir)
+		}
+	}
+	if len(below) == 0 {
+		return workdir, nil
+	}
+	sort.Strings(below)
+	name := t.Instance.Name
+	var b strings.Builder
+	if len(below) == 1 {
+		fmt.Fprintf(&b, "%s has no staged session of its own in instance %q, but %s, below it, has one: %s it with `limactl mcp %s %s --workdir %s`",
+			termsafe.String(workdir), name, termsafe.String(below[0]), verb, verb, name, termsafe.String(shellquote.Quote(below[0])))
+		return "", errors.New(b.String())
+	}
+	fmt.Fprintf(&b, "%s has no staged session of its own in instance %q, but %d directories below it have one; %s one of them with:", termsafe.String(workdir), name, len(below), verb)
+	for _, w := range below {
+		fmt.Fprintf(&b, "\n  limactl mcp %s %s --workdir %s", verb, name, termsafe.String(shellquote.Quote(w)))
+	}
+	return "", errors.New(b.String())
+}
