@@ -116,7 +116,7 @@ func TestReviewTUI(t *testing.T) {
 	r.keys("Enter") // no: b.txt stays pending
 	r.waitFor("Apply these changes?", "write a.txt")
 	r.keys("y")
-	r.waitFor("Applied: 1 path(s) written", "EXIT=0")
+	r.waitFor("Applied: 1 path written", "EXIT=0")
 	if readHost(t, filepath.Join(dir, "a.txt")) != "a from the agent\n" || readHost(t, filepath.Join(dir, "b.txt")) != "b\n" {
 		t.Errorf("host: a.txt %q b.txt %q", readHost(t, filepath.Join(dir, "a.txt")), readHost(t, filepath.Join(dir, "b.txt")))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/words"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
 
@@ -68,7 +69,7 @@ func Run(ctx context.Context, opts *Options) error {
 	workdir := s.State.Workdir
 	what := "the staged copy of " + workdir
 	if cs, err := s.GuestChanges(ctx); err == nil && len(cs.Changes) > 0 {
-		what += fmt.Sprintf(", with %d pending change(s) that will be lost", len(cs.Changes))
+		what += fmt.Sprintf(", with %s that will be lost", words.Count(len(cs.Changes), "pending change"))
 	}
 	if !opts.Yes {
 		fmt.Fprintf(ios.ErrOut, "Discard %s? [y/N] ", what)

@@ -36,7 +36,7 @@ func run(f *sessiontest.Fixture, yes bool, answer string) result {
 func TestDiscard(t *testing.T) {
 	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
 	f.Guest("echo new > new.txt")
-	what := "the staged copy of " + f.Workdir + ", with 1 pending change(s) that will be lost"
+	what := "the staged copy of " + f.Workdir + ", with 1 pending change that will be lost"
 	present := func() bool {
 		_, _, err := f.Store.Load(f.Workdir)
 		if err != nil && !errors.Is(err, staging.ErrNoSession) {

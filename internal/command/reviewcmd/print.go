@@ -7,6 +7,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
 
 func kindMark(it *review.Item) string {
@@ -25,7 +26,7 @@ func kindMark(it *review.Item) string {
 
 func printSummary(w io.Writer, cs *review.Changeset) {
 	s := cs.Summary()
-	fmt.Fprintf(w, "%d file(s) changed by the agent (+%d −%d lines), %d conflict(s), %d refused:\n", s.Files, s.Added, s.Removed, s.Conflicts, s.Refused)
+	fmt.Fprintf(w, "%s changed by the agent (+%d −%d lines), %s, %d refused:\n", words.Count(s.Files, "file"), s.Added, s.Removed, words.Count(s.Conflicts, "conflict"), s.Refused)
 	for _, it := range cs.Items {
 		line := fmt.Sprintf("  %s %s", kindMark(it), it.Display)
 		if it.Added+it.Removed > 0 {

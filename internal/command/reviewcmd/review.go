@@ -17,6 +17,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/words"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
 
@@ -110,7 +111,7 @@ func Run(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(ios.Out, "Restored %d path(s) from the last apply", len(rep.Written))
+		fmt.Fprintf(ios.Out, "Restored %s from the last apply", words.Count(len(rep.Written), "path"))
 		if len(rep.Written) > 0 {
 			fmt.Fprint(ios.Out, ":")
 		} else {
@@ -178,11 +179,11 @@ func Run(ctx context.Context, opts *Options) error {
 		// Nothing changed anywhere: say so, and offer no undo (there is nothing to undo).
 		fmt.Fprintf(ios.Out, "Nothing was applied: the host and the guest are as they were")
 		if n := len(rep.Pending) + len(rep.Refused); n > 0 {
-			fmt.Fprintf(ios.Out, "; %d change(s) stay pending", n)
+			fmt.Fprintf(ios.Out, "; %s pending", words.Count(n, "change stays", "changes stay"))
 		}
 		fmt.Fprintln(ios.Out, ".")
 	} else {
-		fmt.Fprintf(ios.Out, "Applied: %d path(s) written on the host", len(rep.Written))
+		fmt.Fprintf(ios.Out, "Applied: %s written on the host", words.Count(len(rep.Written), "path"))
 		if len(rep.Guest) > 0 {
 			fmt.Fprintf(ios.Out, ", %d set in the guest", len(rep.Guest))
 		}
@@ -203,7 +204,7 @@ func Run(ctx context.Context, opts *Options) error {
 		printConflicts(ios.Out, cs)
 	}
 	if len(rep.Refused) > 0 {
-		fmt.Fprintf(ios.ErrOut, "%d change(s) could not be applied; they stay pending: run `limactl mcp review %s` again once the reason above is settled.\n", len(rep.Refused), name)
+		fmt.Fprintf(ios.ErrOut, "%s not be applied and %s pending: run `limactl mcp review %s` again once the reason above is settled.\n", words.Count(len(rep.Refused), "change could", "changes could"), map[bool]string{true: "stays", false: "stay"}[len(rep.Refused) == 1], name)
 		return exitcode.With(exitcode.Error, exitcode.ErrSilent)
 	}
 	return nil

@@ -114,7 +114,7 @@ func TestReviewConcurrent(t *testing.T) {
 
 	close(release)
 	r := <-first
-	if r.err != nil || !strings.HasPrefix(r.out, "Applied: 1 path(s) written on the host.") {
+	if r.err != nil || !strings.HasPrefix(r.out, "Applied: 1 path written on the host.") {
 		t.Fatalf("first review: %v\n%s", r.err, r.out)
 	}
 
@@ -135,11 +135,11 @@ func TestReviewConcurrent(t *testing.T) {
 		return ds, nil
 	}
 	r = run(t, f, reviewcmd.Options{Decide: skipAll}, true)
-	if r.err != nil || r.out != "Nothing was applied: the host and the guest are as they were; 2 change(s) stay pending.\n" {
+	if r.err != nil || r.out != "Nothing was applied: the host and the guest are as they were; 2 changes stay pending.\n" {
 		t.Errorf("an apply of nothing: %v\nstdout %q", r.err, r.out)
 	}
 	r = run(t, f, reviewcmd.Options{Undo: true}, false)
-	if r.err != nil || r.out != "Restored 1 path(s) from the last apply:\n  restored a.txt\n" {
+	if r.err != nil || r.out != "Restored 1 path from the last apply:\n  restored a.txt\n" {
 		t.Errorf("--undo after an empty apply: %v\nstdout %q", r.err, r.out)
 	}
 	hostUntouched(t, f)
@@ -256,7 +256,7 @@ func TestReviewRevertOnlyOffersNoUndo(t *testing.T) {
 		return []review.Decision{{Path: "a.txt", Action: review.RejectRevert}}, nil
 	}
 	r := run(t, f, reviewcmd.Options{Decide: revertA}, true)
-	if r.err != nil || r.out != "Applied: 0 path(s) written on the host, 1 set in the guest. Nothing on the host changed, so there is nothing to undo.\n  guest   a.txt\n" {
+	if r.err != nil || r.out != "Applied: 0 paths written on the host, 1 set in the guest. Nothing on the host changed, so there is nothing to undo.\n  guest   a.txt\n" {
 		t.Errorf("error %v, stdout %q", r.err, r.out)
 	}
 	if got := f.Guest("cat a.txt"); got != "a\n" {

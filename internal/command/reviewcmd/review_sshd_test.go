@@ -69,7 +69,7 @@ func TestReviewWithoutTerminalAppliesNothing(t *testing.T) {
 		t.Fatalf("error %v (exit code %d), want a silent exit %d", r.err, exitcode.Of(r.err), exitcode.Pending)
 	}
 	wantLines(t, "stdout", r.out,
-		"3 file(s) changed by the agent (+3 −2 lines), 1 conflict(s), 0 refused:\n",
+		"3 files changed by the agent (+3 −2 lines), 1 conflict, 0 refused:\n",
 		"  M a.txt  +1 −1\n", "  C c.txt  +1 −1  (modified; CONFLICT", "  A new.txt  +1 −0  (added file",
 		// The hint keeps the instance name (issue 12, item 4: it was `limactl mcp review`).
 		"\nNo terminal: nothing was applied. Run `limactl mcp review sshd-test` in a terminal, or pass --yes")
@@ -109,7 +109,7 @@ func TestReviewYesThenUndo(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("%v\nstderr: %s", r.err, r.errOut)
 	}
-	if !strings.HasPrefix(r.out, "Applied: 2 path(s) written on the host. Undo with `limactl mcp review sshd-test --undo`.\n") {
+	if !strings.HasPrefix(r.out, "Applied: 2 paths written on the host. Undo with `limactl mcp review sshd-test --undo`.\n") {
 		t.Errorf("stdout:\n%s", r.out)
 	}
 	wantLines(t, "stdout", r.out, "  wrote   a.txt\n", "  wrote   new.txt\n", "  conflict (not applied): c.txt — the host changed it too")
@@ -142,7 +142,7 @@ func TestReviewYesThenUndo(t *testing.T) {
 	}
 	// --undo lists what it restored (issue 12, item 6: it gave only the count), in the
 	// reverse of the apply's order.
-	if r.out != "Restored 2 path(s) from the last apply:\n  restored new.txt\n  restored a.txt\n" {
+	if r.out != "Restored 2 paths from the last apply:\n  restored new.txt\n  restored a.txt\n" {
 		t.Errorf("--undo stdout: %q", r.out)
 	}
 	hostUntouched(t, f)
@@ -181,7 +181,7 @@ func TestReviewOnTerminal(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if r.out != "Applied: 1 path(s) written on the host. Undo with `limactl mcp review sshd-test --undo`.\n  wrote   a.txt\n" {
+	if r.out != "Applied: 1 path written on the host. Undo with `limactl mcp review sshd-test --undo`.\n  wrote   a.txt\n" {
 		t.Errorf("stdout: %q", r.out)
 	}
 	// The apply (which fetches content from the guest) shows progress too.

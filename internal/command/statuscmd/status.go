@@ -14,6 +14,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
 
@@ -33,6 +34,10 @@ func Run(ctx context.Context, opts *Options) error {
 	open := opts.Open
 	if open == nil {
 		open = sessionopen.HostOpener(ios.ErrOut)
+	}
+	// On a terminal, a wait of seconds (connecting, scanning each staged copy) shows progress.
+	if ios.IsStdoutTTY() && !opts.JSON {
+		fmt.Fprintf(ios.ErrOut, "Connecting to %s… reading its staged sessions…\n", termsafe.String(opts.Instance))
 	}
 	t, err := open(ctx, opts.Instance)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/statuscmd"
@@ -68,5 +69,22 @@ func TestStatusNoSessions(t *testing.T) {
 	out := run(t, stopped(staging.Store{Dir: t.TempDir()}), false)
 	if out != "No staged sessions in instance \"sshd-test\". An agent running `limactl mcp serve sshd-test` in a project directory creates one.\n" {
 		t.Errorf("status: %q", out)
+	}
+}
+
+// On a terminal, status says what it waits for while it connects and scans; piped, it says
+// nothing on stderr.
+func TestStatusShowsProgressOnATerminal(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	ios, _, out, errOut := iostreams.Test()
+	ios.SetTTY(false, true)
+	if err := statuscmd.Run(context.Background(), &statuscmd.Options{IO: ios, Instance: sessiontest.Instance, Open: f.Opener()}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Connecting to " + sessiontest.Instance + "… reading its staged sessions…\n"; errOut.String() != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+	if !strings.Contains(out.String(), f.Workdir) {
+		t.Errorf("stdout %q", out)
 	}
 }

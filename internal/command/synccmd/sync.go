@@ -35,6 +35,10 @@ func Run(ctx context.Context, opts *Options) error {
 	if open == nil {
 		open = sessionopen.HostOpener(ios.ErrOut)
 	}
+	// On a terminal, a wait of seconds (connecting, comparing the trees) shows progress.
+	if ios.IsStdoutTTY() {
+		fmt.Fprintf(ios.ErrOut, "Connecting to %s… comparing %s with its staged copy…\n", termsafe.String(opts.Instance), termsafe.String(workdir))
+	}
 	t, s, err := sessionopen.OpenSession(ctx, open, opts.Instance, workdir)
 	if err != nil {
 		return err

@@ -43,3 +43,16 @@ func removeHost(t *testing.T, f *sessiontest.Fixture, rel string) {
 		t.Fatal(err)
 	}
 }
+
+// On a terminal, sync says what it waits for.
+func TestSyncShowsProgressOnATerminal(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	ios, _, _, errOut := iostreams.Test()
+	ios.SetTTY(false, true)
+	if err := synccmd.Run(context.Background(), &synccmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener()}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Connecting to " + sessiontest.Instance + "… comparing " + f.Workdir + " with its staged copy…\n"; errOut.String() != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+}
