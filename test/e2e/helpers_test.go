@@ -187,6 +187,25 @@ func callTool(t testing.TB, s *mcp.ClientSession, name string, args map[string]a
 	return res, firstText(res)
 }
 
+// callChecked calls a tool and returns its structured result, or a problem that starts with
+// "unanswered" (no answer), "error result" or "not JSON"; for tests that count problems
+// instead of failing at the first.
+func callChecked(ctx context.Context, s *mcp.ClientSession, name string, args map[string]any) (map[string]any, string) {
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, "unanswered: " + err.Error()
+	}
+	text := firstText(res)
+	if res.IsError {
+		return nil, "error result: " + text
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(text), &m); err != nil {
+		return nil, "not JSON: " + text
+	}
+	return m, ""
+}
+
 func firstText(res *mcp.CallToolResult) string {
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {

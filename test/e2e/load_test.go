@@ -4,15 +4,12 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestLoadManyCallsInFlight sends hundreds of mixed tool calls at once to one server, as agents
@@ -40,19 +37,7 @@ func TestLoadManyCallsInFlight(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			call := func(name string, args map[string]any) (map[string]any, string) {
-				res, err := s.Session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-				if err != nil {
-					return nil, "unanswered: " + err.Error()
-				}
-				text := firstText(res)
-				if res.IsError {
-					return nil, "error result: " + text
-				}
-				var m map[string]any
-				if err := json.Unmarshal([]byte(text), &m); err != nil {
-					return nil, "not JSON: " + text
-				}
-				return m, ""
+				return callChecked(ctx, s.Session, name, args)
 			}
 			var o outcome
 			switch i % 4 {

@@ -3,34 +3,21 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/tmuxtest"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/toolsuite"
 )
 
-// tmuxReview runs the real `limactl-mcp review` in an 80x24 tmux session, as the user, in dir.
-type tmuxReview struct {
-	t      *testing.T
-	socket string
-}
+// tmuxReview runs the real `limactl-mcp review` in an 80x24 terminal, as the user, in dir.
+type tmuxReview struct{ *tmuxtest.Session }
 
 func startTmuxReview(t *testing.T, dir string, args ...string) *tmuxReview {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is not installed (hack/e2e/setup.sh installs it)")
-	}
 	cmd := vm.Command(ctxT(t, time.Minute), "limactl-mcp", append([]string{"review", instanceName}, args...)...)
-	sockDir, err := os.MkdirTemp("", "tmx")
-	mustT(t, err)
-	r := &tmuxReview{t: t, socket: filepath.Join(sockDir, "s")}
-	// The trap keeps the pane's shell (and so the screen) alive through a Ctrl-C sent to the
-	// review; a handler is not inherited, so the review still gets the SIGINT.
-	line := "trap : INT; cd " + shq(dir) + " && env -i"
+	line := "cd " + shq(dir) + " && env -i"
 	for _, kv := range append(cmd.Env, "TERM=xterm-256color") {
 		line += " " + shq(kv)
 	}
@@ -39,54 +26,16 @@ func startTmuxReview(t *testing.T, dir string, args ...string) *tmuxReview {
 		line += " " + shq(a)
 	}
 	line += "; echo EXIT=$?; sleep 60"
-	if out, err := r.tmux("new-session", "-d", "-s", "review", "-x", "80", "-y", "24", line); err != nil {
-		t.Fatalf("tmux: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("screen:\n%s", r.screen())
-		}
-		_, _ = r.tmux("kill-server")
-		_ = os.RemoveAll(sockDir)
-	})
-	return r
-}
-
-func (r *tmuxReview) tmux(args ...string) (string, error) {
-	out, err := exec.Command("tmux", append([]string{"-S", r.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
-	return string(out), err
-}
-
-func (r *tmuxReview) screen() string {
-	out, _ := r.tmux("capture-pane", "-p", "-t", "review")
-	return out
+	return &tmuxReview{tmuxtest.Start(t, 80, 24, line)}
 }
 
 func (r *tmuxReview) waitFor(wants ...string) string {
-	r.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		scr := r.screen()
-		ok := true
-		for _, w := range wants {
-			ok = ok && strings.Contains(scr, w)
-		}
-		if ok {
-			return scr
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for %q; screen:\n%s", wants, scr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return r.WaitFor(90*time.Second, wants...)
 }
 
-func (r *tmuxReview) keys(keys ...string) {
-	r.t.Helper()
-	if out, err := r.tmux(append([]string{"send-keys", "-t", "review"}, keys...)...); err != nil {
-		r.t.Fatalf("send-keys: %v\n%s", err, out)
-	}
-}
+func (r *tmuxReview) keys(keys ...string) { r.Keys(keys...) }
+
+func (r *tmuxReview) screen() string { return r.Screen() }
 
 // The real review command, driven in a terminal: accept some files, and abort with Ctrl-C.
 func TestReviewTUI(t *testing.T) {

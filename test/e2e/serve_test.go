@@ -421,7 +421,12 @@ func TestServeNoSuchInstance(t *testing.T) {
 func TestCommandsSuggestInstance(t *testing.T) {
 	for _, sub := range []string{"status", "review", "sync", "discard"} {
 		t.Run(sub, func(t *testing.T) {
-			cmd := vm.Command(ctxT(t, time.Minute), "limactl", "mcp", sub, "mcp-e2f")
+			args := []string{"mcp", sub, "mcp-e2f"}
+			if sub == "discard" {
+				// Without a terminal and --yes, discard asks for --yes before it looks anything up.
+				args = append(args, "--yes")
+			}
+			cmd := vm.Command(ctxT(t, time.Minute), "limactl", args...)
 			cmd.Dir = sharedDir(t)
 			_, stderr, err := runCmd(cmd)
 			if err == nil {

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -118,19 +117,7 @@ func soakCall(s *mcp.ClientSession, dir string, i int) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	call := func(name string, args map[string]any) (map[string]any, string) {
-		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			return nil, "unanswered: " + err.Error()
-		}
-		text := firstText(res)
-		if res.IsError {
-			return nil, "error result: " + text
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(text), &m); err != nil {
-			return nil, "not JSON: " + text
-		}
-		return m, ""
+		return callChecked(ctx, s, name, args)
 	}
 	switch i % 5 {
 	case 0, 1:

@@ -17,6 +17,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/tmuxtest"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -59,24 +60,16 @@ func buildDemo(t *testing.T) string {
 	return demoPath
 }
 
-// tmuxSession is one tuidemo running in its own tmux server.
+// tmuxSession is one tuidemo running in a terminal of its own, and where it writes its result.
 type tmuxSession struct {
+	*tmuxtest.Session
 	t      *testing.T
-	socket string
 	result string
 }
 
-func (s *tmuxSession) tmux(args ...string) (string, error) {
-	out, err := exec.Command("tmux", append([]string{"-S", s.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
-	return string(out), err
-}
-
-// startTUI runs tuidemo on cs (with extra flags) in an 80×24 tmux session.
+// startTUI runs tuidemo on cs (with extra flags) in an 80×24 terminal.
 func startTUI(t *testing.T, cs *review.Changeset, flags ...string) *tmuxSession {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
-	}
 	demo := buildDemo(t)
 	dir := t.TempDir()
 	fixture := filepath.Join(dir, "cs.json")
@@ -87,97 +80,37 @@ func startTUI(t *testing.T, cs *review.Changeset, flags ...string) *tmuxSession 
 	if err := os.WriteFile(fixture, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A short socket path (sun_path is limited to 108 bytes).
-	sockDir, err := os.MkdirTemp("", "tmx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
-	s := &tmuxSession{t: t, socket: filepath.Join(sockDir, "s"), result: filepath.Join(dir, "result.json")}
+	result := filepath.Join(dir, "result.json")
 	args := append([]string{demo}, flags...)
-	args = append(args, fixture, s.result)
+	args = append(args, fixture, result)
 	// timeout and the final sleep bound the life of a session the test could not kill (the
-	// sleep keeps the last screen for the failure message). The trap keeps the pane's shell
-	// alive through a Ctrl-C sent to the foreground group: without it the shell dies with the
-	// demo's SIGINT, the pane closes, and its SIGHUP can kill the demo before it writes the
-	// result (a CI run under load failed that way). A handler, unlike an ignored signal, is
-	// not inherited, so the demo still gets the SIGINT it is tested on.
-	cmd := "trap : INT; env -u CI TERM=xterm-256color COLORTERM= NO_COLOR= timeout --foreground 60 " + shellJoin(args) + "; sleep 30"
-	if out, err := s.tmux("new-session", "-d", "-s", "review", "-x", "80", "-y", "24", cmd); err != nil {
-		t.Fatalf("tmux new-session: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("screen at the end:\n%s", s.screen())
-		}
-		_, _ = s.tmux("kill-server")
-	})
-	return s
-}
-
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
+	// sleep keeps the last screen for the failure message).
+	line := "env -u CI TERM=xterm-256color COLORTERM= NO_COLOR= timeout --foreground 60 " + tmuxtest.Quote(args...) + "; sleep 30"
+	return &tmuxSession{Session: tmuxtest.Start(t, 80, 24, line), t: t, result: result}
 }
 
 // screen is the visible pane as text.
-func (s *tmuxSession) screen() string {
-	out, err := s.tmux("capture-pane", "-p", "-t", "review")
-	if err != nil {
-		return "capture-pane: " + err.Error() + "\n" + out
-	}
-	return out
-}
+func (s *tmuxSession) screen() string { return s.Screen() }
 
 // screenEsc is the visible pane with its colours (SGR sequences).
-func (s *tmuxSession) screenEsc() string {
-	out, _ := s.tmux("capture-pane", "-p", "-e", "-t", "review")
-	return out
-}
+func (s *tmuxSession) screenEsc() string { return s.ScreenEsc() }
 
 // waitFor polls the screen until it contains all of want.
 func (s *tmuxSession) waitFor(want ...string) string {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	var scr string
-	for time.Now().Before(deadline) {
-		scr = s.screen()
-		ok := true
-		for _, w := range want {
-			if !strings.Contains(scr, w) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return scr
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
-	s.t.Fatalf("timed out waiting for %q; screen:\n%s", want, scr)
-	return ""
+	return s.WaitFor(10*time.Second, want...)
 }
 
 // keys sends tmux key names (Enter, Space, Down, Escape, C-c, y, ...).
 func (s *tmuxSession) keys(keys ...string) {
 	s.t.Helper()
-	if out, err := s.tmux(append([]string{"send-keys", "-t", "review"}, keys...)...); err != nil {
-		s.t.Fatalf("send-keys %q: %v\n%s", keys, err, out)
-	}
+	s.Keys(keys...)
 }
 
 // typeLine types text literally and presses Enter (accessible mode).
 func (s *tmuxSession) typeLine(text string) {
 	s.t.Helper()
-	if text != "" {
-		if out, err := s.tmux("send-keys", "-t", "review", "-l", text); err != nil {
-			s.t.Fatalf("send-keys: %v\n%s", err, out)
-		}
-	}
-	s.keys("Enter")
+	s.TypeLine(text)
 }
 
 // outcome waits for the result file: the decisions, or aborted.
@@ -505,7 +438,7 @@ func TestTUIHostileNames(t *testing.T) {
 	s.waitFor("Files to accept")
 	s.keys("Enter")
 	s.waitFor("Apply these changes?", `create evil\x1b[2J\x1b]2;pwned\x07\nname.txt`)
-	title, err := s.tmux("display-message", "-p", "-t", "review", "#{pane_title}")
+	title, err := s.PaneTitle()
 	if err != nil || strings.Contains(title, "pwned") {
 		t.Fatalf("pane title %q (%v): an escape sequence reached the terminal", title, err)
 	}
