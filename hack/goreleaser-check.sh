@@ -65,8 +65,10 @@ phase "verifying the snapshot"
 version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json)
 [ -n "$version" ] || { echo "no version in dist/metadata.json" >&2; exit 1; }
 bin=dist/limactl-mcp_linux_amd64_v1/limactl-mcp
-got=$("$bin" --version)
-want="limactl-mcp version $version"
+# The first line names the version stamped in, then says whose plugin this is; the second is
+# the binary's path.
+got=$("$bin" --version | head -n 1)
+want="limactl-mcp version $version (github.com/limactl-mcp/limactl-mcp, which replaces Lima's bundled limactl-mcp)"
 if [ "$got" != "$want" ]; then
   echo "$bin --version: got \"$got\", want \"$want\"" >&2
   exit 1
