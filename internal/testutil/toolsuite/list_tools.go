@@ -123,10 +123,26 @@ func testListTools(t *testing.T, env Env) {
 		if tool == nil {
 			continue
 		}
-		checkSuperset(t, name+" input", schemaOf(t, types[0]), toSchema(t, tool.InputSchema), true)
-		checkSuperset(t, name+" output", schemaOf(t, types[1]), toSchema(t, tool.OutputSchema), false)
+		lin, lout := schemaOf(t, types[0]), schemaOf(t, types[1])
+		in, out := toSchema(t, tool.InputSchema), toSchema(t, tool.OutputSchema)
+		checkSuperset(t, name+" input", lin, in, true)
+		checkSuperset(t, name+" output", lout, out, false)
+		// Every property beyond Lima's is a decision, listed in docs/compatibility.md.
+		for i, pair := range [][2]*jsonschema.Schema{{lin, in}, {lout, out}} {
+			var extra []string
+			for p := range pair[1].Properties {
+				if _, ok := pair[0].Properties[p]; !ok {
+					extra = append(extra, p)
+				}
+			}
+			if got, want := sorted(extra), documentedExtras[name][i]; !slices.Equal(got, want) && len(got)+len(want) > 0 {
+				t.Errorf("%s %s: properties beyond Lima's are %v; docs/compatibility.md lists %v", name, []string{"input", "output"}[i], got, want)
+			}
+		}
 	}
-	// Exactly what Lima's bats test checks of run_shell_command.
+	// Lima's own test (hack/bats/tests/mcp.bats) also pins run_shell_command's whole property
+	// lists, which our optional extras extend (docs/compatibility.md). What a client written for
+	// Lima depends on is checked here: the required lists, exactly as Lima's.
 	rs := byName["run_shell_command"]
 	in, out := toSchema(t, rs.InputSchema), toSchema(t, rs.OutputSchema)
 	if !slices.Equal(sorted(in.Required), []string{"command", "directory"}) {
@@ -145,6 +161,17 @@ func testListTools(t *testing.T, env Env) {
 			t.Errorf("%s: annotated read-only", rw)
 		}
 	}
+}
+
+// documentedExtras are the optional properties each of Lima's tools has beyond Lima's own
+// schema, input and output, as docs/compatibility.md lists them (sorted).
+var documentedExtras = map[string][2][]string{
+	"list_directory":      {nil, {"truncated"}},
+	"read_file":           {{"limit", "offset"}, {"binary", "end_line", "mime_type", "note", "size", "start_line", "total_lines", "truncated"}},
+	"write_file":          {nil, nil},
+	"glob":                {nil, {"truncated"}},
+	"search_file_content": {nil, {"truncated"}},
+	"run_shell_command":   {{"timeout_seconds"}, {"note", "signal", "stderr_cut_bytes", "stdout_cut_bytes", "timed_out"}},
 }
 
 func sorted(s []string) []string {
