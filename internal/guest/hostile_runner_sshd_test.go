@@ -148,8 +148,15 @@ func TestRandomRunnerReplies(t *testing.T) {
 			}
 			if l.runner != nil {
 				res, err := l.runner.call(ctx, &runnerproto.Request{Exec: &runnerproto.ExecRequest{Argv: []string{"true"}, Dir: "/", TimeoutMillis: 1000, HeadBytes: 2, TailBytes: 2}})
-				if err == nil && (res.Exec == nil || len(res.Exec.Stdout.Head) > 2) {
+				if err == nil && (res.Exec == nil || len(res.Exec.Stdout.Head) > 2 || len(res.Exec.HeldBy) > maxHeldBy) {
 					t.Errorf("seed %d: exec reply unchecked: %+v", seed, res)
+				}
+			}
+			// A write's reply: an error, or one that fits the protocol; never a panic.
+			if l.runner != nil {
+				res, err := l.runner.call(ctx, &runnerproto.Request{Write: &runnerproto.WriteRequest{Path: "/nowhere/x", Data: []byte("x"), Mode: 0o644}})
+				if err == nil && (res.Write == nil || len(res.Write.Error) > 4096 || (res.Write.NotRegular != "" && res.Write.NotRegular != tree.Dir && res.Write.NotRegular != tree.Other)) {
+					t.Errorf("seed %d: write reply unchecked: %+v", seed, res.Write)
 				}
 			}
 		})

@@ -73,7 +73,7 @@ func main() {
 // sizes that lie.
 func randomReply(r *rand.Rand, id uint64) any {
 	val := func() any {
-		switch r.Intn(9) {
+		switch r.Intn(11) {
 		case 0:
 			return nil
 		case 1:
@@ -90,11 +90,24 @@ func randomReply(r *rand.Rand, id uint64) any {
 			return map[string]any{"data": "QUFBQUFBQUFBQUFB", "size": -1, "not_regular": []string{"dir", "weird", ""}[r.Intn(3)], "missing": r.Intn(2) == 0}
 		case 6:
 			return map[string]any{"stdout": map[string]any{"head": "QUFB", "tail": "QUFB", "total": -3}, "exit_code": 0}
+		case 8:
+			// Processes said to hold a command's output: too many, too long, of the wrong type.
+			held := []any{strings.Repeat("pid 1 ", 100)}
+			for range r.Intn(40) {
+				held = append(held, "pid 2 (sleep)")
+			}
+			if r.Intn(3) == 0 {
+				held = append(held, 7)
+			}
+			return map[string]any{"stdout": map[string]any{"total": 0}, "stderr": map[string]any{"total": 0}, "held_by": held}
+		case 9:
+			// A write reply that lies: an unknown type, an errno of any length.
+			return map[string]any{"not_regular": []string{"dir", "weird", "other"}[r.Intn(3)], "errno": strings.Repeat("E", r.Intn(40)), "error": strings.Repeat("x", r.Intn(9000))}
 		}
 		return map[string]any{"matches": []string{"/a", "/b", "/c"}, "output": strings.Repeat("x", 5000)}
 	}
 	m := map[string]any{"id": id}
-	for _, k := range []string{"error", "exec", "glob", "grep", "scan", "hash", "list", "read"} {
+	for _, k := range []string{"error", "exec", "glob", "grep", "scan", "hash", "list", "read", "write"} {
 		if r.Intn(3) == 0 {
 			m[k] = val()
 		}

@@ -1,0 +1,42 @@
+package guest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+)
+
+// The fields added for output holders and writes are checked like every other: a runner the
+// agent replaced cannot flood the host or the agent with them, nor send a type outside the
+// protocol.
+func TestCheckReplyHeldByAndWrite(t *testing.T) {
+	exec := &runnerproto.Request{Exec: &runnerproto.ExecRequest{HeadBytes: 10, TailBytes: 10}}
+	write := &runnerproto.Request{Write: &runnerproto.WriteRequest{Path: "/x"}}
+	many := make([]string, maxHeldBy+1)
+	for _, tc := range []struct {
+		name string
+		req  *runnerproto.Request
+		resp *runnerproto.Response
+		ok   bool
+	}{
+		{"held by a few", exec, &runnerproto.Response{Exec: &runnerproto.ExecResult{HeldBy: []string{"pid 1 (sleep 9)"}}}, true},
+		{"held by too many", exec, &runnerproto.Response{Exec: &runnerproto.ExecResult{HeldBy: many}}, false},
+		{"a holder described at length", exec, &runnerproto.Response{Exec: &runnerproto.ExecResult{HeldBy: []string{strings.Repeat("x", maxHeldByLen+1)}}}, false},
+		{"a write done", write, &runnerproto.Response{Write: &runnerproto.WriteResult{}}, true},
+		{"no write result", write, &runnerproto.Response{}, false},
+		{"a write refused for a directory", write, &runnerproto.Response{Write: &runnerproto.WriteResult{NotRegular: tree.Dir}}, true},
+		{"a type outside the protocol", write, &runnerproto.Response{Write: &runnerproto.WriteResult{NotRegular: "symlink"}}, false},
+		{"an errno of any length", write, &runnerproto.Response{Write: &runnerproto.WriteResult{Errno: strings.Repeat("E", 17)}}, false},
+		{"an error of any length", write, &runnerproto.Response{Write: &runnerproto.WriteResult{Errno: "ENOSPC", Error: strings.Repeat("x", 4097)}}, false},
+	} {
+		if err := checkReply(tc.req, tc.resp); (err == nil) != tc.ok {
+			t.Errorf("%s: checkReply = %v", tc.name, err)
+		}
+	}
+	// A name the host does not know is no errno: the host words the error itself.
+	if errnoNamed("EWHATEVER") != 0 || errnoNamed("ENOSPC") == 0 {
+		t.Error("errnoNamed")
+	}
+}
