@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
@@ -22,6 +23,11 @@ func main() {
 	width := flag.Int("width", 0, "width (0: terminal)")
 	height := flag.Int("height", 0, "height (0: terminal)")
 	flag.Parse()
+	// As limactl-mcp's root command does, this process handles SIGINT for its whole life:
+	// the TUI's own handler comes and goes with each screen, and a second SIGINT that
+	// arrives after it is gone (timeout(1) forwards the Ctrl-C the terminal already sent)
+	// must not kill the process before it writes its result.
+	signal.Notify(make(chan os.Signal, 1), os.Interrupt)
 	if flag.NArg() != 2 {
 		fmt.Fprintln(os.Stderr, "usage: tuidemo [-accessible] changeset.json result.json")
 		os.Exit(2)
