@@ -22,19 +22,19 @@ func TestStagedElsewhere(t *testing.T) {
 		return nil
 	}
 	missing := fmt.Errorf(`%w "default"`, instance.ErrNotExist)
-	err := stagedElsewhere(context.Background(), missing, "default", "/p")
+	err := stagedElsewhere(context.Background(), missing, "review", "default", "/p")
 	if !strings.Contains(err.Error(), `/p is staged in instance "agent", not "default": name it, as in `+"`limactl mcp review agent`") || !errors.Is(err, instance.ErrNotExist) {
 		t.Errorf("got %v", err)
 	}
 	nosess := noSession{"/p has no staged session in instance \"default\""}
-	if err := stagedElsewhere(context.Background(), nosess, "default", "/p"); !strings.Contains(err.Error(), `staged in instance "agent"`) || !errors.Is(err, staging.ErrNoSession) {
+	if err := stagedElsewhere(context.Background(), nosess, "sync", "default", "/p"); !strings.Contains(err.Error(), `staged in instance "agent", not "default": name it, as in `+"`limactl mcp sync agent`") || !errors.Is(err, staging.ErrNoSession) {
 		t.Errorf("got %v", err)
 	}
-	if err := stagedElsewhere(context.Background(), missing, "default", "/q"); err != missing {
+	if err := stagedElsewhere(context.Background(), missing, "review", "default", "/q"); err != missing {
 		t.Errorf("nothing elsewhere: got %v", err)
 	}
 	other := errors.New("connection refused")
-	if err := stagedElsewhere(context.Background(), other, "default", "/p"); err != other {
+	if err := stagedElsewhere(context.Background(), other, "review", "default", "/p"); err != other {
 		t.Errorf("another error: got %v", err)
 	}
 }

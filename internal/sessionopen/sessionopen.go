@@ -94,25 +94,32 @@ func HostOpener(logOut io.Writer) Opener {
 	}
 }
 
-// OpenSession opens the instance called name with open, and the staged session of workdir
-// on it (see Target.Session). The caller closes the Target. When the instance or the session
-// is missing and workdir is staged in other instances, the error names them and the command
-// to use (a project staged in "agent" reviewed with a plain `review`, which means "default").
-func OpenSession(ctx context.Context, open Opener, name, workdir string) (*Target, *staging.Session, error) {
+// OpenSession opens the instance called name with open, and the session that the command
+// verb (review, sync, discard), run in workdir, is about: workdir's own, or that of the staged
+// project holding workdir (see Target.Find; the session's State.Workdir says which). The
+// caller closes the Target. When the instance or the session is missing and workdir is staged
+// in other instances, the error names them and the command to use (a project staged in
+// "agent" reviewed with a plain `review`, which means "default").
+func OpenSession(ctx context.Context, open Opener, verb, name, workdir string) (*Target, *staging.Session, error) {
 	t, err := open(ctx, name)
 	if err != nil {
-		return nil, nil, stagedElsewhere(ctx, err, name, workdir)
+		return nil, nil, stagedElsewhere(ctx, err, verb, name, workdir)
 	}
-	s, err := t.Session(workdir)
+	found, err := t.Find(verb, workdir)
 	if err != nil {
 		t.Close()
-		return nil, nil, stagedElsewhere(ctx, err, name, workdir)
+		return nil, nil, err
+	}
+	s, err := t.Session(found)
+	if err != nil {
+		t.Close()
+		return nil, nil, stagedElsewhere(ctx, err, verb, name, workdir)
 	}
 	return t, s, nil
 }
 
 // Elsewhere lists the instances, other than the one named, that hold a staged session of
-// workdir. A variable, so that tests can stand in for limactl.
+// workdir or of a directory above it. A variable, so that tests can stand in for limactl.
 var Elsewhere = func(ctx context.Context, name, workdir string) []string {
 	limactl, err := instance.Limactl()
 	if err != nil {
@@ -127,7 +134,7 @@ var Elsewhere = func(ctx context.Context, name, workdir string) []string {
 		if inst.Name == name || inst.Dir == "" {
 			continue
 		}
-		if _, _, err := staging.StoreFor(inst.Dir).Load(workdir); err == nil {
+		if found, err := nearestStaged(staging.StoreFor(inst.Dir), workdir); err == nil && found != "" {
 			out = append(out, inst.Name)
 		}
 	}
@@ -136,7 +143,7 @@ var Elsewhere = func(ctx context.Context, name, workdir string) []string {
 
 // stagedElsewhere adds to err, when the instance or the session is missing, the instances
 // that do hold workdir's session.
-func stagedElsewhere(ctx context.Context, err error, name, workdir string) error {
+func stagedElsewhere(ctx context.Context, err error, verb, name, workdir string) error {
 	if !errors.Is(err, instance.ErrNotExist) && !errors.Is(err, staging.ErrNoSession) {
 		return err
 	}
@@ -145,9 +152,9 @@ func stagedElsewhere(ctx context.Context, err error, name, workdir string) error
 	case 0:
 		return err
 	case 1:
-		return fmt.Errorf("%s is staged in instance %q, not %q: name it, as in `limactl mcp review %s` (%w)", workdir, others[0], name, others[0], err)
+		return fmt.Errorf("%s is staged in instance %q, not %q: name it, as in `limactl mcp %s %s` (%w)", workdir, others[0], name, verb, others[0], err)
 	}
-	return fmt.Errorf("%s is staged in instances %s, not %q: name one, as in `limactl mcp review %s` (%w)", workdir, strings.Join(quoteAll(others), ", "), name, others[0], err)
+	return fmt.Errorf("%s is staged in instances %s, not %q: name one, as in `limactl mcp %s %s` (%w)", workdir, strings.Join(quoteAll(others), ", "), name, verb, others[0], err)
 }
 
 func quoteAll(names []string) []string {

@@ -39,10 +39,10 @@ func TestSessionWithoutGuest(t *testing.T) {
 		}
 		return target, nil
 	}
-	if _, _, err := sessionopen.OpenSession(context.Background(), open, "other", work); err != closed {
+	if _, _, err := sessionopen.OpenSession(context.Background(), open, "review", "other", work); err != closed {
 		t.Errorf("OpenSession of another instance: %v", err)
 	}
-	if _, _, err := sessionopen.OpenSession(context.Background(), open, "vm", work); err != notRunning {
+	if _, _, err := sessionopen.OpenSession(context.Background(), open, "review", "vm", work); err != notRunning {
 		t.Errorf("OpenSession of a stopped instance: %v", err)
 	}
 }

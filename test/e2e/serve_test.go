@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -418,6 +419,38 @@ func TestServeNoSuchInstance(t *testing.T) {
 
 // TestCommandsSuggestInstance: a misspelled instance gets "did you mean" from every command that
 // names one, with the instances there are.
+// A plain review, sync or discard (instance "default", which does not exist here) run in a
+// project, or in a subdirectory of it, staged in the e2e instance names that instance and the
+// exact command (issue 12: it said to create "default").
+func TestCommandsFindTheInstanceThatStagedIt(t *testing.T) {
+	dir := project(t, map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n"})
+	chownToUser(t, dir)
+	s := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
+	toolsuite.MustOK(t, s.Session, "list_directory", map[string]any{"path": dir})
+	for _, sub := range []string{"review", "sync", "discard"} {
+		for _, where := range []string{dir, filepath.Join(dir, "sub")} {
+			t.Run(sub+"/"+filepath.Base(where), func(t *testing.T) {
+				args := []string{sub}
+				if sub == "discard" {
+					args = append(args, "--yes")
+				}
+				_, stderr, code := plugin(t, where, args...)
+				if code == 0 {
+					t.Fatalf("%s without an instance succeeded", sub)
+				}
+				want := fmt.Sprintf("%s is staged in instance %q, not \"default\": name it, as in `limactl mcp %s %s`", where, instanceName, sub, instanceName)
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr does not say %q:\n%s", want, stderr)
+				}
+			})
+		}
+	}
+	// Nothing was discarded.
+	if st := statusOf(t, dir); st == nil {
+		t.Error("the session is gone")
+	}
+}
+
 func TestCommandsSuggestInstance(t *testing.T) {
 	for _, sub := range []string{"status", "review", "sync", "discard"} {
 		t.Run(sub, func(t *testing.T) {

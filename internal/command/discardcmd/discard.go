@@ -6,10 +6,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
-	"github.com/limactl-mcp/limactl-mcp/internal/command/sessionfind"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
@@ -47,24 +47,20 @@ func Run(ctx context.Context, opts *Options) error {
 	if open == nil {
 		open = sessionopen.HostOpener(ios.ErrOut)
 	}
-	t, err := open(ctx, opts.Instance)
+	// On a terminal, the seconds spent connecting and counting the changes show progress.
+	if ios.IsStdinTTY() || ios.IsStdoutTTY() {
+		fmt.Fprintf(ios.ErrOut, "Connecting to %s… counting the changes in the staged copy of %s…\n", termsafe.String(opts.Instance), termsafe.String(wd))
+	}
+	t, s, err := sessionopen.OpenSession(ctx, open, "discard", opts.Instance, wd)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	// Run in a subdirectory of a staged project (or in a parent of some), discard names the
-	// session(s) and the exact command, and discards nothing: removing a whole project's
-	// staged copy is never done on a guess.
-	found, err := sessionfind.Workdir(t, "discard", wd)
-	if err != nil {
-		return err
-	}
-	if found != wd {
+	// Run in a subdirectory of a staged project, discard names the project and the exact
+	// command, and discards nothing: removing a whole project's staged copy is never done on
+	// a guess.
+	if found := s.State.Workdir; found != wd {
 		return fmt.Errorf("%s has no staged session of its own in instance %q: it is inside the staged project %s; to discard that project's staged copy, run `limactl mcp discard %s --workdir %s`", termsafe.String(wd), t.Instance.Name, termsafe.String(found), t.Instance.Name, termsafe.String(shellquote.Quote(found)))
-	}
-	s, err := t.Session(wd)
-	if err != nil {
-		return err
 	}
 	workdir := s.State.Workdir
 	what := "the staged copy of " + workdir
@@ -73,10 +69,13 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if !opts.Yes {
 		fmt.Fprintf(ios.ErrOut, "Discard %s? [y/N] ", what)
-		line, _ := bufio.NewReader(ios.In).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		yes, err := confirm(ctx, ios.In)
+		if !yes {
+			if err != nil {
+				fmt.Fprintln(ios.ErrOut)
+			}
 			fmt.Fprintln(ios.ErrOut, "Nothing discarded.")
-			return nil
+			return err
 		}
 	}
 	if err := s.Discard(ctx); err != nil {
@@ -84,4 +83,22 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	fmt.Fprintf(ios.Out, "Discarded %s.\n", what)
 	return nil
+}
+
+// confirm reads a yes or no from in. Ctrl-C (ctx cancelled) answers no at once, with ctx's
+// error, instead of waiting for a line: the read goes on in the background, and the
+// process is about to exit.
+func confirm(ctx context.Context, in io.Reader) (bool, error) {
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(in).ReadString('\n')
+		answer <- line
+	}()
+	select {
+	case line := <-answer:
+		a := strings.ToLower(strings.TrimSpace(line))
+		return a == "y" || a == "yes", nil
+	case <-ctx.Done():
+		return false, exitcode.With(exitcode.Interrupted, ctx.Err())
+	}
 }

@@ -1,11 +1,15 @@
 package discardcmd_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
@@ -60,14 +64,16 @@ func TestDiscard(t *testing.T) {
 		t.Errorf("stdout %q, stderr %q, session still there: %v", r.out, r.errOut, present())
 	}
 
-	// On a terminal, anything but y or yes keeps the session.
+	// On a terminal, anything but y or yes keeps the session. The seconds spent connecting
+	// and counting the changes show progress first.
+	progress := "Connecting to sshd-test… counting the changes in the staged copy of " + f.Workdir + "…\n"
 	r = run(f, false, "n\n")
-	if r.err != nil || r.out != "" || r.errOut != "Discard "+what+"? [y/N] Nothing discarded.\n" || !present() {
+	if r.err != nil || r.out != "" || r.errOut != progress+"Discard "+what+"? [y/N] Nothing discarded.\n" || !present() {
 		t.Errorf("answer n: error %v, stdout %q, stderr %q, session still there: %v", r.err, r.out, r.errOut, present())
 	}
 
 	r = run(f, false, " YES\n")
-	if r.err != nil || r.out != "Discarded "+what+".\n" || r.errOut != "Discard "+what+"? [y/N] " {
+	if r.err != nil || r.out != "Discarded "+what+".\n" || r.errOut != progress+"Discard "+what+"? [y/N] " {
 		t.Errorf("answer yes: error %v, stdout %q, stderr %q", r.err, r.out, r.errOut)
 	}
 	if present() {
@@ -133,4 +139,61 @@ func TestDiscardFromSubdirectoryAndParent(t *testing.T) {
 	if _, _, err := f.Store.Load(f.Workdir); err != nil {
 		t.Errorf("the session is gone: %v", err)
 	}
+}
+
+// Ctrl-C at the prompt (the context cancelled by main's SIGINT handler) answers no at once,
+// exits 130 and keeps the session; it used to wait for a line.
+func TestDiscardPromptCtrlC(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	ios, _, out, _ := iostreams.Test()
+	ios.SetTTY(true, true)
+	in, w := io.Pipe() // a terminal nobody types into
+	t.Cleanup(func() { _ = w.Close() })
+	ios.In = in
+	errOut := &lockedBuffer{}
+	ios.ErrOut = errOut
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- discardcmd.Run(ctx, &discardcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener()})
+	}()
+	for deadline := time.Now().Add(time.Minute); !strings.HasSuffix(errOut.String(), "[y/N] "); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no prompt; stderr %q", errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if exitcode.Of(err) != exitcode.Interrupted || !errors.Is(err, context.Canceled) {
+			t.Errorf("error %v, exit code %d, want %d", err, exitcode.Of(err), exitcode.Interrupted)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("discard still waits for a line after Ctrl-C")
+	}
+	if !strings.HasSuffix(errOut.String(), "[y/N] \nNothing discarded.\n") || out.Len() != 0 {
+		t.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
+	}
+	if _, _, err := f.Store.Load(f.Workdir); err != nil {
+		t.Errorf("the session is gone: %v", err)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

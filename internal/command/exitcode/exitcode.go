@@ -12,6 +12,9 @@ const (
 	// Pending means a command needed consent it could not get (for example a review
 	// without a terminal and without --yes).
 	Pending = 2
+	// Interrupted means the person pressed Ctrl-C at a prompt (128 + SIGINT, as a shell
+	// reports a command killed by it).
+	Interrupted = 130
 )
 
 // ErrSilent is returned by a command that has already explained itself on stderr: main

@@ -72,7 +72,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		fmt.Fprintf(ios.ErrOut, "Connecting to %s… ", inst)
 	}
-	t, sess, err := openSession(ctx, open, opts.Instance, workdir)
+	t, sess, err := sessionopen.OpenSession(ctx, open, "review", opts.Instance, workdir)
 	if err != nil {
 		if progress {
 			fmt.Fprintln(ios.ErrOut)
@@ -82,7 +82,7 @@ func Run(ctx context.Context, opts *Options) error {
 	defer t.Close()
 	name := t.Instance.Name
 	if !progress && sess.State.Workdir != workdir {
-		fmt.Fprintf(ios.ErrOut, "Reviewing %s, instance %s.\n", which(sess, workdir), termsafe.String(name))
+		fmt.Fprintf(ios.ErrOut, "Reviewing %s, instance %s.\n", sessionopen.Which(sess, workdir), termsafe.String(name))
 	}
 	var paths []string
 	for _, p := range opts.Paths {
@@ -105,7 +105,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if opts.Undo {
 		if progress {
-			fmt.Fprintf(ios.ErrOut, "undoing the last apply to %s…\n", which(sess, workdir))
+			fmt.Fprintf(ios.ErrOut, "undoing the last apply to %s…\n", sessionopen.Which(sess, workdir))
 		}
 		rep, err := review.Undo(ctx, sess)
 		if err != nil {
@@ -125,7 +125,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return nil
 	}
 	if progress {
-		fmt.Fprintf(ios.ErrOut, "reading the agent's changes to %s…\n", which(sess, workdir))
+		fmt.Fprintf(ios.ErrOut, "reading the agent's changes to %s…\n", sessionopen.Which(sess, workdir))
 	}
 	if rep, rolled, err := review.RecoverInterrupted(sess); err != nil {
 		return err
@@ -247,7 +247,7 @@ func decide(opts *Options, instance string, cs *review.Changeset) ([]review.Deci
 		return decisions, err
 	default:
 		printSummary(ios.Out, cs)
-		fmt.Fprintln(ios.Out, "\nNo terminal: nothing was applied. Run `limactl mcp review "+instance+"` in a terminal, or pass --yes to apply every change that is not a conflict (--dry-run shows what that would do, --patch prints a diff).")
+		fmt.Fprintln(ios.Out, "\nNo terminal: nothing was applied. Run `limactl mcp review "+instance+"` in a terminal, or `limactl mcp review "+instance+" --yes` to apply every change that is not a conflict (--dry-run shows what that would do, --patch prints a diff).")
 		return nil, exitcode.With(exitcode.Pending, exitcode.ErrSilent)
 	}
 }

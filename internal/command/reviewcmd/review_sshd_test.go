@@ -72,7 +72,7 @@ func TestReviewWithoutTerminalAppliesNothing(t *testing.T) {
 		"3 files changed by the agent (+3 −2 lines), 1 conflict, 0 refused:\n",
 		"  M a.txt  +1 −1\n", "  C c.txt  +1 −1  (modified; CONFLICT", "  A new.txt  +1 −0  (added file",
 		// The hint keeps the instance name (issue 12, item 4: it was `limactl mcp review`).
-		"\nNo terminal: nothing was applied. Run `limactl mcp review sshd-test` in a terminal, or pass --yes")
+		"\nNo terminal: nothing was applied. Run `limactl mcp review sshd-test` in a terminal, or `limactl mcp review sshd-test --yes` to apply every change that is not a conflict")
 	if r.errOut != "" {
 		t.Errorf("stderr: %q", r.errOut)
 	}

@@ -51,7 +51,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if opts.JSON {
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"instance": t.Instance.Name, "sessions": sts})
+		return enc.Encode(toJSON(t.Instance.Name, sts))
 	}
 	printStatus(ios.Out, t.Instance.Name, sts)
 	return nil

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/statuscmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
@@ -86,5 +88,90 @@ func TestStatusShowsProgressOnATerminal(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), f.Workdir) {
 		t.Errorf("stdout %q", out)
+	}
+}
+
+// status --json has the documented schema: this pins it (times aside), and every key it can
+// have is in docs/status-json.md.
+func TestStatusJSONSchema(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	f.Guest("echo a2 > a.txt && echo new > new.txt")
+	normal := func(out string) string {
+		t.Helper()
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, s := range v["sessions"].([]any) {
+			s := s.(map[string]any)
+			for _, k := range []string{"staged_at", "updated_at"} {
+				if _, err := time.Parse(time.RFC3339Nano, s[k].(string)); err != nil {
+					t.Errorf("%s: %v", k, err)
+				}
+				s[k] = "TIME"
+			}
+		}
+		data, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.NewReplacer(f.Workdir, "WORKDIR", f.GuestPath, "GUESTPATH").Replace(string(data))
+	}
+	got := normal(run(t, f.Opener(), true))
+	want := `{
+  "instance": "sshd-test",
+  "schema_version": 1,
+  "sessions": [
+    {
+      "bytes": 4,
+      "files": 2,
+      "guest_path": "GUESTPATH",
+      "pending": {
+        "added": 1,
+        "modified": 1
+      },
+      "pending_total": 2,
+      "staged_at": "TIME",
+      "updated_at": "TIME",
+      "workdir": "WORKDIR"
+    }
+  ]
+}`
+	if got != want {
+		t.Errorf("--json:\n%s\nwant:\n%s", got, want)
+	}
+	// A stopped instance: pending is {} (not null), the total -1, and the error says why.
+	stoppedOut := run(t, stopped(f.Store), true)
+	if !strings.Contains(stoppedOut, `"pending": {},`) || !strings.Contains(stoppedOut, `"pending_total": -1,`) || !strings.Contains(stoppedOut, `"error": "instance is stopped"`) {
+		t.Errorf("--json of a stopped instance:\n%s", stoppedOut)
+	}
+	// No sessions: a list, not null.
+	if out := run(t, stopped(staging.Store{Dir: t.TempDir()}), true); !strings.Contains(out, `"sessions": []`) {
+		t.Errorf("--json of no sessions:\n%s", out)
+	}
+
+	doc, err := os.ReadFile("../../../docs/status-json.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, out := range []string{got, stoppedOut} {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatal(err)
+		}
+		for k := range v {
+			keys[k] = true
+		}
+		for _, s := range v["sessions"].([]any) {
+			for k := range s.(map[string]any) {
+				keys[k] = true
+			}
+		}
+	}
+	for k := range keys {
+		if !strings.Contains(string(doc), "| `"+k+"` |") {
+			t.Errorf("key %q is not in docs/status-json.md", k)
+		}
 	}
 }

@@ -39,11 +39,14 @@ func Run(ctx context.Context, opts *Options) error {
 	if ios.IsStdoutTTY() {
 		fmt.Fprintf(ios.ErrOut, "Connecting to %s… comparing %s with its staged copy…\n", termsafe.String(opts.Instance), termsafe.String(workdir))
 	}
-	t, s, err := sessionopen.OpenSession(ctx, open, opts.Instance, workdir)
+	t, s, err := sessionopen.OpenSession(ctx, open, "sync", opts.Instance, workdir)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
+	if s.State.Workdir != workdir {
+		fmt.Fprintf(ios.ErrOut, "Syncing %s.\n", sessionopen.Which(s, workdir))
+	}
 	rep, err := s.Sync(ctx)
 	if err != nil {
 		return err

@@ -1,6 +1,4 @@
-// Package sessionfind finds the staged session a command run in a directory is about: the
-// directory's own, the project that holds it, or (from a parent) the sessions below it.
-package sessionfind
+package sessionopen
 
 import (
 	"errors"
@@ -9,42 +7,31 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
-// Workdir is the working directory of the session a command run in workdir is about: workdir's
+// Find is the working directory of the session a command run in workdir is about: workdir's
 // own session, else that of the nearest staged directory above it (the command was run in a
 // subdirectory of the project); workdir itself when neither exists, so that
-// sessionopen.Target.Session says there is none. When neither exists but directories below
+// Target.Session says there is none. When neither exists but directories below
 // workdir were staged (the command was run in a parent of the project), the error lists them
 // with the command that acts on each (`limactl mcp VERB INSTANCE --workdir DIR`): never a
 // command that would stage workdir as a second session.
-func Workdir(t *sessionopen.Target, verb, workdir string) (string, error) {
-	for dir := workdir; ; {
-		_, _, err := t.Store.Load(dir)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, staging.ErrNoSession) {
-			return "", err
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
+func (t *Target) Find(verb, workdir string) (string, error) {
+	found, err := nearestStaged(t.Store, workdir)
+	if err != nil || found != "" {
+		return found, err
 	}
 	all, err := t.Store.List()
 	if err != nil {
 		return "", err
 	}
 	var below []string
-	prefix := strings.TrimSuffix(workdir, string(filepath.Separator)) + string(filepath.Separator)
 	for _, st := range all {
-		if strings.HasPrefix(st.Workdir, prefix) {
+		if tree.Below(workdir, st.Workdir) {
 			below = append(below, st.Workdir)
 		}
 	}
@@ -64,4 +51,23 @@ func Workdir(t *sessionopen.Target, verb, workdir string) (string, error) {
 		fmt.Fprintf(&b, "\n  limactl mcp %s %s --workdir %s", verb, name, termsafe.String(shellquote.Quote(w)))
 	}
 	return "", errors.New(b.String())
+}
+
+// nearestStaged is workdir, or the nearest directory above it, that has a session in store
+// ("" when none has).
+func nearestStaged(store staging.Store, workdir string) (string, error) {
+	for dir := workdir; ; {
+		_, _, err := store.Load(dir)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, staging.ErrNoSession) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", nil
+		}
+		dir = parent
+	}
 }

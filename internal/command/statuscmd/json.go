@@ -1,0 +1,43 @@
+package statuscmd
+
+import (
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// statusJSON is the output of `status --json`; docs/status-json.md is its schema, and
+// TestStatusJSONSchema keeps the two together.
+type statusJSON struct {
+	SchemaVersion int           `json:"schema_version"`
+	Instance      string        `json:"instance"`
+	Sessions      []sessionJSON `json:"sessions"`
+}
+
+type sessionJSON struct {
+	Workdir   string    `json:"workdir"`
+	GuestPath string    `json:"guest_path"`
+	StagedAt  time.Time `json:"staged_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Files     int       `json:"files"`
+	Bytes     int64     `json:"bytes"`
+	// Pending is always an object ({} when nothing is pending or it could not be counted).
+	Pending      map[staging.Kind]int `json:"pending"`
+	PendingTotal int                  `json:"pending_total"`
+	Error        string               `json:"error,omitempty"`
+}
+
+func toJSON(instance string, sts []staging.SessionStatus) statusJSON {
+	out := statusJSON{SchemaVersion: 1, Instance: instance, Sessions: make([]sessionJSON, 0, len(sts))}
+	for _, s := range sts {
+		pending := s.Pending
+		if pending == nil {
+			pending = map[staging.Kind]int{}
+		}
+		out.Sessions = append(out.Sessions, sessionJSON{
+			Workdir: s.Workdir, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
+			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error,
+		})
+	}
+	return out
+}
