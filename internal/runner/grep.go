@@ -17,6 +17,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/gitgrep"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // runGrep searches like `git grep -n --no-index -I -E`, run inside Dir so that paths come out
@@ -119,7 +120,7 @@ func builtinGrep(req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 			return nil
 		}
 		data, err := os.ReadFile(p)
-		if err != nil || bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 {
+		if err != nil || tree.IsBinary(data) {
 			return nil // unreadable or binary
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))

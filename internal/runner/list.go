@@ -48,17 +48,10 @@ func listEntry(dir string, d fs.DirEntry) runnerproto.ListEntry {
 	if err != nil {
 		return e
 	}
+	// What the entry is, and a link's target, as everywhere else (tree.EntryOf); a listing
+	// also gives the whole mode and the size of every kind of entry.
+	te, _ := tree.EntryOf(d.Name(), fi, func() (string, error) { return os.Readlink(filepath.Join(dir, d.Name())) })
+	e.Type, e.Target = te.Type, te.Target
 	e.Mode, e.Size, e.MTime = uint32(fi.Mode()), fi.Size(), fi.ModTime().UnixNano()
-	switch {
-	case fi.Mode().IsRegular():
-		e.Type = tree.File
-	case fi.IsDir():
-		e.Type = tree.Dir
-	case fi.Mode()&fs.ModeSymlink != 0:
-		e.Type = tree.Symlink
-		if t, err := os.Readlink(filepath.Join(dir, d.Name())); err == nil {
-			e.Target = tree.Name(t)
-		}
-	}
 	return e
 }

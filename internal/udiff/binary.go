@@ -1,9 +1,7 @@
 package udiff
 
-import "bytes"
+import "github.com/limactl-mcp/limactl-mcp/internal/tree"
 
-// IsBinary says whether data is binary as git decides it for a diff: a NUL byte in its first
-// 8,000 bytes. Binary content is described, never shown as hunks.
-func IsBinary(data []byte) bool {
-	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
-}
+// IsBinary says whether data is binary as git decides it for a diff (tree.IsBinary). Binary
+// content is described, never shown as hunks.
+func IsBinary(data []byte) bool { return tree.IsBinary(data) }
