@@ -158,3 +158,31 @@ func TestConfigureCompletion(t *testing.T) {
 		t.Errorf("second argument completions %q", got)
 	}
 }
+
+// The home directory is no project: configure refuses it before writing anything (--user is
+// the way to configure every project).
+func TestConfigureRefusesHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, args := range [][]string{{"claude", "--workdir", home}, {"gemini", "--workdir", home, "--dry-run"}} {
+		_, err := runConfigureCmd(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "refusing to configure your home directory") || !strings.Contains(err.Error(), "pass --user") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	t.Chdir(home)
+	if _, err := runConfigureCmd(t, "codex"); err == nil || !strings.Contains(err.Error(), "refusing to configure your home directory") {
+		t.Errorf("from the home directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("configure wrote into the home directory: %v", entries)
+	}
+	// A project below it is fine.
+	proj := filepath.Join(home, "proj")
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runConfigureCmd(t, "claude", "--workdir", proj); err != nil {
+		t.Errorf("a project in the home directory: %v", err)
+	}
+}

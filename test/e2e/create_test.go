@@ -18,8 +18,15 @@ func TestConfigureCreatesSandbox(t *testing.T) {
 	const name = "mcp-e2e-created"
 	// Without --create: a clear error naming the command to create it.
 	_, stderr, code := plugin(t, dir, "configure", "claude", "--instance", name)
-	if code == 0 || !strings.Contains(stderr, "limactl start --mount-none --name="+name) || !strings.Contains(stderr, "--create") {
+	if code == 0 || !strings.Contains(stderr, "limactl start --mount-none --name="+name) || !strings.Contains(stderr, "`limactl mcp configure claude --instance "+name+" --create`") || !strings.Contains(stderr, "nothing was written") {
 		t.Errorf("configure for a missing instance: exit %d: %s", code, stderr)
+	}
+	// ... said before anything is written, in a dry run too.
+	if _, err := os.Stat(filepath.Join(dir, ".mcp.json")); !os.IsNotExist(err) {
+		t.Errorf("configure for a missing instance wrote .mcp.json: %v", err)
+	}
+	if _, stderr, code := plugin(t, dir, "configure", "claude", "--instance", name, "--dry-run"); code == 0 || !strings.Contains(stderr, "nothing was written") {
+		t.Errorf("configure --dry-run for a missing instance: exit %d: %s", code, stderr)
 	}
 	tmpl, err := vm.Template()
 	mustT(t, err)

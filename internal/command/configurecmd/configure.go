@@ -32,12 +32,57 @@ type Options struct {
 	Template string
 }
 
-// Run configures the agent, then checks the instance.
+// Run checks what can be checked before anything is written (the project is not the home
+// directory, the instance exists or --create may make it), configures the agent, then makes
+// sure the instance is a sandbox.
 func Run(ctx context.Context, opts *Options) error {
+	if err := refuseHome(opts); err != nil {
+		return err
+	}
+	if err := checkInstanceFirst(ctx, opts); err != nil {
+		return err
+	}
 	if err := configure(opts); err != nil {
 		return err
 	}
 	return checkSandbox(ctx, opts)
+}
+
+// refuseHome refuses the home directory as a project: the agent's staged copy would be all of
+// it, and some agents read their user-wide settings there (Claude Code's ~/.claude).
+func refuseHome(opts *Options) error {
+	if opts.User {
+		return nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil
+	}
+	workdir, err := workdirpath.Resolve(opts.Workdir)
+	if err != nil {
+		return nil // configure says what is wrong with it
+	}
+	if h, err := workdirpath.Resolve(home); err != nil || h != workdir {
+		return nil
+	}
+	return fmt.Errorf("refusing to configure your home directory %s as a project: the agent's staged copy would be all of it, and %s's project settings there are its user-wide ones. Run this in the project's directory (or pass --workdir DIR); to add the server for every project, pass --user", workdir, opts.Agent)
+}
+
+// checkInstanceFirst refuses, before anything is written (and in a dry run), an instance that
+// does not exist when --create is not given: a typo would otherwise leave the agent configured
+// for an instance nobody has. It says nothing when limactl is missing (checkSandbox notes it).
+func checkInstanceFirst(ctx context.Context, opts *Options) error {
+	if opts.Create {
+		return nil
+	}
+	limactl, err := instance.Limactl()
+	if err != nil {
+		return nil
+	}
+	if _, err := instance.Inspect(ctx, limactl, opts.Instance); errors.Is(err, instance.ErrNotExist) {
+		return fmt.Errorf("nothing was written: %w; or pass --create to make it as a sandbox: `limactl mcp configure %s --instance %s --create`", err, opts.Agent, opts.Instance)
+	}
+	return nil
 }
 
 // checkSandbox makes sure the configured instance is a sandbox: it exists (or --create makes
