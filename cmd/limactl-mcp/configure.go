@@ -16,7 +16,7 @@ func newConfigureCmd(ios *iostreams.IOStreams, runF func(context.Context, *confi
 	opts := &configurecmd.Options{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "configure AGENT",
-		Short: "Configure an AI agent (claude, gemini, codex, cursor) to use \"limactl mcp serve\" for its tools",
+		Short: "Configure an AI agent (claude, gemini, codex, cursor, opencode, vscode, zed) to use \"limactl mcp serve\" for its tools",
 		Long: `Configure an AI agent to get its file and shell tools from "limactl mcp serve INSTANCE".
 
 AGENT is one of:
@@ -24,6 +24,9 @@ AGENT is one of:
   gemini   Gemini CLI: .gemini/settings.json (--user: ~/.gemini/settings.json)
   codex    Codex: .codex/config.toml (--user: ~/.codex/config.toml)
   cursor   Cursor: .cursor/mcp.json (--user: ~/.cursor/mcp.json)
+  opencode OpenCode: opencode.json (--user: ~/.config/opencode/opencode.json)
+  vscode   VS Code (GitHub Copilot): .vscode/mcp.json (--user: the default profile's mcp.json)
+  zed      Zed: .zed/settings.json (--user: ~/.config/zed/settings.json)
 
 The server is added to the file the agent already has: other servers and settings are kept as
 they are, running the command again changes nothing, and a file that cannot be parsed is left
@@ -32,7 +35,8 @@ alone. --create makes the instance (without host mounts) if it does not exist, o
 agent has a setting for it; the notes printed at the end say what stays on.`,
 		Example: `  limactl mcp configure claude --instance agent --create
   limactl mcp configure gemini --instance dev --disable-builtin-tools
-  limactl mcp configure codex --user --dry-run`,
+  limactl mcp configure codex --user --dry-run
+  limactl mcp configure zed --user --disable-builtin-tools`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) > 0 {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -150,7 +151,8 @@ func TestConfigureCompletion(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	cmd := newConfigureCmd(ios, nil)
 	got, directive := cmd.ValidArgsFunction(cmd, nil, "")
-	want := []cobra.Completion{"claude\tClaude Code", "codex\tCodex", "cursor\tCursor", "gemini\tGemini CLI"}
+	want := []cobra.Completion{"claude\tClaude Code", "codex\tCodex", "cursor\tCursor", "gemini\tGemini CLI",
+		"opencode\tOpenCode", "vscode\tVS Code (GitHub Copilot)", "zed\tZed"}
 	if !reflect.DeepEqual(got, want) || directive != cobra.ShellCompDirectiveNoFileComp {
 		t.Errorf("completions %q, %v", got, directive)
 	}
@@ -184,5 +186,83 @@ func TestConfigureRefusesHome(t *testing.T) {
 	}
 	if _, err := runConfigureCmd(t, "claude", "--workdir", proj); err != nil {
 		t.Errorf("a project in the home directory: %v", err)
+	}
+}
+
+// OpenCode, VS Code and Zed: written, shown by --dry-run, and left alone on a second run.
+func TestConfigureEditorClients(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the user paths checked here are Linux's")
+	}
+	home, work := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+
+	out, err := runConfigureCmd(t, "opencode", "--workdir", work, "--instance", "dev", "--disable-builtin-tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(work, "opencode.json")
+	for _, want := range []string{
+		"created " + path + `: MCP server "lima" runs "limactl mcp serve dev"; deny OpenCode's built-in tools bash, read, edit, glob, grep, lsp`,
+		"note: OpenCode needs no approval",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := runConfigureCmd(t, "opencode", "--workdir", work, "--instance", "dev", "--disable-builtin-tools"); err != nil || !strings.Contains(out, "already configured: "+path+"\n") {
+		t.Errorf("second run (%v):\n%s", err, out)
+	}
+
+	out, err = runConfigureCmd(t, "vscode", "--workdir", work, "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(work, ".vscode", "mcp.json")
+	for _, want := range []string{
+		"would create " + path + `: MCP server "lima" runs "limactl mcp serve default"`,
+		"+  \"servers\": {\n",
+		"+      \"type\": \"stdio\",\n",
+		"note: GitHub Copilot's own agent tools",
+		"dry run: nothing was written\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("dry run wrote something: %v", err)
+	}
+
+	out, err = runConfigureCmd(t, "zed", "--user", "--workdir", work, "--disable-builtin-tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(home, ".config", "zed", "settings.json")
+	if !strings.Contains(out, "created "+path+": ") || !strings.Contains(out, `note: The Zed Agent's default profile is now "lima"`) {
+		t.Errorf("output:\n%s", out)
+	}
+	var settings struct {
+		ContextServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"context_servers"`
+		Agent struct {
+			DefaultProfile string `json:"default_profile"`
+		} `json:"agent"`
+	}
+	b, _ := os.ReadFile(path)
+	if err := json.Unmarshal(b, &settings); err != nil {
+		t.Fatal(err)
+	}
+	if s := settings.ContextServers["lima"]; s.Command != "limactl" || !reflect.DeepEqual(s.Args, []string{"mcp", "serve", "default"}) || settings.Agent.DefaultProfile != "lima" {
+		t.Errorf("settings:\n%s", b)
+	}
+	if out, err := runConfigureCmd(t, "zed", "--user", "--workdir", work, "--disable-builtin-tools"); err != nil || !strings.Contains(out, "already configured: "+path+"\n") {
+		t.Errorf("second run (%v):\n%s", err, out)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 1 { // opencode.json only
+		t.Errorf("the project holds %v", entries)
 	}
 }

@@ -1,6 +1,7 @@
 // Package agentconfig writes an AI coding client's MCP configuration so that the client gets its
-// file and shell tools from "limactl mcp serve INSTANCE": Claude Code, Gemini CLI, Codex and
-// Cursor. Plan works out the edits without writing anything; Apply writes them.
+// file and shell tools from "limactl mcp serve INSTANCE": Claude Code, Gemini CLI, Codex, Cursor,
+// OpenCode, VS Code (GitHub Copilot) and Zed. Plan works out the edits without writing anything;
+// Apply writes them.
 //
 // Every edit is a merge into the file the client already has: other servers and settings stay
 // as they were, byte for byte (the new text is spliced in; nothing else is reformatted), a second
@@ -20,7 +21,7 @@ import (
 
 // Options says which client to configure and how.
 type Options struct {
-	Agent    string // "claude", "gemini", "codex" or "cursor"
+	Agent    string // one of AgentNames: "claude", "codex", "cursor", "gemini", "opencode", "vscode", "zed"
 	Instance string // Lima instance name; default "default"
 	Workdir  string // the project directory (absolute); used unless User is set
 	User     bool   // configure the user's global config instead of the project's
@@ -48,6 +49,9 @@ var agentPlanners = []agentPlanner{
 	{Agent{"codex", "Codex"}, planCodex},
 	{Agent{"cursor", "Cursor"}, planCursor},
 	{Agent{"gemini", "Gemini CLI"}, planGemini},
+	{Agent{"opencode", "OpenCode"}, planOpenCode},
+	{Agent{"vscode", "VS Code (GitHub Copilot)"}, planVSCode},
+	{Agent{"zed", "Zed"}, planZed},
 }
 
 // Agents lists the clients Plan knows, by name.
