@@ -7,7 +7,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
+	"maps"
 	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -82,28 +89,109 @@ func TestFaultServeKilledDuringWriteFile(t *testing.T) {
 	t.Logf("seed %d: after serve was killed mid-write, the file held %v", seed, seen)
 }
 
-// TestFaultGuestDiskFull: a write that does not fit is a clear error that says what to do,
-// and the file keeps its content.
+// TestFaultGuestDiskFull: the staged copy of a real session lives on a small filesystem (a
+// tmpfs mounted at its guest path before `serve` stages into it); a write that does not fit
+// is a clear error that says what to do, every staged file keeps its content, nothing is left
+// beside them, nothing is pending, and the host project is byte for byte as it was.
 func TestFaultGuestDiskFull(t *testing.T) {
-	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
-	dir := fmt.Sprintf("%s/mcp-e2e-full-%d", guestHome(t), time.Now().UnixNano()%1e9)
-	guestShell(t, fmt.Sprintf("mkdir -p %[1]s && sudo mount -t tmpfs -o size=512k tmpfs %[1]s && sudo chown $(id -u):$(id -g) %[1]s", shq(dir)))
-	t.Cleanup(func() { guestShell(t, fmt.Sprintf("sudo umount %[1]s; rmdir %[1]s", shq(dir))) })
-	file := dir + "/data.txt"
-	small := strings.Repeat("kept\n", 20000) // 100 KB
-	if res, text := callTool(t, s.Session, "write_file", map[string]any{"path": file, "content": small}); res.IsError {
-		t.Fatal(text)
+	files := map[string]string{
+		"README.md":     "# full\n",
+		"run.sh":        "#!/bin/sh\necho run\n",
+		"src/main.go":   "package main\n\nfunc main() {}\n",
+		"src/data.txt":  strings.Repeat("kept\n", 20000), // 100 KB
+		"docs/notes.md": strings.Repeat("a note\n", 1000),
+		"empty/":        "",
 	}
-	res, text := callTool(t, s.Session, "write_file", map[string]any{"path": file, "content": strings.Repeat("too big\n", 128<<10)})
-	if !res.IsError || !strings.Contains(text, "disk is full") || !strings.Contains(text, "df -h") {
-		t.Fatalf("want a clear disk-full error, got %v: %s", res.IsError, text)
+	dir := project(t, files)
+	hostBefore := hostTree(t, dir)
+	discardOnCleanup(t, dir) // runs last: after the unmount below
+	// The copy goes to the same absolute path in the guest (the guest user's home is elsewhere,
+	// so the path is created with sudo; staging accepts an existing empty directory it can
+	// write).
+	guestShell(t, fmt.Sprintf("sudo mkdir -p %[1]s && sudo mount -t tmpfs -o size=1m,mode=0755,uid=$(id -u),gid=$(id -g) tmpfs %[1]s", shq(dir)))
+	t.Cleanup(func() { // after the server stopped, before the discard
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, stderr, err := vm.Shell(ctx, fmt.Sprintf("sudo umount %[1]s || sudo umount -l %[1]s", shq(dir))); err != nil {
+			t.Errorf("unmounting the tmpfs at %s: %v %s", dir, err, stderr)
+		}
+	})
+	s := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
+	// The first call waits for the staging; the copy is on the tmpfs.
+	if fsType := shellOK(t, s.Session, dir, "stat -f -c %T ."); strings.TrimSpace(fsType) != "tmpfs" {
+		t.Fatalf("the staged copy is on %q, not on the small tmpfs", fsType)
 	}
-	if got := guestShell(t, "cat "+shq(file)); got != small {
-		t.Fatalf("the file changed: %d bytes", len(got))
+	big := strings.Repeat("too big\n", 256<<10) // 2 MiB, twice the filesystem
+	for _, p := range []string{"src/data.txt", "src/new.txt"} {
+		res, text := callTool(t, s.Session, "write_file", map[string]any{"path": dir + "/" + p, "content": big})
+		if !res.IsError || !strings.Contains(text, "disk is full") || !strings.Contains(text, "df -h") {
+			t.Errorf("write_file %s: want a clear disk-full error that says what to do, got isError=%v: %s", p, res.IsError, text)
+		}
 	}
-	if n := strings.TrimSpace(guestShell(t, "ls -A "+shq(dir)+" | wc -l")); n != "1" {
-		t.Errorf("%s entries in the directory, want only the file", n)
+	// The guest copy: exactly the staged files, each with its content (no temporary file left).
+	var want []string
+	for rel, content := range files {
+		if !strings.HasSuffix(rel, "/") {
+			sum := sha256.Sum256([]byte(content))
+			want = append(want, hex.EncodeToString(sum[:])+"  ./"+rel)
+		}
 	}
+	got := strings.Split(strings.TrimSpace(guestShell(t, "cd "+shq(dir)+" && find . -type f -print0 | xargs -0 sha256sum")), "\n")
+	sort.Strings(want)
+	sort.Strings(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("the staged copy changed:\n got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if st := statusOf(t, dir); st["pending_total"] != 0.0 {
+		t.Errorf("changes pending after the failed writes: %v", st)
+	}
+	// The host: untouched.
+	hostAfter := hostTree(t, dir)
+	if !maps.Equal(hostBefore, hostAfter) {
+		t.Errorf("the host project changed:\nbefore %v\nafter  %v", hostBefore, hostAfter)
+	}
+	// The server works on: a write that fits lands.
+	if res, text := callTool(t, s.Session, "write_file", map[string]any{"path": dir + "/src/small.txt", "content": "fits\n"}); res.IsError {
+		t.Errorf("a small write after the full ones: %s", text)
+	}
+}
+
+// hostTree describes every entry under dir (type, mode, size, modification time, and the
+// content's hash or the link's target), by path: two descriptions are equal when the tree is
+// byte for byte the same.
+func hostTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		desc := fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		switch {
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(data)
+			desc += " " + hex.EncodeToString(sum[:])
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			desc += " -> " + target
+		}
+		rel, _ := filepath.Rel(dir, p)
+		m[rel] = desc
+		return nil
+	})
+	mustT(t, err)
+	return m
 }
 
 // TestFaultRunnerDiesMidCall: the guest side of the connection dies under a running call (the
@@ -148,11 +236,16 @@ func faultMidCall(t *testing.T, kill string) {
 	guestShell(t, "pkill -f '[s]leep 61.5' || true")
 }
 
-// TestFaultClientCancelsManyCalls: calls the client cancels end at once, and their process
-// groups are gone from the guest.
+// TestFaultClientCancelsManyCalls: calls the client cancels end at once, their process
+// groups are gone from the guest, and the runner's memory returns to where it was.
 func TestFaultClientCancelsManyCalls(t *testing.T) {
 	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
 	shellOK(t, s.Session, "/", "true")
+	runner := guestRunnerPID(t) // this server's: the newest, just started, idle
+	rssBefore := guestRSS(t, runner)
+	if rssBefore == 0 {
+		t.Fatalf("no memory figure for the runner (pid %d)", runner)
+	}
 	const n = 40
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -173,6 +266,7 @@ func TestFaultClientCancelsManyCalls(t *testing.T) {
 	if got := count(); got != fmt.Sprint(2*n) {
 		t.Fatalf("%s of %d processes started", got, 2*n)
 	}
+	rssBurst := guestRSS(t, runner)
 	cancel()
 	wg.Wait()
 	for deadline := time.Now().Add(30 * time.Second); count() != "0"; {
@@ -184,4 +278,50 @@ func TestFaultClientCancelsManyCalls(t *testing.T) {
 	if out := shellOK(t, s.Session, "/", "echo still"); out != "still\n" {
 		t.Fatalf("after the cancels: %q", out)
 	}
+	// The same runner served the calls before and after (a restarted one would start small).
+	if now := guestRunnerPID(t); now != runner {
+		t.Fatalf("the runner changed under the cancels: pid %d, then %d", runner, now)
+	}
+	// Its memory returns close to where it was. The bound is generous on purpose: Go's runtime
+	// keeps the heap it grew for the burst and gives pages back to the kernel lazily, so
+	// "close" is at most twice the RSS before plus 16 MiB. It catches a runner that keeps
+	// large per-call state (output buffers, goroutines blocked on a dead call), not a few pages.
+	// Polled for up to 20 s so that a collection under way can finish; not a timing assert.
+	limit := 2*rssBefore + 16<<10
+	var rssAfter int
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		rssAfter = guestRSS(t, runner)
+		if rssAfter <= limit || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if rssAfter == 0 {
+		t.Fatalf("the runner (pid %d) is gone", runner)
+	}
+	t.Logf("RSS of the guest runner: %d KiB before the burst, %d KiB with %d calls running, %d KiB after the cancels (limit %d KiB)", rssBefore, rssBurst, n, rssAfter, limit)
+	if rssAfter > limit {
+		t.Errorf("the runner's memory did not return: %d KiB before the burst, %d KiB after the cancels (limit %d KiB)", rssBefore, rssAfter, limit)
+	}
+}
+
+// guestRunnerPID is the pid of the newest runner in the guest (started by
+// internal/guest as ~/.cache/limactl-mcp/runner-ID).
+func guestRunnerPID(t testing.TB) int {
+	t.Helper()
+	out := strings.TrimSpace(guestShell(t, "pgrep -n -f '[.]cache/limactl-mcp/runner-' || true"))
+	pid, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatalf("no runner in the guest: %q", out)
+	}
+	return pid
+}
+
+// guestRSS is a guest process's resident memory in KiB (VmRSS of /proc/PID/status), 0 when
+// the process is gone.
+func guestRSS(t testing.TB, pid int) int {
+	t.Helper()
+	out := strings.TrimSpace(guestShell(t, fmt.Sprintf("awk '/^VmRSS:/ {print $2}' /proc/%d/status 2>/dev/null || true", pid)))
+	kib, _ := strconv.Atoi(out)
+	return kib
 }
