@@ -32,17 +32,51 @@ func endpointURL(addr net.Addr) string {
 // newHTTPHandler serves server over Streamable HTTP at httpPath, every session with the same
 // server (so the same tools and staged session as over stdio). Every request, whatever its
 // path, must carry "Authorization: Bearer TOKEN".
+//
+// Two protocol generations share the endpoint. A client on MCP 2026-07-28 or later sends its
+// version in the Mcp-Protocol-Version header of every request and has no sessions: the SDK
+// speaks that revision over HTTP only in stateless mode, so those requests go to a stateless
+// handler. Every other request (an initialize, and the requests of a session that began with
+// one: 2025-11-25, 2025-06-18, ...) goes to the stateful handler, which keeps what those
+// revisions need a session for: cancelling a call from another request, and server-to-client
+// messages on the GET stream.
 func newHTTPHandler(server *mcp.Server, token string, log *slog.Logger) http.Handler {
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
+	getServer := func(*http.Request) *mcp.Server { return server }
+	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              log,
 		MaxRequestBodyBytes: httpMaxRequestBytes,
 	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:              log,
+		MaxRequestBodyBytes: httpMaxRequestBytes,
+		Stateless:           true,
+		// The POST is the whole call: a client that gives up on it (closes the request)
+		// cancels the call, and with it the command's process group in the guest.
+		PropagateRequestCancellation: true,
+	})
 	mux := http.NewServeMux()
-	mux.Handle(httpPath, mcpHandler)
+	mux.Handle(httpPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sessionless(r) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	}))
 	rejected := func(r *http.Request, status int) {
 		log.Warn("rejected an HTTP request", "status", status, "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
 	}
 	return httpauth.Require(token, rejected)(mux)
+}
+
+// firstSessionlessVersion is the first MCP revision without sessions (SEP-2575, SEP-2567).
+const firstSessionlessVersion = "2026-07-28"
+
+// sessionless says whether r comes from a client on a revision without sessions: its
+// Mcp-Protocol-Version header names 2026-07-28 or later (revisions are dates, so they sort as
+// strings) and it does not belong to a session of an older revision.
+func sessionless(r *http.Request) bool {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v >= firstSessionlessVersion && r.Header.Get("Mcp-Session-Id") == ""
 }
 
 // serveHTTP serves server over Streamable HTTP on ln until ctx is done, then shuts down: it

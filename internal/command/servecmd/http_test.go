@@ -3,6 +3,7 @@ package servecmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -424,5 +425,86 @@ func TestServeHTTPAddressInUse(t *testing.T) {
 	err = serveTransport(ctxFor(t, 10*time.Second), ios, testLogger(io.Discard), newEchoServer(), &HTTPOptions{Addr: ln.Addr().String()})
 	if err == nil || !strings.Contains(err.Error(), "--http") {
 		t.Fatalf("error %v, want a listen error", err)
+	}
+}
+
+// Clients on every protocol revision the SDK speaks work over HTTP, and each gets the revision
+// it asked for: 2026-07-28 (no initialize, no session), 2025-11-25 and 2025-06-18 (sessions).
+func TestServeHTTPProtocolRevisions(t *testing.T) {
+	const token = "test-token-0123456789"
+	logs := &syncBuffer{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	server := newEchoServer()
+	// wait blocks until its call is cancelled, and says so.
+	cancelled := make(chan struct{}, 8)
+	mcp.AddTool(server, &mcp.Tool{Name: "wait", Description: "waits"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ echoArgs) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-ctx.Done():
+			cancelled <- struct{}{}
+			return nil, nil, ctx.Err()
+		case <-time.After(15 * time.Second): // never cancelled: the test fails, it does not hang
+			return nil, nil, errors.New("not cancelled")
+		}
+	})
+	go func() { done <- serveHTTP(ctx, ln, server, token, testLogger(logs)) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Logf("server logs:\n%s", logs.String())
+		}
+	})
+	url := endpointURL(ln.Addr())
+	for _, pv := range []string{"", "2026-07-28", "2025-11-25", "2025-06-18"} {
+		t.Run("version="+pv, func(t *testing.T) {
+			want := pv
+			if want == "" {
+				want = "2026-07-28" // the client's default: the newest
+			}
+			cctx := ctxFor(t, time.Minute)
+			client := mcp.NewClient(&mcp.Implementation{Name: "http-test-client", Version: "v0"}, nil)
+			transport := &mcp.StreamableClientTransport{
+				Endpoint:   url,
+				HTTPClient: &http.Client{Transport: bearerRoundTripper{token: token}},
+				MaxRetries: -1,
+			}
+			session, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			defer session.Close()
+			if got := session.InitializeResult().ProtocolVersion; got != want {
+				t.Errorf("negotiated %q, want %q", got, want)
+			}
+			tools, err := session.ListTools(cctx, nil)
+			if err != nil || len(tools.Tools) != 2 || tools.Tools[0].Name != "echo" || tools.Tools[1].Name != "wait" {
+				t.Fatalf("tools/list: %v %+v, want echo and wait in that order", err, tools)
+			}
+			if _, err := session.CallTool(cctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}); err != nil {
+				t.Fatalf("tools/call echo: %v", err)
+			}
+			// A call the client gives up on is cancelled on the server.
+			callCtx, callCancel := context.WithCancel(cctx)
+			go func() {
+				time.Sleep(200 * time.Millisecond)
+				callCancel()
+			}()
+			if _, err := session.CallTool(callCtx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"text": "x"}}); err == nil {
+				t.Error("the cancelled call succeeded")
+			}
+			select {
+			case <-cancelled:
+			case <-time.After(10 * time.Second):
+				t.Error("the server's handler was not cancelled")
+			}
+		})
+	}
+	if strings.Contains(logs.String(), "rejecting request with protocol version") {
+		t.Errorf("the server rejected a revision:\n%s", logs.String())
 	}
 }
