@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -246,6 +247,60 @@ func TestHostileRunnerReadFile(t *testing.T) {
 			data, err := c.ReadFile(ctx, "/etc/hostname", 4)
 			if err == nil && len(data) > 4 {
 				t.Errorf("%s: %d bytes for a 4-byte limit, no error", mode, len(data))
+			}
+			if strings.HasPrefix(mode, "random") {
+				return
+			}
+			if err == nil {
+				t.Errorf("%s: no error", mode)
+			}
+			t.Logf("%s: %v", mode, err)
+		})
+	}
+}
+
+// OpenFile's stream of reads is checked reply by reply: a runner that says "more" for ever is
+// bounded by the caller's cap and by its context, one that says "more" with less than asked
+// is an error, and random replies end in an error or bounded data, never a panic or a hang.
+func TestHostileRunnerOpenFile(t *testing.T) {
+	srv := sshd.Start(t)
+	t.Run("read-endless", func(t *testing.T) {
+		c, _ := withFakeRunner(t, srv, "read-endless")
+		bounded(t, time.Minute, func() {
+			r, err := c.OpenFile(context.Background(), "/etc/hostname")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := io.Copy(io.Discard, io.LimitReader(r, 20<<20))
+			r.Close()
+			if err != nil || n != 20<<20 {
+				t.Errorf("capped read: %d bytes, %v", n, err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			r, err = c.OpenFile(ctx, "/etc/hostname")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			time.AfterFunc(200*time.Millisecond, cancel)
+			if _, err := io.Copy(io.Discard, r); !errors.Is(err, context.Canceled) {
+				t.Errorf("an endless stream after its context ended: %v", err)
+			}
+		})
+	})
+	modes := []string{"read-short", "empty", "garbage", "oversize", "silent"}
+	for seed := 1; seed <= 20; seed++ {
+		modes = append(modes, fmt.Sprintf("random:%d", seed))
+	}
+	for _, mode := range modes {
+		c, _ := withFakeRunner(t, srv, mode)
+		bounded(t, time.Minute, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			r, err := c.OpenFile(ctx, "/etc/hostname")
+			if err == nil {
+				_, err = io.Copy(io.Discard, io.LimitReader(r, 64<<20))
+				r.Close()
 			}
 			if strings.HasPrefix(mode, "random") {
 				return

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/pkg/sftp"
+
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
@@ -101,5 +103,219 @@ func (c *Conn) readFileSFTP(ctx context.Context, l *link, path string, limit int
 		err := fmt.Errorf("read %s: the guest's sftp server did not answer within %s (is it a fifo or a device?); the connection is started again", path, sftpReadDeadline)
 		c.drop(l, err)
 		return nil, err
+	}
+}
+
+// readChunk is how much of a file OpenFile's reader asks the runner for at once: well within
+// one frame (runnerproto.MaxFrame) once encoded.
+var readChunk int64 = 4 << 20
+
+// FileReader streams a guest regular file opened with OpenFile.
+type FileReader struct {
+	path   string
+	size   int64
+	ctx    context.Context
+	cancel context.CancelFunc
+	fetch  func(ctx context.Context, off int64) chunk
+	closer func()
+
+	off  int64  // where the next chunk starts
+	buf  []byte // fetched, not yet read
+	next chan chunk
+	eof  bool
+	err  error
+}
+
+// chunk is up to readChunk bytes of a file from an offset; more says the file goes on.
+type chunk struct {
+	data []byte
+	more bool
+	size int64
+	err  error
+}
+
+// OpenFile opens a guest regular file for streaming, under the rules of ReadFile: it never
+// blocks on a special file (ErrNotRegular, also for a link at the path's end: callers resolve
+// links themselves) and a missing file is fs.ErrNotExist. Through the runner the file is read
+// in chunks, each its own request that opens the file without blocking and checks it is still
+// a regular file, with the next chunk asked for while one is read; every read ends when ctx
+// does. The guest may change the file between chunks and a runner may lie: a caller bounds
+// what it reads and checks it against a hash it trusts.
+//
+// Without the runner it falls back to SFTP as ReadFile does (lstat, then open and reads each
+// under ctx and a deadline), with the same residual risk of a swap between lstat and open.
+func (c *Conn) OpenFile(ctx context.Context, path string) (*FileReader, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r := &FileReader{path: path, ctx: rctx, cancel: cancel, closer: func() {}}
+	if l.runner == nil {
+		if err := c.openFileSFTP(ctx, l, r); err != nil {
+			cancel()
+			return nil, err
+		}
+	} else {
+		r.fetch = func(ctx context.Context, off int64) chunk { return c.readChunkRunner(ctx, l, path, off) }
+	}
+	first := r.fetch(rctx, 0)
+	if first.err != nil {
+		r.Close()
+		return nil, first.err
+	}
+	r.size = first.size
+	r.take(first)
+	return r, nil
+}
+
+// Size is the file's size when it was opened, as the guest reported it.
+func (r *FileReader) Size() int64 { return r.size }
+
+// Read reads the next bytes of the file.
+func (r *FileReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		switch {
+		case r.err != nil:
+			return 0, r.err
+		case r.eof:
+			return 0, io.EOF
+		}
+		ch := r.next
+		r.next = nil
+		if ch == nil {
+			ch = r.start(r.off)
+		}
+		var c chunk
+		select {
+		case c = <-ch:
+		case <-r.ctx.Done():
+			r.err = r.ctx.Err()
+			continue
+		}
+		if c.err != nil {
+			r.err = c.err
+			continue
+		}
+		r.take(c)
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+// take makes c the bytes to read next and asks for the chunk after it.
+func (r *FileReader) take(c chunk) {
+	r.buf = c.data
+	r.off += int64(len(c.data))
+	switch {
+	case !c.more:
+		r.eof = true
+	case len(c.data) == 0:
+		r.err = fmt.Errorf("read %s: the guest said there was more but sent nothing", r.path)
+	default:
+		r.next = r.start(r.off)
+	}
+}
+
+func (r *FileReader) start(off int64) chan chunk {
+	ch := make(chan chunk, 1)
+	go func() { ch <- r.fetch(r.ctx, off) }()
+	return ch
+}
+
+// Close ends the stream and any read ahead in flight.
+func (r *FileReader) Close() error {
+	r.cancel()
+	r.closer()
+	return nil
+}
+
+func (c *Conn) readChunkRunner(ctx context.Context, l *link, path string, off int64) chunk {
+	resp, err := c.call(ctx, l, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: path, Offset: off, Limit: readChunk}})
+	if err != nil {
+		return chunk{err: fmt.Errorf("read %s in the guest: %w", path, err)}
+	}
+	rr := resp.Read // checked against the request (replies.go)
+	switch {
+	case rr.Missing:
+		return chunk{err: &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist}}
+	case rr.NotRegular != "":
+		return chunk{err: fmt.Errorf("read %s: %w (%s)", path, ErrNotRegular, rr.NotRegular)}
+	}
+	return chunk{data: rr.Data, more: rr.Truncated, size: rr.Size}
+}
+
+// openFileSFTP sets r up to read over SFTP: lstat, refuse what is not a regular file, open;
+// the open and each read are bounded by ctx (the caller's, not the reader's: a read ahead
+// abandoned by Close must not drop the connection) and sftpReadDeadline (the connection is
+// dropped when one is not answered: the guest's sftp server may be blocked on a swapped-in
+// fifo).
+func (c *Conn) openFileSFTP(ctx context.Context, l *link, r *FileReader) error {
+	type opened struct {
+		f    *sftp.File
+		size int64
+	}
+	got := make(chan opened, 1)
+	err := c.sftpBounded(ctx, l, r.path, func() error {
+		fi, err := l.sftp.Lstat(r.path)
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("read %s: %w (%s)", r.path, ErrNotRegular, fi.Mode().Type())
+		}
+		f, err := l.sftp.Open(r.path)
+		if err != nil {
+			return err
+		}
+		got <- opened{f, fi.Size()}
+		return nil
+	})
+	if err != nil {
+		// An open that finishes after the deadline is on a dropped connection.
+		return err
+	}
+	o := <-got
+	r.closer = func() { go o.f.Close() }
+	r.fetch = func(_ context.Context, off int64) chunk {
+		buf := make([]byte, readChunk+1)
+		var n int
+		err := c.sftpBounded(ctx, l, r.path, func() error {
+			var err error
+			n, err = o.f.ReadAt(buf, off)
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return err
+		})
+		if err != nil {
+			return chunk{err: err}
+		}
+		if int64(n) > readChunk {
+			return chunk{data: buf[:readChunk], more: true, size: o.size}
+		}
+		return chunk{data: buf[:n], size: o.size}
+	}
+	return nil
+}
+
+// sftpBounded runs op, which uses l's SFTP client, until it ends, ctx ends or
+// sftpReadDeadline passes; in the last two cases the connection is dropped, which ends op.
+func (c *Conn) sftpBounded(ctx context.Context, l *link, path string, op func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	t := time.NewTimer(sftpReadDeadline)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		c.drop(l, ctx.Err())
+		return ctx.Err()
+	case <-t.C:
+		err := fmt.Errorf("read %s: the guest's sftp server did not answer within %s (is it a fifo or a device?); the connection is started again", path, sftpReadDeadline)
+		c.drop(l, err)
+		return err
 	}
 }

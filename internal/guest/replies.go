@@ -134,6 +134,10 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		if (r.NotRegular != "" || r.Missing) && len(r.Data) > 0 {
 			return badReply("content for something that is not a regular file")
 		}
+		if r.Truncated && int64(len(r.Data)) != req.Read.Limit {
+			// A stream of reads would never end on "more" with nothing more.
+			return badReply("%d bytes of file content said to be cut at the %d asked for", len(r.Data), req.Read.Limit)
+		}
 	case req.Write != nil:
 		r := resp.Write
 		if r == nil {

@@ -163,3 +163,46 @@ func TestFindingModesMaskedByUmask(t *testing.T) {
 		}
 	}
 }
+
+// A large guest file (fetched by streaming, not held in the changeset) that the agent swaps
+// for a fifo after the changeset is built: Apply neither blocks on it nor writes it. The path
+// is refused and stays pending, the host has no file there, and the rest is applied.
+func TestFindingFifoSwappedBeforeApply(t *testing.T) {
+	f := newFx(t)
+	f.guest("head -c 5000000 /dev/urandom > big.bin && echo 'package main // agent' > main.go")
+	cs := f.build()
+	f.guest("rm big.bin && mkfifo big.bin")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	var rep *review.Report
+	var err error
+	start := time.Now()
+	go func() {
+		defer close(done)
+		rep, err = review.Apply(ctx, f.sess, cs, acceptAll(cs))
+	}()
+	select {
+	case <-done:
+	case <-time.After(45 * time.Second):
+		// Open the fifo's other end so that the guest's sftp server, and the test's cleanup, can
+		// go on; the test has failed already.
+		f.guest("exec 3<>big.bin")
+		<-done
+		t.Fatal("Apply blocked on a fifo the agent swapped in for a large file (until the test opened it in the guest)")
+	}
+	must(t, err)
+	t.Logf("apply ended in %s; refused %v", time.Since(start).Round(time.Millisecond), rep.Refused)
+	if !strings.Contains(strings.Join(rep.Refused, "\n"), "big.bin") {
+		t.Errorf("big.bin not refused: written %v, refused %v", rep.Written, rep.Refused)
+	}
+	if _, err := os.Lstat(filepath.Join(f.host, "big.bin")); !os.IsNotExist(err) {
+		t.Errorf("something is at big.bin on the host: %v", err)
+	}
+	if got := f.read("main.go"); got != "package main // agent\n" {
+		t.Errorf("the rest was not applied: main.go is %q", got)
+	}
+	if got := items(f.build()); !strings.Contains(got, "big.bin") {
+		t.Errorf("big.bin is no longer pending: %s", got)
+	}
+}

@@ -10,13 +10,13 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
-// runRead reads at most req.Limit bytes of a regular file. O_NONBLOCK makes opening a fifo
+// runRead reads at most req.Limit bytes of a regular file, from req.Offset. O_NONBLOCK makes opening a fifo
 // nobody writes return at once, O_NOFOLLOW refuses a link at the path's end (a link to
 // /dev/zero), and fstat on the opened file, not a stat before it, decides what it is: a
 // file swapped between a check and the open cannot slip through.
 func runRead(req *runnerproto.ReadRequest) (*runnerproto.ReadResult, error) {
-	if req.Limit < 0 {
-		return nil, errors.New("negative read limit")
+	if req.Limit < 0 || req.Offset < 0 {
+		return nil, errors.New("negative read limit or offset")
 	}
 	f, err := os.OpenFile(req.Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
 	if errors.Is(err, syscall.ELOOP) {
@@ -39,7 +39,7 @@ func runRead(req *runnerproto.ReadRequest) (*runnerproto.ReadResult, error) {
 	case !fi.Mode().IsRegular():
 		return &runnerproto.ReadResult{NotRegular: tree.Other}, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(f, req.Limit+1))
+	data, err := io.ReadAll(io.NewSectionReader(f, req.Offset, req.Limit+1))
 	if err != nil {
 		return nil, err
 	}

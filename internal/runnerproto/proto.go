@@ -214,16 +214,18 @@ type ListResult struct {
 	NotDir bool `json:"not_dir,omitempty"`
 }
 
-// ReadRequest reads the start of one regular file, at most Limit bytes. The runner opens it
+// ReadRequest reads one regular file, at most Limit bytes from Offset. The runner opens it
 // without blocking and without following a link at its end, and refuses what is not a regular
 // file, so that a fifo nobody writes or a link to a device cannot stall or flood the host.
+// A file larger than one frame is read in several requests, each opening it anew.
 type ReadRequest struct {
-	Path  string `json:"path"`
-	Limit int64  `json:"limit"`
+	Path   string `json:"path"`
+	Offset int64  `json:"offset,omitempty"`
+	Limit  int64  `json:"limit"`
 }
 
-// ReadResult is a file's first bytes and its size when opened. Data holds at most the Limit
-// asked for; Truncated says the file had more.
+// ReadResult is a file's bytes from the Offset asked for, and its size when opened. Data holds
+// at most the Limit asked for; Truncated says the file had more (Data then holds Limit bytes).
 type ReadResult struct {
 	Data      []byte `json:"data"`
 	Size      int64  `json:"size"`

@@ -26,14 +26,12 @@ func (s *Session) ReadGuestFile(ctx context.Context, rel tree.Name, limit int64)
 	return s.conn.ReadFile(ctx, s.guestPath(rel), limit)
 }
 
-// OpenGuestFile opens a file of the guest copy for streaming. The guest may change it at any
-// time: a caller bounds what it reads and checks it against a hash it trusts.
+// OpenGuestFile opens a regular file of the guest copy for streaming, under ctx, and never
+// anything else (guest.ErrNotRegular: a fifo or a device swapped in after the changeset was
+// built must not block the review). The guest may change it at any time: a caller bounds what
+// it reads and checks it against a hash it trusts.
 func (s *Session) OpenGuestFile(ctx context.Context, rel tree.Name) (io.ReadCloser, error) {
-	sc, err := s.conn.SFTP(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return sc.Open(s.guestPath(rel))
+	return s.conn.OpenFile(ctx, s.guestPath(rel))
 }
 
 // HashGuestFiles returns the SHA-256 of files of the guest copy, one per path ("" for one
@@ -108,27 +106,13 @@ func (s *Session) markerPath(home string) string {
 }
 
 func (s *Session) writeMarker(ctx context.Context) error {
-	sc, err := s.conn.SFTP(ctx)
-	if err != nil {
-		return err
-	}
 	home, err := s.conn.Home(ctx)
 	if err != nil {
 		return err
 	}
-	p := s.markerPath(home)
-	if err := sc.MkdirAll(path.Dir(p)); err != nil {
-		return err
-	}
-	f, err := sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write([]byte(s.State.Token + "\n" + s.State.GuestPath + "\n")); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	// Through the runner: the agent can put a fifo where the marker goes, which an SFTP open
+	// would block on.
+	return s.conn.WriteFile(ctx, s.markerPath(home), []byte(s.State.Token+"\n"+s.State.GuestPath+"\n"), 0o644, true)
 }
 
 // guestCopyPresent says whether the guest still holds this session's copy: its marker with
@@ -143,15 +127,12 @@ func (s *Session) guestCopyPresent(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f, err := sc.Open(s.markerPath(home))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return false, nil
-		}
-		return false, err
+	// Read without blocking (the agent can make the marker a fifo); what is not a small
+	// regular file is not this session's marker.
+	data, err := s.conn.ReadFile(ctx, s.markerPath(home), 4096)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, guest.ErrNotRegular) || errors.Is(err, guest.ErrTooLarge) {
+		return false, nil
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return false, err
 	}

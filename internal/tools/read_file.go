@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
@@ -79,7 +81,7 @@ func (ts *Toolset) ReadFile(ctx context.Context, req *mcp.CallToolRequest, args 
 	if err != nil {
 		return nil, nil, err
 	}
-	// Stat first: opening a fifo would block the guest's sftp server.
+	// Stat first, for a clear answer about a directory or a special file.
 	fi, err := sc.Stat(guestPath)
 	if err != nil {
 		return nil, nil, fsError(args.Path, err)
@@ -90,19 +92,26 @@ func (ts *Toolset) ReadFile(ctx context.Context, req *mcp.CallToolRequest, args 
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("not a regular file: %s (%s); read_file reads regular files only", args.Path, fi.Mode().Type())
 	}
-	f, err := sc.Open(guestPath)
+	// Read the file the path leads to through the runner, which opens it without blocking and
+	// refuses what is not a regular file: the agent may swap it for a fifo or a link to a
+	// device after the stat, and an SFTP open of a fifo would block the guest's sftp server.
+	real, err := sc.RealPath(guestPath)
 	if err != nil {
 		return nil, nil, fsError(args.Path, err)
 	}
-	// Closing needs no answer before the result goes back.
-	defer func() { go f.Close() }()
-	size := fi.Size()
-	data := make([]byte, min(size, maxScan))
-	n, err := f.ReadAt(data, 0)
-	if err != nil && err != io.EOF {
+	f, err := ts.conn.OpenFile(ctx, real)
+	if errors.Is(err, guest.ErrNotRegular) {
+		return nil, nil, fmt.Errorf("not a regular file: %s (it changed while it was read); read_file reads regular files only", args.Path)
+	}
+	if err != nil {
 		return nil, nil, fsError(args.Path, err)
 	}
-	data = data[:n]
+	defer f.Close()
+	size := f.Size()
+	data, err := io.ReadAll(io.LimitReader(f, maxScan))
+	if err != nil {
+		return nil, nil, fsError(args.Path, err)
+	}
 	res := &ReadFileResult{Size: size}
 
 	mime := http.DetectContentType(data)

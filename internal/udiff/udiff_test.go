@@ -128,7 +128,15 @@ func TestUnrelatedLargeTexts(t *testing.T) {
 	new = strings.ReplaceAll(new, "new 1", "shared 1")
 	start := time.Now()
 	r := Diff(old, new)
-	t.Logf("40k × 40k unrelated lines: %s, whole file: %q, %d hunks", time.Since(start), r.WholeFile, len(r.Hunks))
+	took := time.Since(start)
+	t.Logf("40k × 40k unrelated lines: %s, whole file: %q, %d hunks", took, r.WholeFile, len(r.Hunks))
+	// A hang guard, not a benchmark: the budget plus generous slack for a slow machine.
+	if bound := Budget + 28*time.Second; took > bound {
+		t.Errorf("took %s, more than %s: the time budget does not hold", took, bound)
+	}
+	if r.WholeFile == "" || len(r.Hunks) != 1 {
+		t.Errorf("no whole-file fallback (WholeFile %q, %d hunks): the line diff of unrelated texts ran to the end", r.WholeFile, len(r.Hunks))
+	}
 	if got := Apply(old, r.Hunks, func(int) bool { return true }); got != new {
 		t.Fatal("apply all != new")
 	}

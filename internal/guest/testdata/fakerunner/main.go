@@ -60,6 +60,24 @@ func main() {
 			out.Write(hdr[:])
 			out.Flush()
 			time.Sleep(time.Hour)
+		case "read-endless":
+			// Every read: all the bytes asked for, and "there is more", for ever.
+			if req.Read != nil {
+				frame(runnerproto.Response{ID: req.ID, Read: &runnerproto.ReadResult{Data: make([]byte, req.Read.Limit), Size: 1, Truncated: true}})
+			} else {
+				frame(map[string]any{"id": req.ID})
+			}
+		case "read-short":
+			// "There is more", with less than asked for (nothing, after the first read).
+			if req.Read != nil {
+				data := []byte("x")
+				if req.Read.Offset > 0 {
+					data = nil
+				}
+				frame(runnerproto.Response{ID: req.ID, Read: &runnerproto.ReadResult{Data: data, Size: 1 << 30, Truncated: true}})
+			} else {
+				frame(map[string]any{"id": req.ID})
+			}
 		case "garbage":
 			out.Write([]byte{0, 0, 0, 5, '{', '{', '{', 'x', 'y'})
 			out.Flush()
