@@ -158,7 +158,10 @@ func TestPlanFreshFiles(t *testing.T) {
 						switch a.agent {
 						case "claude":
 							deny := dig(t, decodeFile(t, filepath.Join(base, denyRel), false), "permissions", "deny").([]any)
-							for _, tool := range []string{"Bash", "Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Glob", "Grep"} {
+							for _, tool := range []string{"Bash", "Read", "Edit", "Write", "NotebookEdit", "Glob", "Grep", "EnterWorktree"} {
+								if slices.Contains(deny, any("MultiEdit")) {
+									t.Errorf("deny %v names MultiEdit, a tool current Claude Code lacks (claude doctor flags it)", deny)
+								}
 								if !slices.Contains(deny, any(tool)) {
 									t.Errorf("deny %v lacks %s", deny, tool)
 								}
@@ -169,8 +172,10 @@ func TestPlanFreshFiles(t *testing.T) {
 								t.Errorf("exclude = %v", exclude)
 							}
 						case "codex":
-							if got := dig(t, m, "features", "shell_tool"); got != false {
-								t.Errorf("shell_tool = %v", got)
+							for _, f := range []string{"shell_tool", "view_image"} {
+								if got := dig(t, m, "features", f); got != false {
+									t.Errorf("%s = %v", f, got)
+								}
 							}
 						case "cursor":
 							deny := dig(t, decodeFile(t, filepath.Join(base, denyRel), false), "permissions", "deny")
@@ -267,10 +272,10 @@ func TestPlanKeepsExistingSettings(t *testing.T) {
       "Read",
       "Write",
       "Edit",
-      "MultiEdit",
       "NotebookEdit",
       "Glob",
-      "Grep"
+      "Grep",
+      "EnterWorktree"
     ]
   }
 }`,
@@ -330,6 +335,7 @@ approval_policy = "on-request"
 [features]
 web_search = true
 shell_tool = false
+view_image = false
 
 [mcp_servers.docs]
 command = "npx"

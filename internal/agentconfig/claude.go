@@ -17,15 +17,18 @@ import (
 // add its name to the deny array in your permission settings", i.e. "permissions": {"deny":
 // [...]} in .claude/settings.json (project) or ~/.claude/settings.json (user)
 // (https://code.claude.com/docs/en/settings). Its list of tools names Bash, Monitor (runs a
-// command in the background) and PowerShell as the ones that run commands, and Read, Write, Edit,
-// NotebookEdit, Glob and Grep as the ones on files; MultiEdit is no longer listed but older
-// versions have it, and denying a name a version lacks does nothing.
+// command in the background) and PowerShell as the ones that run commands, Read, Write, Edit,
+// NotebookEdit, Glob and Grep as the ones on files, and EnterWorktree, which makes a git worktree
+// on the host and moves the session into it. Every name here is one the client has: "claude
+// doctor" flags a deny rule that matches no tool (2.1.332 flags MultiEdit, gone from current
+// versions), and test/e2e/clients_test.go runs it against what configure writes.
 
 // claudeBuiltinTools are the Claude Code tools that run commands or touch files on the host.
 var claudeBuiltinTools = []string{
 	"Bash", "Monitor", "PowerShell",
-	"Read", "Write", "Edit", "MultiEdit", "NotebookEdit",
+	"Read", "Write", "Edit", "NotebookEdit",
 	"Glob", "Grep",
+	"EnterWorktree",
 }
 
 func planClaude(o Options) ([]Change, error) {

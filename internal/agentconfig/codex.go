@@ -15,9 +15,11 @@ import (
 //
 // Built-in tools: [features] shell_tool = false removes Codex's shell tool, unified exec included
 // ("--disable shell_tool ... is useful for MCP-only operation", openai/codex#6481; the shell type
-// is Disabled before any other choice in codex-rs tool_config.rs). There is no setting that
-// removes apply_patch, its file-editing tool, for every model: a model whose Codex profile
-// declares an apply_patch tool type gets it whatever features.apply_patch_freeform says.
+// is Disabled before any other choice in codex-rs tool_config.rs). [features] view_image = false
+// removes view_image, which reads an image from the host's disk ("codex features list" shows
+// both flags as set; test/e2e/clients_test.go checks it with the real client). There is no
+// setting that removes apply_patch, its file-editing tool, for every model: a model whose Codex
+// profile declares an apply_patch tool type gets it whatever features.apply_patch_freeform says.
 
 func planCodex(o Options) ([]Change, error) {
 	if !bareTOMLKey.MatchString(o.ServerName) {
@@ -29,7 +31,9 @@ func planCodex(o Options) ([]Change, error) {
 		{Table: table, Key: "args", Value: append([]string{}, o.Command[1:]...)},
 	}
 	if o.DisableBuiltinTools {
-		sets = append(sets, setTOML{Table: []string{"features"}, Key: "shell_tool", Value: false})
+		sets = append(sets,
+			setTOML{Table: []string{"features"}, Key: "shell_tool", Value: false},
+			setTOML{Table: []string{"features"}, Key: "view_image", Value: false})
 	}
 	c, err := planTOMLFile(o.configPath(".codex/config.toml", ".codex/config.toml"), o.newFileMode(), sets...)
 	if err != nil {
@@ -40,12 +44,12 @@ func planCodex(o Options) ([]Change, error) {
 		c.Notes = append(c.Notes, "Codex reads a project's .codex/config.toml only when you trust the project.")
 	}
 	if o.DisableBuiltinTools {
-		c.Summary += "; turn off Codex's shell tool"
+		c.Summary += "; turn off Codex's shell and view_image tools"
 		c.Notes = append(c.Notes,
-			"Codex's shell tool is off (features.shell_tool = false).",
+			"Codex's shell tool and its view_image tool (host image files) are off (features.shell_tool = false, features.view_image = false).",
 			"Codex cannot turn off its built-in apply_patch file-editing tool: models that use it always get it, and its edits go to the host's files, not the VM.")
 	} else {
-		c.Notes = append(c.Notes, "Codex's own shell and apply_patch tools stay available; --disable-builtin-tools turns off its shell tool (apply_patch cannot be turned off).")
+		c.Notes = append(c.Notes, "Codex's own shell, view_image and apply_patch tools stay available; --disable-builtin-tools turns off its shell and view_image tools (apply_patch cannot be turned off).")
 	}
 	return []Change{c}, nil
 }
