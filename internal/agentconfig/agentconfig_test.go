@@ -158,7 +158,7 @@ func TestPlanFreshFiles(t *testing.T) {
 						switch a.agent {
 						case "claude":
 							deny := dig(t, decodeFile(t, filepath.Join(base, denyRel), false), "permissions", "deny").([]any)
-							for _, tool := range []string{"Bash", "Read", "Edit", "Write", "NotebookEdit", "Glob", "Grep", "EnterWorktree"} {
+							for _, tool := range []string{"Bash", "Read", "Edit", "Write", "NotebookEdit", "Glob", "Grep", "LSP", "EnterWorktree"} {
 								if slices.Contains(deny, any("MultiEdit")) {
 									t.Errorf("deny %v names MultiEdit, a tool current Claude Code lacks (claude doctor flags it)", deny)
 								}
@@ -275,6 +275,7 @@ func TestPlanKeepsExistingSettings(t *testing.T) {
       "NotebookEdit",
       "Glob",
       "Grep",
+      "LSP",
       "EnterWorktree"
     ]
   }
@@ -494,7 +495,7 @@ func TestPlanOptionErrors(t *testing.T) {
 		o       Options
 		wantErr string
 	}{
-		{"unknown agent", Options{Agent: "vim", Workdir: work}, `unknown agent "vim" (known: claude, codex, cursor, gemini)`},
+		{"unknown agent", Options{Agent: "vim", Workdir: work}, `unknown agent "vim" (known: claude, codex, cursor, gemini, opencode, vscode, zed)`},
 		{"bad instance", Options{Agent: "claude", Workdir: work, Instance: "../x"}, "invalid instance name"},
 		{"relative workdir", Options{Agent: "claude", Workdir: "project"}, "not an absolute path"},
 		{"no workdir", Options{Agent: "claude"}, "no project directory"},
@@ -560,7 +561,7 @@ func TestAgents(t *testing.T) {
 		}
 		names = append(names, a.Name)
 	}
-	if !reflect.DeepEqual(names, AgentNames()) || !reflect.DeepEqual(names, []string{"claude", "codex", "cursor", "gemini"}) {
+	if !reflect.DeepEqual(names, AgentNames()) || !reflect.DeepEqual(names, []string{"claude", "codex", "cursor", "gemini", "opencode", "vscode", "zed"}) {
 		t.Errorf("names %v", names)
 	}
 }

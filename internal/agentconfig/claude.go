@@ -18,7 +18,8 @@ import (
 // [...]} in .claude/settings.json (project) or ~/.claude/settings.json (user)
 // (https://code.claude.com/docs/en/settings). Its list of tools names Bash, Monitor (runs a
 // command in the background) and PowerShell as the ones that run commands, Read, Write, Edit,
-// NotebookEdit, Glob and Grep as the ones on files, and EnterWorktree, which makes a git worktree
+// NotebookEdit, Glob, Grep and LSP (a language server's view of the host's files) as the ones
+// on files, and EnterWorktree, which makes a git worktree
 // on the host and moves the session into it. Every name here is one the client has: "claude
 // doctor" flags a deny rule that matches no tool (2.1.332 flags MultiEdit, gone from current
 // versions), and test/e2e/clients_test.go runs it against what configure writes.
@@ -27,7 +28,7 @@ import (
 var claudeBuiltinTools = []string{
 	"Bash", "Monitor", "PowerShell",
 	"Read", "Write", "Edit", "NotebookEdit",
-	"Glob", "Grep",
+	"Glob", "Grep", "LSP",
 	"EnterWorktree",
 }
 

@@ -204,7 +204,7 @@ func TestClientClaudeCode(t *testing.T) {
 		} `json:"permissions"`
 	}
 	mustT(t, json.Unmarshal([]byte(readHost(t, filepath.Join(dir, ".claude/settings.json"))), &settings))
-	for _, tool := range []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "EnterWorktree"} {
+	for _, tool := range []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep", "LSP", "NotebookEdit", "EnterWorktree"} {
 		if !slices.Contains(settings.Permissions.Deny, tool) {
 			t.Errorf(".claude/settings.json denies %v, not %s", settings.Permissions.Deny, tool)
 		}
