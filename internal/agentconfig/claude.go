@@ -42,7 +42,7 @@ func planClaude(o Options) ([]Change, error) {
 		mcp.Notes = append(mcp.Notes, "Claude Code rewrites ~/.claude.json while it runs: configure it while Claude Code is not running, "+
 			"or check with \"claude mcp list\" that the server is still there.")
 	} else {
-		mcp.Notes = append(mcp.Notes, "Claude Code asks each user to approve the servers in a project's .mcp.json before it starts them.")
+		mcp.Notes = append(mcp.Notes, "Claude Code asks each user to approve the servers in a project's .mcp.json before it starts them. To approve: start `claude` in "+o.Workdir+" and accept the server (or set \"enableAllProjectMcpServers\": true in its .claude/settings.local.json); then `claude mcp list` shows it connected.")
 	}
 	settingsPath := o.configPath(".claude/settings.json", ".claude/settings.json")
 	if !o.DisableBuiltinTools {

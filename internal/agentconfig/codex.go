@@ -41,7 +41,7 @@ func planCodex(o Options) ([]Change, error) {
 	}
 	c.Summary = o.serverSummary()
 	if !o.User {
-		c.Notes = append(c.Notes, "Codex reads a project's .codex/config.toml only when you trust the project.")
+		c.Notes = append(c.Notes, "Codex reads a project's .codex/config.toml only when you trust the project. To trust it: start `codex` in "+o.Workdir+" and accept \"trust this folder\" (Codex records it in ~/.codex/config.toml as [projects.\"DIR\"] trust_level = \"trusted\"); then `codex mcp list` shows the server.")
 	}
 	if o.DisableBuiltinTools {
 		c.Summary += "; turn off Codex's shell and view_image tools"

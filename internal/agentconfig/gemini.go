@@ -47,7 +47,7 @@ func planGemini(o Options) ([]Change, error) {
 	}
 	c.Summary = o.serverSummary()
 	if !o.User {
-		c.Notes = append(c.Notes, "Gemini CLI reads a project's .gemini/settings.json only in a folder it trusts.")
+		c.Notes = append(c.Notes, "Gemini CLI reads a project's .gemini/settings.json only in a folder it trusts. To trust it: start `gemini` in "+o.Workdir+" and choose \"Trust folder\" (or run /permissions there); then `gemini mcp list` shows the server connected.")
 	}
 	if strings.Contains(o.ServerName, "_") {
 		c.Notes = append(c.Notes, fmt.Sprintf("Gemini CLI advises against \"_\" in server names (%q): its policy rules split mcp_NAME_TOOL at the first underscore.", o.ServerName))
@@ -57,7 +57,8 @@ func planGemini(o Options) ([]Change, error) {
 		c.Notes = append(c.Notes,
 			"Gemini CLI's built-in file and shell tools are excluded by class name ("+strings.Join(geminiBuiltinToolClasses, ", ")+
 				"): Gemini CLI also hides an MCP tool whose own name is excluded, and this server's tools share the built-ins' names (read_file, run_shell_command, ...).",
-			"Gemini CLI's other built-in tools (web_fetch, google_web_search, write_todos, ...) stay available.")
+			"Gemini CLI's other built-in tools (web_fetch, google_web_search, write_todos, ...) stay available.",
+			"Gemini CLI warns at start that tools.exclude is deprecated and \"will be removed in 1.0\" in favour of its policy engine, whose project-level policy files it does not read yet. Until then tools.exclude is the setting that works; after upgrading Gemini CLI, rerun this command and check `gemini mcp list`: if the built-ins come back, this note will say how to turn them off.")
 	} else {
 		c.Notes = append(c.Notes, "Gemini CLI's own file and shell tools (read_file, write_file, run_shell_command, ...) stay available; --disable-builtin-tools excludes them.")
 	}
