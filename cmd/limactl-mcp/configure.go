@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +17,7 @@ import (
 func newConfigureCmd(ios *iostreams.IOStreams, runF func(context.Context, *configurecmd.Options) error) *cobra.Command {
 	opts := &configurecmd.Options{IO: ios}
 	cmd := &cobra.Command{
-		Use:   "configure AGENT",
+		Use:   "configure AGENT | --list",
 		Short: "Configure an AI agent (claude, gemini, codex, cursor, opencode, vscode, zed) to use \"limactl mcp serve\" for its tools",
 		Long: `Configure an AI agent to get its file and shell tools from "limactl mcp serve INSTANCE".
 
@@ -32,12 +34,25 @@ The server is added to the file the agent already has: other servers and setting
 they are, running the command again changes nothing, and a file that cannot be parsed is left
 alone. --create makes the instance (without host mounts) if it does not exist, or starts it.
 --disable-builtin-tools also turns off the agent's own file and shell tools where the
-agent has a setting for it; the notes printed at the end say what stays on.`,
+agent has a setting for it; the notes printed at the end say what stays on.
+
+--list shows, for every agent (or the one named), whether the project (--user: your user
+configuration) already runs the server for --instance, and whether the agent's own tools
+are off; it writes nothing.`,
 		Example: `  limactl mcp configure claude --instance agent --create
   limactl mcp configure gemini --instance dev --disable-builtin-tools
   limactl mcp configure codex --user --dry-run
-  limactl mcp configure zed --user --disable-builtin-tools`,
-		Args: cobra.ExactArgs(1),
+  limactl mcp configure zed --user --disable-builtin-tools
+  limactl mcp configure --list --instance agent`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if opts.List {
+				return cobra.MaximumNArgs(1)(cmd, args)
+			}
+			if len(args) != 1 {
+				return fmt.Errorf("configure needs the agent to configure, one of %s (or --list to see which are configured)", strings.Join(agentconfig.AgentNames(), ", "))
+			}
+			return nil
+		},
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
@@ -49,7 +64,9 @@ agent has a setting for it; the notes printed at the end say what stays on.`,
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Agent = args[0]
+			if len(args) > 0 {
+				opts.Agent = args[0]
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -66,5 +83,9 @@ agent has a setting for it; the notes printed at the end say what stays on.`,
 	_ = cmd.MarkFlagDirname("workdir")
 	f.BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
 	f.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
+	f.BoolVar(&opts.List, "list", false, "Show which agents are configured for the project (or with --user) and write nothing")
+	cmd.MarkFlagsMutuallyExclusive("list", "dry-run")
+	cmd.MarkFlagsMutuallyExclusive("list", "create")
+	cmd.MarkFlagsMutuallyExclusive("list", "disable-builtin-tools")
 	return cmd
 }

@@ -266,3 +266,71 @@ func TestConfigureEditorClients(t *testing.T) {
 		t.Errorf("the project holds %v", entries)
 	}
 }
+
+// configure --list says which agents run the server in this project, whether their own tools
+// are off (or cannot be turned off there), and the command for what is missing; it writes
+// nothing.
+func TestConfigureList(t *testing.T) {
+	work := t.TempDir()
+	t.Setenv("HOME", t.TempDir())
+	out, err := runConfigureCmd(t, "--list", "--workdir", work, "--instance", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, `MCP server "lima" running `+"`limactl mcp serve dev`"+`, in the project `+work+":\n") ||
+		!strings.Contains(out, "  claude    not configured: `limactl mcp configure claude --instance dev`\n") {
+		t.Errorf("before:\n%s", out)
+	}
+	for _, args := range [][]string{{"claude", "--disable-builtin-tools"}, {"gemini"}, {"zed"}} {
+		if _, err := runConfigureCmd(t, append(args, "--workdir", work, "--instance", "dev")...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := listDir(t, work)
+	out, err = runConfigureCmd(t, "--list", "--workdir", work, "--instance", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  claude    configured; its own file and shell tools off (.mcp.json, .claude/settings.json)\n",
+		"  gemini    configured; its own file and shell tools on: `limactl mcp configure gemini --instance dev --disable-builtin-tools` turns them off (.gemini/settings.json)\n",
+		"  zed       configured; its own tools cannot be turned off from the project " + work,
+		"  codex     not configured: `limactl mcp configure codex --instance dev`\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--list lacks %q:\n%s", want, out)
+		}
+	}
+	// Another instance: nothing runs it.
+	out, _ = runConfigureCmd(t, "--list", "claude", "--workdir", work, "--instance", "other")
+	if !strings.Contains(out, "  claude    not configured: `limactl mcp configure claude --instance other`\n") || strings.Contains(out, "gemini") {
+		t.Errorf("--list claude for another instance:\n%s", out)
+	}
+	if after := listDir(t, work); !reflect.DeepEqual(before, after) {
+		t.Errorf("--list changed the project:\n%v\n%v", before, after)
+	}
+	if _, err := runConfigureCmd(t, "--list", "vim", "--workdir", work); err == nil || !strings.Contains(err.Error(), `unknown agent "vim"`) {
+		t.Errorf("--list vim: %v", err)
+	}
+	if _, err := runConfigureCmd(t, "--workdir", work); err == nil || !strings.Contains(err.Error(), "or --list") {
+		t.Errorf("no agent: %v", err)
+	}
+}
+
+// listDir maps every path under dir to its content.
+func listDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		data, _ := os.ReadFile(p)
+		m[p] = string(data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -30,12 +30,17 @@ type Options struct {
 	Workdir  string
 	Create   bool
 	Template string
+	// List shows which agents are configured (Agent: only that one) and writes nothing.
+	List bool
 }
 
 // Run checks what can be checked before anything is written (the project is not the home
 // directory, the instance exists or --create may make it), configures the agent, then makes
 // sure the instance is a sandbox.
 func Run(ctx context.Context, opts *Options) error {
+	if opts.List {
+		return list(opts)
+	}
 	if err := refuseHome(opts); err != nil {
 		return err
 	}
