@@ -153,6 +153,10 @@ func TestServeHTTP(t *testing.T) {
 	}
 	defer session.Close()
 	checkOurs(t, session)
+	// The client's default, 2026-07-28, served statelessly (it used to fall back to 2025-11-25).
+	if pv := session.InitializeResult().ProtocolVersion; pv != "2026-07-28" {
+		t.Errorf("HTTP: negotiated protocol %q, want 2026-07-28", pv)
+	}
 
 	t.Run("run_shell_command", func(t *testing.T) {
 		r := toolsuite.MustOK(t, session, "run_shell_command", map[string]any{"command": []string{"uname", "-s"}, "directory": "/"})

@@ -94,6 +94,10 @@ func TestServeViaLimactl(t *testing.T) {
 	s := startServer(t, nil, "limactl", "mcp", "serve", instanceName)
 	t.Logf("connected in %s (working directory %s)", s.Connect.Round(time.Millisecond), s.Dir)
 	checkOurs(t, s.Session)
+	// The client's default is the newest revision: no initialize, no session.
+	if pv := s.Session.InitializeResult().ProtocolVersion; pv != "2026-07-28" {
+		t.Errorf("stdio: negotiated protocol %q, want 2026-07-28", pv)
+	}
 	if t.Failed() {
 		t.FailNow() // running the suite against the wrong server proves nothing
 	}
