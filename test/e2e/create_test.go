@@ -75,3 +75,28 @@ func TestConfigureCreatesSandbox(t *testing.T) {
 		t.Errorf("staged in the new instance: %q", got)
 	}
 }
+
+// configure refuses an instance with host mounts before writing anything: the agent's tools
+// would change the person's files directly and nothing would be reviewable (it used to warn
+// and then print "Ready"). The instance is a real one to limactl (`limactl list` shows it,
+// stopped), made from a lima.yaml with a mount.
+func TestConfigureRefusesMountedInstance(t *testing.T) {
+	const name = "mcp-e2e-mounted"
+	instDir := filepath.Join(vm.LimaHome, name)
+	mustT(t, os.MkdirAll(instDir, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(instDir) })
+	mustT(t, os.WriteFile(filepath.Join(instDir, "lima.yaml"), []byte("vmType: qemu\nimages:\n- location: /nonexistent.img\nmounts:\n- location: \"~\"\n"), 0o644))
+	chownToUser(t, instDir)
+	dir := project(t, map[string]string{"main.go": "package main\n"})
+	for _, extra := range [][]string{nil, {"--dry-run"}, {"--create"}} {
+		args := append([]string{"configure", "claude", "--instance", name}, extra...)
+		_, stderr, code := plugin(t, dir, args...)
+		if code == 0 || !strings.Contains(stderr, "nothing was written: instance \""+name+"\" mounts host directories") ||
+			!strings.Contains(stderr, "`limactl mcp configure claude --instance "+name+"-sandbox --create`") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".mcp.json")); !os.IsNotExist(err) {
+		t.Errorf("configure for a mounted instance wrote .mcp.json: %v", err)
+	}
+}

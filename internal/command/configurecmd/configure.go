@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/agentconfig"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
@@ -73,19 +74,25 @@ func refuseHome(opts *Options) error {
 	return fmt.Errorf("refusing to configure your home directory %s as a project: the agent's staged copy would be all of it, and %s's project settings there are its user-wide ones. Run this in the project's directory (or pass --workdir DIR); to add the server for every project, pass --user", workdir, opts.Agent)
 }
 
-// checkInstanceFirst refuses, before anything is written (and in a dry run), an instance that
-// does not exist when --create is not given: a typo would otherwise leave the agent configured
+// checkInstanceFirst refuses, before anything is written (and in a dry run), an instance with
+// host mounts, and one that does not exist when --create is not given: a typo would otherwise leave the agent configured
 // for an instance nobody has. It says nothing when limactl is missing (checkSandbox notes it).
 func checkInstanceFirst(ctx context.Context, opts *Options) error {
-	if opts.Create {
-		return nil
-	}
 	limactl, err := instance.Limactl()
 	if err != nil {
 		return nil
 	}
-	if _, err := instance.Inspect(ctx, limactl, opts.Instance); errors.Is(err, instance.ErrNotExist) {
+	inst, err := instance.Inspect(ctx, limactl, opts.Instance)
+	if errors.Is(err, instance.ErrNotExist) && !opts.Create {
 		return fmt.Errorf("nothing was written: %w; or pass --create to make it as a sandbox: `limactl mcp configure %s --instance %s --create`", err, opts.Agent, opts.Instance)
+	}
+	if err == nil {
+		if m := inst.Mounts(); len(m) > 0 {
+			// Not a warning followed by "Ready": the agent's tools would work on the live
+			// mount, and nothing would ever be reviewable.
+			return fmt.Errorf("nothing was written: instance %q mounts host directories (%s), so the agent's tools would change your files directly and nothing would be reviewable. Make a sandbox instance without mounts for the agent: `limactl mcp configure %s --instance %s-sandbox --create`",
+				opts.Instance, strings.Join(m, ", "), opts.Agent, opts.Instance)
+		}
 	}
 	return nil
 }
