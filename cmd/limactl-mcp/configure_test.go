@@ -334,3 +334,27 @@ func listDir(t *testing.T, dir string) map[string]string {
 	}
 	return m
 }
+
+// Configuring again without --disable-builtin-tools after a run with it does not say the
+// agent's tools "stay available": they are off, and it says so.
+func TestConfigureRerunNotesAgree(t *testing.T) {
+	work := t.TempDir()
+	for _, agent := range []string{"claude", "gemini", "codex", "opencode"} {
+		if _, err := runConfigureCmd(t, agent, "--workdir", work, "--disable-builtin-tools"); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runConfigureCmd(t, agent, "--workdir", work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "stay available;") || !strings.Contains(out, "already off here, from an earlier --disable-builtin-tools") {
+			t.Errorf("%s, run again:\n%s", agent, out)
+		}
+	}
+	// Without an earlier --disable-builtin-tools, the note says they stay available.
+	other := t.TempDir()
+	out, err := runConfigureCmd(t, "claude", "--workdir", other)
+	if err != nil || !strings.Contains(out, "stay available;") || strings.Contains(out, "already off") {
+		t.Errorf("claude, first run: %v\n%s", err, out)
+	}
+}

@@ -142,20 +142,35 @@ func configure(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	changes, err := agentconfig.Plan(agentconfig.Options{
+	planOpts := agentconfig.Options{
 		Agent:               opts.Agent,
 		Instance:            opts.Instance,
 		Workdir:             workdir,
 		User:                opts.User,
 		DisableBuiltinTools: opts.DisableBuiltinTools,
 		ServerName:          opts.Name,
-	})
+	}
+	changes, err := agentconfig.Plan(planOpts)
 	if err != nil {
 		return err
 	}
+	// A run without --disable-builtin-tools after one with it leaves the agent's tools off
+	// (configure only adds): say so, not that they "stay available".
+	alreadyOff := false
+	if !opts.DisableBuiltinTools {
+		if st, err := agentconfig.StatusOf(planOpts); err == nil && st.BuiltinsOff && st.CanDisable {
+			alreadyOff = true
+		}
+	}
 	var notes []string
+	if alreadyOff {
+		notes = append(notes, "The agent's own file and shell tools are already off here, from an earlier --disable-builtin-tools; configure never turns them back on.")
+	}
 	for _, c := range changes {
 		for _, n := range c.Notes {
+			if alreadyOff && strings.Contains(n, "stay available;") && strings.Contains(n, "--disable-builtin-tools") {
+				continue
+			}
 			if !slices.Contains(notes, n) {
 				notes = append(notes, n)
 			}
