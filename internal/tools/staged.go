@@ -17,6 +17,10 @@ import (
 // request carries a progress token. If staging fails (the instance is stopped, say), the call
 // says why and the next call tries again.
 type Staged struct {
+	// Shown is the working directory as the agent knows it, when that is a path through a
+	// symbolic link to the staged one (see workspace.Workspace.ShownAs); "" when it is not.
+	Shown string
+
 	ctx  context.Context // the server's lifetime: a cancelled request does not stop staging
 	open func(ctx context.Context, progress func(staging.Progress)) (*staging.Session, error)
 
@@ -110,7 +114,11 @@ func (s *Staged) Workspace(ctx context.Context, req *mcp.CallToolRequest) (*work
 	if err != nil {
 		return nil, err
 	}
-	return sess.Workspace(), nil
+	ws := sess.Workspace()
+	if s.Shown != "" {
+		ws = ws.ShownAs(s.Shown)
+	}
+	return ws, nil
 }
 
 // GuestChanges implements PendingSource.

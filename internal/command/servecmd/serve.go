@@ -69,6 +69,12 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// The session is the real directory's; the agent was started in shown, which may reach it
+	// through a symbolic link (a symlinked parent): its paths work too, and it sees them.
+	shown, err := workdirpath.Abs(opts.Workdir)
+	if err != nil {
+		return err
+	}
 	open := opts.Open
 	if open == nil {
 		open = OpenInstance
@@ -92,7 +98,7 @@ func Run(ctx context.Context, opts *Options) error {
 
 	var src tools.WorkspaceSource
 	var pending tools.PendingSource
-	instructions := fmt.Sprintf("Lima instance: %s. Working directory: %s.", opts.Instance, workdir)
+	instructions := fmt.Sprintf("Lima instance: %s. Working directory: %s.", opts.Instance, shown)
 	if mounts := t.Instance.Mounts(); len(mounts) > 0 {
 		log.Warn("the instance mounts host directories: the tools work on the live mount, so nothing will be reviewable with `limactl mcp review`; for a staged, reviewable sandbox use an instance started with --mount-none",
 			"instance", opts.Instance, "mounts", mounts)
@@ -109,6 +115,10 @@ func Run(ctx context.Context, opts *Options) error {
 			Select: staging.SelectOptions{Excludes: opts.Excludes, IncludeIgnored: opts.IncludeIgnored},
 		}}
 		staged := tools.NewStaged(ctx, st.open)
+		if shown != workdir {
+			staged.Shown = shown
+			log.Info("the working directory is reached through a symbolic link: its session is the real directory's", "shown", shown, "workdir", workdir)
+		}
 		staged.Start()
 		src, pending = staged, staged
 		instructions += " The working directory is a staged copy inside the VM: your changes reach the host only after a person reviews them (limactl mcp review). Use pending_changes to see what you changed."
