@@ -33,12 +33,18 @@ func (b httpBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // connectStreamable connects a go-sdk client to url over Streamable HTTP with token.
 func connectStreamable(ctx context.Context, url, token string) (*mcp.ClientSession, error) {
+	return connectStreamableAt(ctx, url, token, "")
+}
+
+// connectStreamableAt is connectStreamable with the client pinned to protocol revision pv
+// ("": the client's default, the newest).
+func connectStreamableAt(ctx context.Context, url, token, pv string) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "limactl-mcp-e2e-http", Version: "v0.0.1"}, nil)
 	return client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   url,
 		HTTPClient: &http.Client{Transport: httpBearer{token: token}},
 		MaxRetries: -1,
-	}, nil)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
 }
 
 var httpEndpointLine = regexp.MustCompile(`(?m)^MCP endpoint: (http://\S+/mcp)  bearer token: (.*)$`)
@@ -156,6 +162,23 @@ func TestServeHTTP(t *testing.T) {
 	// The client's default, 2026-07-28, served statelessly (it used to fall back to 2025-11-25).
 	if pv := session.InitializeResult().ProtocolVersion; pv != "2026-07-28" {
 		t.Errorf("HTTP: negotiated protocol %q, want 2026-07-28", pv)
+	}
+
+	// Clients pinned to the older revisions (sessions, initialize) use the same server.
+	for _, pv := range []string{"2025-11-25", "2025-06-18"} {
+		t.Run("protocol "+pv, func(t *testing.T) {
+			ps, err := connectStreamableAt(ctx, url, token, pv)
+			if err != nil {
+				t.Fatalf("connecting at %s: %v", pv, err)
+			}
+			defer ps.Close()
+			if got := ps.InitializeResult().ProtocolVersion; got != pv {
+				t.Errorf("negotiated %q, want %q", got, pv)
+			}
+			if got := shellOK(t, ps, dir, "cat hello.txt"); got != "hello over HTTP\n" {
+				t.Errorf("cat hello.txt at %s: %q", pv, got)
+			}
+		})
 	}
 
 	t.Run("run_shell_command", func(t *testing.T) {

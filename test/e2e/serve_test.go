@@ -104,24 +104,28 @@ func TestServeViaLimactl(t *testing.T) {
 	toolsuite.Run(t, suiteEnv(t, s))
 }
 
-// TestServeProtocol20250618 pins the client's protocol version to 2025-06-18, as the MCP
-// clients in use today send it, through `limactl mcp serve`.
-func TestServeProtocol20250618(t *testing.T) {
-	const pv = "2025-06-18"
-	s := startServer(t, &mcp.ClientSessionOptions{ProtocolVersion: pv}, "limactl", "mcp", "serve", instanceName)
-	if got := s.Session.InitializeResult().ProtocolVersion; got != pv {
-		t.Fatalf("negotiated protocol version %q, want %q", got, pv)
-	}
-	checkOurs(t, s.Session)
-	if got := shellOK(t, s.Session, "/", "echo hello-$((6*7))"); got != "hello-42\n" {
-		t.Errorf("run_shell_command stdout = %q, want %q", got, "hello-42\n")
-	}
-	res, text := callTool(t, s.Session, "read_file", map[string]any{"path": "/etc/hostname"})
-	if res.IsError || !strings.Contains(text, "content") {
-		t.Errorf("read_file(/etc/hostname) = %v %q", res.IsError, text)
-	}
-	if res.StructuredContent == nil {
-		t.Errorf("read_file: no structuredContent at protocol %s", pv)
+// TestServeProtocolRevisions pins the client's protocol version to each revision with
+// sessions that MCP clients in use today send (2025-06-18, 2025-11-25), through `limactl mcp
+// serve` over stdio (the default, 2026-07-28, is TestServeViaLimactl's).
+func TestServeProtocolRevisions(t *testing.T) {
+	for _, pv := range []string{"2025-06-18", "2025-11-25"} {
+		t.Run(pv, func(t *testing.T) {
+			s := startServer(t, &mcp.ClientSessionOptions{ProtocolVersion: pv}, "limactl", "mcp", "serve", instanceName)
+			if got := s.Session.InitializeResult().ProtocolVersion; got != pv {
+				t.Fatalf("negotiated protocol version %q, want %q", got, pv)
+			}
+			checkOurs(t, s.Session)
+			if got := shellOK(t, s.Session, "/", "echo hello-$((6*7))"); got != "hello-42\n" {
+				t.Errorf("run_shell_command stdout = %q, want %q", got, "hello-42\n")
+			}
+			res, text := callTool(t, s.Session, "read_file", map[string]any{"path": "/etc/hostname"})
+			if res.IsError || !strings.Contains(text, "content") {
+				t.Errorf("read_file(/etc/hostname) = %v %q", res.IsError, text)
+			}
+			if res.StructuredContent == nil {
+				t.Errorf("read_file: no structuredContent at protocol %s", pv)
+			}
+		})
 	}
 }
 
