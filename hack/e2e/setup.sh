@@ -4,8 +4,9 @@
 #   1. setup-host.sh      host packages, the unprivileged user ($LIMA_USER, default limatest),
 #                         limactl + lima-guestagent v2.2.0 in $KIT_DIR/prefix
 #   2. build-image.sh fast the Debian 12 guest image in $KIT_DIR/image-fast
-#   3. openssh-server, openssh-sftp-server, tmux, jq on the host (only those missing)
-#      and /run/sshd
+#   3. openssh-server, openssh-sftp-server, tmux, jq, qemu-user on the host (only those missing)
+#      and /run/sshd; qemu-user's qemu-aarch64 runs the embedded arm64 guest runner for
+#      internal/runner's tests, which fail without it
 # Environment: KIT_DIR (default /var/cache/lima-vm-kit), LIMA_USER, LIMA_VERSION, GO, APT_SOURCES
 # are passed through to the scripts above.
 set -euo pipefail
@@ -28,14 +29,15 @@ phase "guest image: fast (build-image.sh fast)"
 
 phase "extra host packages"
 need=()
-for p in openssh-server openssh-sftp-server tmux jq; do
+extra=(openssh-server openssh-sftp-server tmux jq qemu-user)
+for p in "${extra[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}"
 else
-  echo "already installed: openssh-server openssh-sftp-server tmux jq"
+  echo "already installed: ${extra[*]}"
 fi
 mkdir -p /run/sshd
 chmod 755 /run/sshd

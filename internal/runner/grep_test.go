@@ -10,6 +10,10 @@ import (
 
 // The built-in search (for guests without git) gives git grep's output format.
 func TestGrepEnginesAgree(t *testing.T) {
+	forEachRunner(t, testGrepEnginesAgree)
+}
+
+func testGrepEnginesAgree(t *testing.T, rn *testRunner) {
 	dir := t.TempDir()
 	must := func(err error) {
 		t.Helper()
@@ -28,18 +32,18 @@ func TestGrepEnginesAgree(t *testing.T) {
 		{"absent", "", ""},
 	} {
 		for _, noGit := range []bool{false, true} {
-			r := runGrep(&runnerproto.GrepRequest{Dir: dir, Pattern: tc.pattern, Include: tc.include, MaxBytes: 1 << 20, NoGit: noGit})
+			r := rn.grep(t, &runnerproto.GrepRequest{Dir: dir, Pattern: tc.pattern, Include: tc.include, MaxBytes: 1 << 20, NoGit: noGit})
 			if r.Error != "" || r.Output != tc.want {
 				t.Errorf("%s %q include %q: got %q (error %q), want %q", r.Engine, tc.pattern, tc.include, r.Output, r.Error, tc.want)
 			}
 		}
 	}
 	for _, noGit := range []bool{false, true} {
-		r := runGrep(&runnerproto.GrepRequest{Dir: dir, Pattern: "foo(", MaxBytes: 1 << 20, NoGit: noGit})
+		r := rn.grep(t, &runnerproto.GrepRequest{Dir: dir, Pattern: "foo(", MaxBytes: 1 << 20, NoGit: noGit})
 		if !r.BadPattern {
 			t.Errorf("%s: invalid pattern not reported: %+v", r.Engine, r)
 		}
-		r = runGrep(&runnerproto.GrepRequest{Dir: dir, Pattern: "💡", MaxBytes: 40, NoGit: noGit})
+		r = rn.grep(t, &runnerproto.GrepRequest{Dir: dir, Pattern: "💡", MaxBytes: 40, NoGit: noGit})
 		if !r.Truncated || r.Output != "tests/deep/a.js:2:💡 js\n" {
 			t.Errorf("%s: limit: %+v", r.Engine, r)
 		}
