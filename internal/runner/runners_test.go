@@ -18,6 +18,8 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin/sourcehash"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/lockedbuf"
 )
 
 // The runner's tests drive it over the protocol, the way the host does, and run once for each
@@ -68,22 +70,7 @@ type testRunner struct {
 	stderr  lockedBuffer  // of a runner process
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.TrimSpace(l.b.String())
-}
+type lockedBuffer = lockedbuf.Buffer
 
 // startRunner starts a runner of the given kind, reads its hello, and stops it (checking that
 // it exits cleanly at the end of its input) when the test ends.

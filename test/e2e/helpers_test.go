@@ -18,6 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/toolsuite"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/lockedbuf"
 )
 
 // ctxT returns a context that ends after d or when the test ends.
@@ -92,22 +94,7 @@ func guestHome(t testing.TB) string {
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }
 
 // lockedBuffer collects a server's stderr (written by exec's copier, read by the test).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = lockedbuf.Buffer
 
 // server is one MCP server process under test and the client session connected to it.
 type server struct {
