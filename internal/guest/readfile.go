@@ -11,6 +11,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // ErrNotRegular is wrapped by ReadFile's error for a path that is not a regular file (a
@@ -44,7 +45,7 @@ func (c *Conn) ReadFile(ctx context.Context, path string, limit int64) ([]byte, 
 	if l.runner == nil {
 		return c.readFileSFTP(ctx, l, path, limit)
 	}
-	resp, err := c.call(ctx, l, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: path, Limit: limit}})
+	resp, err := c.call(ctx, l, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: tree.Name(path), Limit: limit}})
 	if err != nil {
 		return nil, fmt.Errorf("read %s in the guest: %w", path, err)
 	}
@@ -232,7 +233,7 @@ func (r *FileReader) Close() error {
 }
 
 func (c *Conn) readChunkRunner(ctx context.Context, l *link, path string, off int64) chunk {
-	resp, err := c.call(ctx, l, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: path, Offset: off, Limit: readChunk}})
+	resp, err := c.call(ctx, l, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: tree.Name(path), Offset: off, Limit: readChunk}})
 	if err != nil {
 		return chunk{err: fmt.Errorf("read %s in the guest: %w", path, err)}
 	}

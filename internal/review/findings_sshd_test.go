@@ -206,3 +206,23 @@ func TestFindingFifoSwappedBeforeApply(t *testing.T) {
 		t.Errorf("big.bin is no longer pending: %s", got)
 	}
 }
+
+// Files whose names are not valid UTF-8 are applied with their content, large (streamed) or
+// small: the runner's read request carried the name as a JSON string, which replaced the bad
+// byte, so the file was "missing" in the guest and its apply failed.
+func TestNonUTF8NamesApplied(t *testing.T) {
+	f := newFx(t)
+	f.guest(`head -c 5000000 /dev/urandom > "$(printf 'big\377.bin')" && printf 'small\n' > "$(printf 'small\377.txt')"`)
+	cs := f.build()
+	rep, err := review.Apply(context.Background(), f.sess, cs, acceptAll(cs))
+	must(t, err)
+	if len(rep.Refused) != 0 {
+		t.Errorf("refused: %v", rep.Refused)
+	}
+	if got := f.read("small\xff.txt"); got != "small\n" {
+		t.Errorf("small\\xff.txt on the host: %q", got)
+	}
+	if fi, err := os.Stat(filepath.Join(f.host, "big\xff.bin")); err != nil || fi.Size() != 5000000 {
+		t.Errorf("big\\xff.bin on the host: %v %v", fi, err)
+	}
+}

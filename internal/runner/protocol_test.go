@@ -271,7 +271,7 @@ func TestProtocolRead(t *testing.T) {
 	forEachRunner(t, func(t *testing.T, r *testRunner) {
 		root := sampleTree(t)
 		read := func(rel string, offset, limit int64) *runnerproto.Response {
-			return r.call(t, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: filepath.Join(root, rel), Offset: offset, Limit: limit}})
+			return r.call(t, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: tree.Name(filepath.Join(root, rel)), Offset: offset, Limit: limit}})
 		}
 		if resp := read("a.txt", 0, 100); resp.Read == nil || string(resp.Read.Data) != "hello\n" || resp.Read.Size != 6 || resp.Read.Truncated {
 			t.Errorf("whole file: %+v (error %q)", resp.Read, resp.Error)
@@ -293,6 +293,15 @@ func TestProtocolRead(t *testing.T) {
 		}
 		if resp := read("a.txt", 0, -1); resp.Read != nil || resp.Error == "" {
 			t.Errorf("negative limit: %+v (error %q)", resp.Read, resp.Error)
+		}
+		// A name that is not valid UTF-8 reaches the runner intact (it used to arrive with
+		// U+FFFD in place of the bad byte, and the file was "missing").
+		odd := "bad\xffname.txt"
+		if err := os.WriteFile(filepath.Join(root, odd), []byte("odd\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if resp := read(odd, 0, 100); resp.Read == nil || string(resp.Read.Data) != "odd\n" || resp.Read.Missing {
+			t.Errorf("a name that is not UTF-8: %+v (error %q)", resp.Read, resp.Error)
 		}
 	})
 }

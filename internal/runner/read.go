@@ -18,7 +18,7 @@ func runRead(req *runnerproto.ReadRequest) (*runnerproto.ReadResult, error) {
 	if req.Limit < 0 || req.Offset < 0 {
 		return nil, errors.New("negative read limit or offset")
 	}
-	f, err := os.OpenFile(req.Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
+	f, err := os.OpenFile(string(req.Path), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return &runnerproto.ReadResult{NotRegular: tree.Symlink}, nil
 	}

@@ -219,9 +219,11 @@ type ListResult struct {
 // file, so that a fifo nobody writes or a link to a device cannot stall or flood the host.
 // A file larger than one frame is read in several requests, each opening it anew.
 type ReadRequest struct {
-	Path   string `json:"path"`
-	Offset int64  `json:"offset,omitempty"`
-	Limit  int64  `json:"limit"`
+	// Path is a tree.Name: a guest file's name need not be valid UTF-8 (review reads the
+	// files the agent made, whatever their names).
+	Path   tree.Name `json:"path"`
+	Offset int64     `json:"offset,omitempty"`
+	Limit  int64     `json:"limit"`
 }
 
 // ReadResult is a file's bytes from the Offset asked for, and its size when opened. Data holds
