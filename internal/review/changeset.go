@@ -90,6 +90,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		cs.Items = append(cs.Items, it)
 	}
 	sort.Slice(cs.Items, func(i, j int) bool { return cs.Items[i].Path < cs.Items[j].Path })
+	refuseCollisions(host, cs, ProbeNameRule(sess.State.Workdir))
 	if err := refuseUnsafeFinalState(host, cs); err != nil {
 		return nil, err
 	}

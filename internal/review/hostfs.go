@@ -470,3 +470,16 @@ func (h *hostTree) removeTemps(rel string) {
 		}
 	}
 }
+
+// readDir lists the names in the host's directory rel ("" for the working directory).
+func (h *hostTree) readDir(rel string) ([]string, error) {
+	if rel == "" {
+		rel = "."
+	}
+	f, err := h.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
