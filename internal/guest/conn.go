@@ -47,7 +47,10 @@ type Conn struct {
 // link is everything that lives and dies with one SSH connection.
 type link struct {
 	target *Target
-	client *ssh.Client
+	via    Via
+	client *ssh.Client // ViaSSH
+	master *master     // ViaControlMaster
+	procs  []*proc     // ViaControlMaster: the ssh client processes (sftp, runner)
 	sftp   *sftp.Client
 	runner *runnerClient // nil when the runner is off or could not start
 	home   string
@@ -118,10 +121,85 @@ func (c *Conn) drop(l *link, why error) {
 }
 
 func (c *Conn) dial(ctx context.Context) (*link, error) {
+	start := time.Now()
 	t, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
+	c.log.Debug("instance found", "took", time.Since(start).Round(time.Millisecond))
+	// Through the instance's ControlMaster when one answers; a connection of our own when
+	// there is none or it fails in any way (gone, refused, a VM restarted under it): correct
+	// first, then fast. Without the runner every command would be a session of its own, which
+	// the direct connection serves as `limactl shell` does.
+	if t.ControlPath != "" && !c.opts.NoRunner {
+		m, err := newMaster(t)
+		if err == nil {
+			var l *link
+			if l, err = c.dialMaster(ctx, t, m); err == nil {
+				c.log.Debug("connected to the guest", "via", l.via, "took", time.Since(start).Round(time.Millisecond))
+				return l, nil
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+		c.log.Debug("not using the instance's ssh ControlMaster; connecting directly", "reason", err)
+	}
+	l, err := c.dialDirect(ctx, t)
+	if err == nil {
+		c.log.Debug("connected to the guest", "via", l.via, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return l, err
+}
+
+// dialMaster connects through the master m: SFTP and the runner, each in an ssh client
+// process of its own. Any failure closes what was started and returns an error: the caller
+// then connects directly.
+func (c *Conn) dialMaster(ctx context.Context, t *Target, m *master) (*link, error) {
+	l := &link{target: t, via: ViaControlMaster, master: m, done: make(chan struct{})}
+	login := !c.opts.NoLoginShell
+	// The runner's shell starts while SFTP starts and the runner is checked; it execs the
+	// runner only once told the path of the verified file.
+	waiting, wp, err := startWaitingRunner(m, login)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	sc, sp, err := m.sftp(ctx)
+	if err != nil {
+		waiting.abandon()
+		return nil, err
+	}
+	c.log.Debug("sftp through the ControlMaster", "took", time.Since(t0).Round(time.Millisecond))
+	l.sftp, l.procs = sc, []*proc{wp, sp}
+	ok := false
+	defer func() {
+		if !ok {
+			l.close()
+		}
+	}()
+	if l.home, err = l.sftp.Getwd(); err != nil {
+		waiting.abandon()
+		return nil, fmt.Errorf("sftp through the ControlMaster: %w", err)
+	}
+	if l.runner, err = startRunner(ctx, l, c.log, login, waiting); err != nil {
+		return nil, err
+	}
+	// The link is gone when either process is: the master went away (the VM stopped), or a
+	// side failed. The next call connects again.
+	go func() {
+		select {
+		case <-wp.done:
+		case <-sp.done:
+		}
+		close(l.done)
+	}()
+	ok = true
+	return l, nil
+}
+
+// dialDirect makes a connection of our own to the guest's sshd.
+func (c *Conn) dialDirect(ctx context.Context, t *Target) (*link, error) {
 	cfg := &ssh.ClientConfig{
 		User:            t.User,
 		Auth:            []ssh.AuthMethod{ssh.PublicKeys(t.Signers...)},
@@ -155,7 +233,7 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 	}
 	_ = nc.SetDeadline(time.Time{})
 	client := ssh.NewClient(sc, chans, reqs)
-	l := &link{target: t, client: client, done: make(chan struct{})}
+	l := &link{target: t, via: ViaSSH, client: client, done: make(chan struct{})}
 	go func() {
 		_ = client.Wait()
 		close(l.done)
@@ -172,7 +250,7 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 		return nil, fmt.Errorf("sftp in instance %q: %w", t.Name, err)
 	}
 	if !c.opts.NoRunner {
-		l.runner, err = startRunner(ctx, l, c.log, !c.opts.NoLoginShell)
+		l.runner, err = startRunner(ctx, l, c.log, !c.opts.NoLoginShell, nil)
 		if err != nil {
 			// Commands still work, one SSH session each; say why it is slower.
 			c.log.Warn("the guest runner could not start; falling back to one ssh session per command", "error", err)
@@ -216,7 +294,12 @@ func (l *link) close() {
 	if l.sftp != nil {
 		_ = l.sftp.Close()
 	}
-	_ = l.client.Close()
+	if l.client != nil {
+		_ = l.client.Close()
+	}
+	for _, p := range l.procs {
+		p.kill()
+	}
 }
 
 // Close closes the connection, ending a connect in progress; later calls fail with ErrClosed.
@@ -248,6 +331,15 @@ func (c *Conn) Home(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return l.home, nil
+}
+
+// Via says how the connection reaches the guest (connecting if needed).
+func (c *Conn) Via(ctx context.Context) (Via, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return l.via, nil
 }
 
 // UsesRunner says whether commands go through the guest runner (connecting if needed).

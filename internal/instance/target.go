@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
+	"github.com/lima-vm/lima/v2/pkg/limatype/filenames"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
@@ -38,11 +40,16 @@ func TargetOf(inst *Instance) (*guest.Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot parse Lima's ssh key %s: %w", keyPath, err)
 	}
-	return &guest.Target{
+	t := &guest.Target{
 		Name:    inst.Name,
 		Addr:    inst.SSHAddr(),
 		User:    inst.User(),
 		Signers: []ssh.Signer{signer},
 		Arch:    inst.Arch,
-	}, nil
+	}
+	if inst.Dir != "" {
+		// The ControlMaster that Lima's host agent keeps for the instance, in its directory.
+		t.ControlPath = filepath.Join(inst.Dir, filenames.SSHSock)
+	}
+	return t, nil
 }
