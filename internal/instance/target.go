@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/lima-vm/lima/v2/pkg/limatype/filenames"
 	"golang.org/x/crypto/ssh"
@@ -23,6 +24,24 @@ func Resolver(limactl, name string) guest.Resolver {
 			return nil, err
 		}
 		return TargetOf(inst)
+	}
+}
+
+// ResolverFrom is Resolver, except that the first resolve uses inst (just looked up by the
+// caller) instead of asking limactl again; every later one (a reconnect) asks anew.
+func ResolverFrom(limactl, name string, inst *Instance) guest.Resolver {
+	again := Resolver(limactl, name)
+	var mu sync.Mutex
+	first := inst
+	return func(ctx context.Context) (*guest.Target, error) {
+		mu.Lock()
+		i := first
+		first = nil
+		mu.Unlock()
+		if i == nil || i.CheckRunning() != nil {
+			return again(ctx)
+		}
+		return TargetOf(i)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
@@ -48,7 +49,7 @@ func Open(ctx context.Context, limactl, name string, opts Options) (*Target, err
 	}
 	t := &Target{Instance: inst, Store: staging.StoreFor(inst.Dir), ConnErr: inst.CheckRunning()}
 	if t.ConnErr == nil || opts.ConnectStopped {
-		t.Conn = guest.New(instance.Resolver(limactl, name), guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell})
+		t.Conn = guest.New(instance.ResolverFrom(limactl, name, inst), guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell})
 	}
 	return t, nil
 }
@@ -89,7 +90,11 @@ func HostOpener(logOut io.Writer) Opener {
 		if err != nil {
 			return nil, err
 		}
-		log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		level := slog.LevelWarn
+		if os.Getenv("LIMACTL_MCP_DEBUG") == "1" {
+			level = slog.LevelDebug // how the connection went, and how long each step took
+		}
+		log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 		return Open(ctx, limactl, name, Options{Logger: log, NoLoginShell: true})
 	}
 }

@@ -33,7 +33,7 @@ func TestServeRestart(t *testing.T) {
 			}
 		}
 	})
-	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
+	s := startServer(t, nil, "limactl-mcp", "serve", "--debug", instanceName)
 	const bootID = "cat /proc/sys/kernel/random/boot_id"
 	before := shellOK(t, s.Session, "/", bootID)
 	// The file tools use the same connection; make sure it is up before the stop.
@@ -131,6 +131,11 @@ func TestServeRestart(t *testing.T) {
 	t.Logf("first call after the restart (reconnect): %s", time.Since(t0).Round(time.Millisecond))
 	if after == before {
 		t.Errorf("boot_id unchanged (%q): the VM did not restart", after)
+	}
+	// Both connections rode the instance's ControlMaster: the old one and the one the
+	// restarted instance's host agent made (nobody had to do anything in between).
+	if n := strings.Count(s.Stderr.String(), "via=controlmaster"); n != 2 {
+		t.Errorf("%d connections through the ControlMaster, want 2 (before and after the restart):\n%s", n, s.Stderr.String())
 	}
 	if res, text := callTool(t, s.Session, "read_file", map[string]any{"path": "/etc/hostname"}); res.IsError {
 		t.Errorf("read_file after the restart: %s", text)
