@@ -172,6 +172,10 @@ func (c *Conn) dialMaster(ctx context.Context, t *Target, m *master) (*link, err
 	}
 	c.log.Debug("sftp through the ControlMaster", "took", time.Since(t0).Round(time.Millisecond))
 	l.sftp, l.procs = sc, []*proc{wp, sp}
+	// SFTP calls and the runner's upload take no context: ending the processes ends them when
+	// ctx ends (Close, or the caller giving up).
+	abort := context.AfterFunc(ctx, func() { wp.kill(); sp.kill() })
+	defer abort()
 	ok := false
 	defer func() {
 		if !ok {
