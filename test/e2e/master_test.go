@@ -3,6 +3,9 @@
 package e2e
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,4 +103,51 @@ func TestServeWithoutControlMaster(t *testing.T) {
 			t.Errorf("the master is back, yet the server did not ride it:\n%s", s.Stderr.String())
 		}
 	})
+}
+
+// TestServeExitsWhenTheClientGoes: a client that initializes and goes away at once (a health
+// check such as `claude mcp list`) finds the server gone within moments, while its connect and
+// staging are in flight, with no ERROR line; the next server stages the whole tree.
+func TestServeExitsWhenTheClientGoes(t *testing.T) {
+	files := map[string]string{}
+	for i := range 3000 {
+		files[fmt.Sprintf("d%02d/f%04d.txt", i%30, i)] = strings.Repeat("x", 1000)
+	}
+	dir := project(t, files)
+	for i := range 3 {
+		cmd := vm.Command(ctxT(t, 2*time.Minute), "limactl-mcp", "serve", "--debug", instanceName)
+		cmd.Dir = dir
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		stdin, err := cmd.StdinPipe()
+		mustT(t, err)
+		stdout, err := cmd.StdoutPipe()
+		mustT(t, err)
+		mustT(t, cmd.Start())
+		_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`+"\n"+
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+		mustT(t, err)
+		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+			t.Fatalf("initialize: %q %v\n%s", line, err, stderr.String())
+		}
+		t0 := time.Now()
+		_ = stdin.Close()
+		err = cmd.Wait()
+		took := time.Since(t0)
+		t.Logf("probe %d: stdin closed → exited in %s", i, took.Round(time.Millisecond))
+		if err != nil {
+			t.Errorf("probe %d: exit %v\n%s", i, err, stderr.String())
+		}
+		// 100 ms is the target; runuser and an emulated guest on a busy host add noise.
+		if took > time.Second {
+			t.Errorf("probe %d: the server took %s to exit after stdin closed\n%s", i, took, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "level=ERROR") {
+			t.Errorf("probe %d: an ERROR line on a client going away:\n%s", i, stderr.String())
+		}
+	}
+	s := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
+	if got := strings.TrimSpace(shellOK(t, s.Session, dir, "find . -type f | wc -l")); got != "3000" {
+		t.Errorf("the staged copy has %s files, want 3000\n%s", got, s.Stderr.String())
+	}
 }
