@@ -26,6 +26,12 @@ type Options struct {
 	NoLoginShell bool
 	// KeepaliveInterval is how often a dead connection is looked for (default 10s).
 	KeepaliveInterval time.Duration
+	// Handoff, for a long-lived process (serve): once a connection through the instance's
+	// ControlMaster is up, make a connection of our own in the background and move to it,
+	// retiring the master's sessions once they are idle. The master serves the first calls at
+	// once, and a server that lives for hours does not hold sessions of the master's connection
+	// (the guest's sshd allows 10 per connection: MaxSessions), which `limactl shell` needs.
+	Handoff bool
 }
 
 // Conn is one connection to the guest, made on first use and made again after it breaks.
@@ -106,7 +112,64 @@ func (c *Conn) get(ctx context.Context) (*link, error) {
 		return nil, err
 	}
 	c.cur = l
+	if l.via == ViaControlMaster && c.opts.Handoff {
+		go c.handoff(l)
+	}
 	return l, nil
+}
+
+// handoff makes a connection of our own while old (through the master) serves, moves to it,
+// and retires old once no runner call is pending on it and a grace period has passed (an SFTP
+// client handed out before the move may still be in use). If the connection of our own cannot
+// be made, old goes on serving.
+func (c *Conn) handoff(old *link) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-old.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t0 := time.Now()
+	l, err := c.dialDirect(ctx, old.target)
+	if err != nil {
+		c.log.Debug("staying on the ControlMaster: no connection of our own", "reason", err)
+		return
+	}
+	c.mu.Lock()
+	if c.closed || c.cur != old {
+		c.mu.Unlock()
+		l.close()
+		return
+	}
+	c.cur = l
+	c.mu.Unlock()
+	c.log.Debug("connected to the guest", "via", l.via, "handoff", true, "took", time.Since(t0).Round(time.Millisecond))
+	cancel()
+
+	const grace = 30 * time.Second
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	since := time.Now()
+	for {
+		select {
+		case <-old.done:
+			return
+		case <-c.stop:
+			old.close()
+			return
+		case <-tick.C:
+		}
+		if time.Since(since) >= grace && (old.runner == nil || old.runner.idle()) {
+			c.log.Debug("the ControlMaster's sessions retired")
+			old.close()
+			return
+		}
+	}
 }
 
 // drop forgets l if it is still the current link, so that the next call reconnects.

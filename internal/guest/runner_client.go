@@ -356,6 +356,13 @@ func (r *runnerClient) fail(err error) {
 
 func (r *runnerClient) close() { r.fail(errors.New("closed")) }
 
+// idle says whether no call is waiting for an answer.
+func (r *runnerClient) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending) == 0
+}
+
 func (r *runnerClient) stderrText() string {
 	o := r.stderr.Output()
 	return strings.TrimSpace(string(o.Head) + string(o.Tail))

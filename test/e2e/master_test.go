@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,42 @@ func TestServeRidesControlMaster(t *testing.T) {
 	if res, text := callTool(t, s.Session, "list_directory", map[string]any{"path": "/"}); res.IsError {
 		t.Fatalf("list_directory(/): %s", text)
 	}
+
+	// Meanwhile the server makes a connection of its own and moves to it (a long-lived server
+	// must not hold sessions of the master's connection: sshd allows 10, and `limactl shell`
+	// needs them); later calls run there.
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(s.Stderr.String(), "handoff=true") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no handoff to a connection of its own within a minute:\n%s", s.Stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	after := strings.TrimSpace(shellOK(t, s.Session, "/", runnerSSHD))
+	if after == "" || after == lima {
+		t.Errorf("after the handoff the runner's sshd is pid %q, `limactl shell`'s %q: want a connection of its own", after, lima)
+	}
+	if res, text := callTool(t, s.Session, "read_file", map[string]any{"path": "/etc/hostname"}); res.IsError {
+		t.Fatalf("read_file after the handoff: %s", text)
+	}
+	// Once idle (after a grace period of 30 s), the sessions on the master end: the first
+	// runner is gone from the guest.
+	m := regexp.MustCompile(`msg="guest runner started" pid=(\d+)`).FindStringSubmatch(s.Stderr.String())
+	if m == nil {
+		t.Fatalf("no runner pid in the log:\n%s", s.Stderr.String())
+	}
+	deadline = time.Now().Add(90 * time.Second)
+	for !strings.Contains(s.Stderr.String(), "sessions retired") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the master's sessions were not retired:\n%s", s.Stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if got := strings.TrimSpace(guestShell(t, "kill -0 "+m[1]+" 2>/dev/null && echo alive || echo gone")); got != "gone" {
+		t.Errorf("the runner on the master's connection (pid %s) is %s after its retirement", m[1], got)
+	}
+	shellOK(t, s.Session, "/", "true")
 }
 
 // TestServeWithoutControlMaster: with no master on the instance's socket (a socket left behind
