@@ -140,6 +140,11 @@ func (c *Conn) handoff(old *link) {
 		c.log.Debug("staying on the ControlMaster: no connection of our own", "reason", err)
 		return
 	}
+	if l.runner == nil {
+		c.log.Debug("staying on the ControlMaster: the runner did not start on the connection of our own")
+		l.close()
+		return
+	}
 	c.mu.Lock()
 	if c.closed || c.cur != old {
 		c.mu.Unlock()
