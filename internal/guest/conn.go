@@ -118,6 +118,10 @@ func (c *Conn) get(ctx context.Context) (*link, error) {
 	return l, nil
 }
 
+// handoffDelay is how long a connection through the master serves before handoff starts
+// making one of our own.
+var handoffDelay = 5 * time.Second
+
 // handoff makes a connection of our own while old (through the master) serves, moves to it,
 // and retires old once no runner call is pending on it and a grace period has passed (an SFTP
 // client handed out before the move may still be in use). If the connection of our own cannot
@@ -134,6 +138,13 @@ func (c *Conn) handoff(old *link) {
 		case <-ctx.Done():
 		}
 	}()
+	// Not at once: a handshake costs the guest's CPU seconds (an emulated one), which the first
+	// calls, and a client that only probes the server and leaves, should not pay.
+	select {
+	case <-time.After(handoffDelay):
+	case <-ctx.Done():
+		return
+	}
 	t0 := time.Now()
 	l, err := c.dialDirect(ctx, old.target)
 	if err != nil {
