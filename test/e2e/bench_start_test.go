@@ -124,7 +124,9 @@ func TestBenchmarkStart(t *testing.T) {
 	}
 	row("process start → first `run_shell_command([\"true\"])` result", servers[0].first, servers[1].first)
 	row("stdin closed → process gone", servers[0].exit, servers[1].exit)
-	fmt.Fprintf(&b, "| `limactl mcp status %s` (a staged session), whole process | %s | %s | - | - | - | - |\n", instanceName, ms(pct(status, 50)), ms(pct(status, 100)))
+	// status scans every staged session of the instance: say how many there were.
+	sessions, _ := os.ReadDir(filepath.Join(vm.LimaHome, instanceName, "limactl-mcp", "sessions"))
+	fmt.Fprintf(&b, "| `limactl mcp status %s` (%d staged sessions), whole process | %s | %s | - | - | - | - |\n", instanceName, len(sessions), ms(pct(status, 50)), ms(pct(status, 100)))
 	fmt.Print(b.String())
 }
 
