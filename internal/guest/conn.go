@@ -26,6 +26,12 @@ type Options struct {
 	NoLoginShell bool
 	// KeepaliveInterval is how often a dead connection is looked for (default 10s).
 	KeepaliveInterval time.Duration
+	// Handoff, for a long-lived process (serve): once a connection through the instance's
+	// ControlMaster is up, make a connection of our own in the background and move to it,
+	// retiring the master's sessions once they are idle. The master serves the first calls at
+	// once, and a server that lives for hours does not hold sessions of the master's connection
+	// (the guest's sshd allows 10 per connection: MaxSessions), which `limactl shell` needs.
+	Handoff bool
 }
 
 // Conn is one connection to the guest, made on first use and made again after it breaks.
@@ -47,7 +53,10 @@ type Conn struct {
 // link is everything that lives and dies with one SSH connection.
 type link struct {
 	target *Target
-	client *ssh.Client
+	via    Via
+	client *ssh.Client // ViaSSH
+	master *master     // ViaControlMaster
+	procs  []*proc     // ViaControlMaster: the ssh client processes (sftp, runner)
 	sftp   *sftp.Client
 	runner *runnerClient // nil when the runner is off or could not start
 	home   string
@@ -103,7 +112,80 @@ func (c *Conn) get(ctx context.Context) (*link, error) {
 		return nil, err
 	}
 	c.cur = l
+	if l.via == ViaControlMaster && c.opts.Handoff {
+		go c.handoff(l)
+	}
 	return l, nil
+}
+
+// handoffDelay is how long a connection through the master serves before handoff starts
+// making one of our own.
+var handoffDelay = 5 * time.Second
+
+// handoff makes a connection of our own while old (through the master) serves, moves to it,
+// and retires old once no runner call is pending on it and a grace period has passed (an SFTP
+// client handed out before the move may still be in use). If the connection of our own cannot
+// be made, old goes on serving.
+func (c *Conn) handoff(old *link) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-old.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	// Not at once: a handshake costs the guest's CPU seconds (an emulated one), which the first
+	// calls, and a client that only probes the server and leaves, should not pay.
+	select {
+	case <-time.After(handoffDelay):
+	case <-ctx.Done():
+		return
+	}
+	t0 := time.Now()
+	l, err := c.dialDirect(ctx, old.target)
+	if err != nil {
+		c.log.Debug("staying on the ControlMaster: no connection of our own", "reason", err)
+		return
+	}
+	if l.runner == nil {
+		c.log.Debug("staying on the ControlMaster: the runner did not start on the connection of our own")
+		l.close()
+		return
+	}
+	c.mu.Lock()
+	if c.closed || c.cur != old {
+		c.mu.Unlock()
+		l.close()
+		return
+	}
+	c.cur = l
+	c.mu.Unlock()
+	c.log.Debug("connected to the guest", "via", l.via, "handoff", true, "took", time.Since(t0).Round(time.Millisecond))
+	cancel()
+
+	const grace = 30 * time.Second
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	since := time.Now()
+	for {
+		select {
+		case <-old.done:
+			return
+		case <-c.stop:
+			old.close()
+			return
+		case <-tick.C:
+		}
+		if time.Since(since) >= grace && (old.runner == nil || old.runner.idle()) {
+			c.log.Debug("the ControlMaster's sessions retired")
+			old.close()
+			return
+		}
+	}
 }
 
 // drop forgets l if it is still the current link, so that the next call reconnects.
@@ -118,10 +200,89 @@ func (c *Conn) drop(l *link, why error) {
 }
 
 func (c *Conn) dial(ctx context.Context) (*link, error) {
+	start := time.Now()
 	t, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
+	c.log.Debug("instance found", "took", time.Since(start).Round(time.Millisecond))
+	// Through the instance's ControlMaster when one answers; a connection of our own when
+	// there is none or it fails in any way (gone, refused, a VM restarted under it): correct
+	// first, then fast. Without the runner every command would be a session of its own, which
+	// the direct connection serves as `limactl shell` does.
+	if t.ControlPath != "" && !c.opts.NoRunner {
+		m, err := newMaster(t)
+		if err == nil {
+			var l *link
+			if l, err = c.dialMaster(ctx, t, m); err == nil {
+				c.log.Debug("connected to the guest", "via", l.via, "took", time.Since(start).Round(time.Millisecond))
+				return l, nil
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+		c.log.Debug("not using the instance's ssh ControlMaster; connecting directly", "reason", err)
+	}
+	l, err := c.dialDirect(ctx, t)
+	if err == nil {
+		c.log.Debug("connected to the guest", "via", l.via, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return l, err
+}
+
+// dialMaster connects through the master m: SFTP and the runner, each in an ssh client
+// process of its own. Any failure closes what was started and returns an error: the caller
+// then connects directly.
+func (c *Conn) dialMaster(ctx context.Context, t *Target, m *master) (*link, error) {
+	l := &link{target: t, via: ViaControlMaster, master: m, done: make(chan struct{})}
+	login := !c.opts.NoLoginShell
+	// The runner's shell starts while SFTP starts and the runner is checked; it execs the
+	// runner only once told the path of the verified file.
+	waiting, wp, err := startWaitingRunner(m, login)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	sc, sp, err := m.sftp(ctx)
+	if err != nil {
+		waiting.abandon()
+		return nil, err
+	}
+	c.log.Debug("sftp through the ControlMaster", "took", time.Since(t0).Round(time.Millisecond))
+	l.sftp, l.procs = sc, []*proc{wp, sp}
+	// SFTP calls and the runner's upload take no context: ending the processes ends them when
+	// ctx ends (Close, or the caller giving up).
+	abort := context.AfterFunc(ctx, func() { wp.kill(); sp.kill() })
+	defer abort()
+	ok := false
+	defer func() {
+		if !ok {
+			l.close()
+		}
+	}()
+	if l.home, err = l.sftp.Getwd(); err != nil {
+		waiting.abandon()
+		return nil, fmt.Errorf("sftp through the ControlMaster: %w", err)
+	}
+	if l.runner, err = startRunner(ctx, l, c.log, login, waiting); err != nil {
+		return nil, err
+	}
+	// The link is gone when either process is: the master went away (the VM stopped), or a
+	// side failed. The next call connects again.
+	go func() {
+		select {
+		case <-wp.done:
+		case <-sp.done:
+		}
+		close(l.done)
+	}()
+	ok = true
+	return l, nil
+}
+
+// dialDirect makes a connection of our own to the guest's sshd.
+func (c *Conn) dialDirect(ctx context.Context, t *Target) (*link, error) {
 	cfg := &ssh.ClientConfig{
 		User:            t.User,
 		Auth:            []ssh.AuthMethod{ssh.PublicKeys(t.Signers...)},
@@ -155,7 +316,7 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 	}
 	_ = nc.SetDeadline(time.Time{})
 	client := ssh.NewClient(sc, chans, reqs)
-	l := &link{target: t, client: client, done: make(chan struct{})}
+	l := &link{target: t, via: ViaSSH, client: client, done: make(chan struct{})}
 	go func() {
 		_ = client.Wait()
 		close(l.done)
@@ -172,7 +333,7 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 		return nil, fmt.Errorf("sftp in instance %q: %w", t.Name, err)
 	}
 	if !c.opts.NoRunner {
-		l.runner, err = startRunner(ctx, l, c.log, !c.opts.NoLoginShell)
+		l.runner, err = startRunner(ctx, l, c.log, !c.opts.NoLoginShell, nil)
 		if err != nil {
 			// Commands still work, one SSH session each; say why it is slower.
 			c.log.Warn("the guest runner could not start; falling back to one ssh session per command", "error", err)
@@ -216,7 +377,12 @@ func (l *link) close() {
 	if l.sftp != nil {
 		_ = l.sftp.Close()
 	}
-	_ = l.client.Close()
+	if l.client != nil {
+		_ = l.client.Close()
+	}
+	for _, p := range l.procs {
+		p.kill()
+	}
 }
 
 // Close closes the connection, ending a connect in progress; later calls fail with ErrClosed.
@@ -248,6 +414,15 @@ func (c *Conn) Home(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return l.home, nil
+}
+
+// Via says how the connection reaches the guest (connecting if needed).
+func (c *Conn) Via(ctx context.Context) (Via, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return l.via, nil
 }
 
 // UsesRunner says whether commands go through the guest runner (connecting if needed).

@@ -52,8 +52,10 @@ func (c *Conn) Exec(ctx context.Context, req ExecRequest) (*ExecResult, error) {
 					err = fmt.Errorf("the guest runner failed: %s", resp.Error)
 				}
 			}
-		} else {
+		} else if l.client != nil {
 			res, err = execSession(ctx, l.client, req)
+		} else {
+			err = fmt.Errorf("%w: no runner", errLinkDown) // a link through the master always has one
 		}
 		if err != nil && !errors.Is(err, ctx.Err()) && (IsConnectionError(err) || errors.Is(err, errNoSession)) {
 			c.drop(l, err)

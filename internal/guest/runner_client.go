@@ -32,12 +32,13 @@ const runnerStartTimeout = 60 * time.Second
 // maxJunk bounds what a login shell may print on stdout before the runner starts.
 const maxJunk = 1 << 20
 
-// runnerClient talks to one runner over one SSH session.
+// runnerClient talks to one runner over one SSH session (of our own connection, or of an ssh
+// client process through the instance's ControlMaster).
 type runnerClient struct {
-	session *ssh.Session
-	stdin   io.WriteCloser
-	hello   runnerproto.Hello
-	stderr  *headtail.Buffer
+	stop   func() // ends the session
+	stdin  io.WriteCloser
+	hello  runnerproto.Hello
+	stderr *headtail.Buffer
 
 	wmu sync.Mutex // guards writes to stdin
 
@@ -49,11 +50,21 @@ type runnerClient struct {
 }
 
 // startRunner copies the runner into the guest if it is not there yet and starts it through
-// the user's login shell.
-func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool) (*runnerClient, error) {
+// the user's login shell. waiting, when not nil, is a shell started beforehand (waitingRunner)
+// that execs the runner once told its path.
+func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, waiting *waitingRunner) (*runnerClient, error) {
+	if waiting != nil {
+		defer waiting.abandon() // unless it was told a path
+	}
 	arch := l.target.Arch
 	if arch == "" {
-		out, err := runSession(l.client, "uname -m")
+		var out string
+		var err error
+		if l.client != nil {
+			out, err = runSession(l.client, "uname -m")
+		} else {
+			out, err = l.master.output(ctx, "uname -m")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("asking the guest for its architecture: %w", err)
 		}
@@ -65,28 +76,97 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool) (*r
 	}
 	dir := path.Join(l.home, runnerDir)
 	exe := path.Join(dir, "runner-"+id)
+	t0 := time.Now()
 	ok, err := runnerIntact(ctx, l, exe, bin)
 	if err != nil {
 		return nil, err
 	}
+	log.Debug("guest runner checked", "intact", ok, "took", time.Since(t0).Round(time.Millisecond))
 	if !ok {
 		log.Info("copying the guest runner into the guest", "path", exe, "bytes", len(bin))
 		if err := upload(l, dir, exe, bin); err != nil {
 			return nil, fmt.Errorf("copying the runner to %s: %w", exe, err)
 		}
 	}
-
+	if waiting != nil {
+		return waiting.exec(ctx, log, exe)
+	}
 	return launchRunner(ctx, l, log, exe, login)
 }
 
-// launchRunner starts exe (a verified runner) in a new session and reads its hello.
+// waitingRunner is a login shell started in the guest before the runner is checked: it waits
+// for a line on its stdin, the path of the runner the host has just verified, and execs it.
+// The shell's start (a session and the user's profile) then overlaps the check instead of
+// following it; nothing runs from the runner's file before the check.
+type waitingRunner struct {
+	r    *runnerClient
+	br   *bufio.Reader
+	told bool
+}
+
+// startWaitingRunner starts the waiting shell through the ControlMaster m.
+func startWaitingRunner(m *master, login bool) (*waitingRunner, *proc, error) {
+	r := newRunnerClient()
+	// sh's read takes one byte at a time from a pipe: nothing meant for the runner is lost.
+	cmd := "exec sh -c " + shellquote.Quote(`IFS= read -r exe && exec "$exe" serve`)
+	if login {
+		cmd = `exec "$SHELL" -l -c ` + shellquote.Quote(cmd)
+	}
+	stdin, stdout, p, err := m.pipe(cmd, r.stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.stdin = stdin
+	r.stop = func() {
+		stdin.Close() // the guest side reads the end of its input and exits
+		p.kill()
+	}
+	return &waitingRunner{r: r, br: bufio.NewReaderSize(stdout, 64<<10)}, p, nil
+}
+
+// exec tells the shell to exec exe (verified) and reads the runner's hello.
+func (w *waitingRunner) exec(ctx context.Context, log *slog.Logger, exe string) (*runnerClient, error) {
+	if strings.ContainsAny(exe, "\n\x00") {
+		return nil, fmt.Errorf("the runner's path %q cannot be passed on a line", exe)
+	}
+	w.told = true
+	if _, err := io.WriteString(w.r.stdin, exe+"\n"); err != nil {
+		w.r.stop()
+		return nil, fmt.Errorf("starting the runner: %w (stderr: %q)", err, w.r.stderrText())
+	}
+	return w.r.awaitHello(ctx, log, w.br)
+}
+
+// abandon ends a shell that was never told a path.
+func (w *waitingRunner) abandon() {
+	if !w.told {
+		w.r.stop()
+	}
+}
+
+func newRunnerClient() *runnerClient {
+	return &runnerClient{
+		stderr:  headtail.New(4096, 4096),
+		pending: map[uint64]chan *runnerproto.Response{},
+		done:    make(chan struct{}),
+	}
+}
+
+// launchRunner starts exe (a verified runner) in a new session of our own connection and reads
+// its hello.
 func launchRunner(ctx context.Context, l *link, log *slog.Logger, exe string, login bool) (*runnerClient, error) {
+	r := newRunnerClient()
+	// sshd runs this with the user's shell; the login shell then execs the runner, which
+	// inherits the login environment (PATH from the profile, and so on).
+	cmd := "exec " + shellquote.Quote(exe) + " serve"
+	if login {
+		cmd = `exec "$SHELL" -l -c ` + shellquote.Quote(cmd)
+	}
 	s, err := l.client.NewSession()
 	if err != nil {
 		return nil, err
 	}
-	stdin, err := s.StdinPipe()
-	if err != nil {
+	if r.stdin, err = s.StdinPipe(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -95,25 +175,19 @@ func launchRunner(ctx context.Context, l *link, log *slog.Logger, exe string, lo
 		s.Close()
 		return nil, err
 	}
-	r := &runnerClient{
-		session: s,
-		stdin:   stdin,
-		stderr:  headtail.New(4096, 4096),
-		pending: map[uint64]chan *runnerproto.Response{},
-		done:    make(chan struct{}),
-	}
 	s.Stderr = r.stderr
-	// sshd runs this with the user's shell; the login shell then execs the runner, which
-	// inherits the login environment (PATH from the profile, and so on).
-	cmd := "exec " + shellquote.Quote(exe) + " serve"
-	if login {
-		cmd = `exec "$SHELL" -l -c ` + shellquote.Quote(cmd)
-	}
 	if err := s.Start(cmd); err != nil {
 		s.Close()
 		return nil, err
 	}
-	br := bufio.NewReaderSize(stdout, 64<<10)
+	r.stop = func() { s.Close() }
+	return r.awaitHello(ctx, log, bufio.NewReaderSize(stdout, 64<<10))
+}
+
+// awaitHello reads the runner's hello (after whatever a login shell printed) and starts reading
+// its replies; on failure it stops the session.
+func (r *runnerClient) awaitHello(ctx context.Context, log *slog.Logger, br *bufio.Reader) (*runnerClient, error) {
+	var err error
 	helloc := make(chan error, 1)
 	go func() { helloc <- r.readHello(br) }()
 	timer := time.NewTimer(runnerStartTimeout)
@@ -126,7 +200,7 @@ func launchRunner(ctx context.Context, l *link, log *slog.Logger, exe string, lo
 		err = errors.New("timed out")
 	}
 	if err != nil {
-		s.Close()
+		r.stop()
 		return nil, fmt.Errorf("starting the runner: %w (stderr: %q)", err, r.stderrText())
 	}
 	go r.readLoop(br)
@@ -156,10 +230,14 @@ func runnerIntact(ctx context.Context, l *link, exe string, bin []byte) (bool, e
 			return
 		}
 		defer f.Close()
-		h := sha256.New()
-		_, err = io.Copy(h, io.LimitReader(f, int64(len(bin))+1))
+		// One ReadAt of the expected size and a byte more: the SFTP client sends its requests
+		// concurrently (a sequential read costs a round trip per 32 KiB), and the byte more
+		// must not be there.
+		buf := make([]byte, len(bin)+1)
+		n, err := f.ReadAt(buf, 0)
+		got := sha256.Sum256(buf[:min(n, len(bin))])
 		want := sha256.Sum256(bin)
-		done <- result{ok: err == nil && bytes.Equal(h.Sum(nil), want[:])}
+		done <- result{ok: n == len(bin) && errors.Is(err, io.EOF) && got == want}
 	}()
 	// Opening a file the agent swapped for a fifo blocks the guest's sftp-server: bound it.
 	t := time.NewTimer(runnerStartTimeout)
@@ -273,10 +351,17 @@ func (r *runnerClient) fail(err error) {
 		delete(r.pending, id)
 		close(ch)
 	}
-	r.session.Close()
+	r.stop()
 }
 
 func (r *runnerClient) close() { r.fail(errors.New("closed")) }
+
+// idle says whether no call is waiting for an answer.
+func (r *runnerClient) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending) == 0
+}
 
 func (r *runnerClient) stderrText() string {
 	o := r.stderr.Output()

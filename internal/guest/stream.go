@@ -19,6 +19,9 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 	if err != nil {
 		return nil, err
 	}
+	if l.master != nil {
+		return streamMaster(ctx, l.master, script, in)
+	}
 	s, err := l.client.NewSession()
 	if err != nil {
 		c.drop(l, err)
@@ -40,6 +43,41 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 	case err = <-done:
 	case <-ctx.Done():
 		s.Close()
+		return nil, ctx.Err()
+	}
+	if stdout.over {
+		return nil, fmt.Errorf("the guest printed more than %d bytes where a script's output was expected (a login script that prints without end?): stopped", MaxStreamOutput)
+	}
+	if err != nil {
+		o := stderr.Output()
+		msg := strings.TrimSpace(string(o.Head))
+		if len(o.Tail) > 0 {
+			msg += "..." + strings.TrimSpace(string(o.Tail))
+		}
+		return stdout.buf.Bytes(), fmt.Errorf("%w: %s", err, msg)
+	}
+	return stdout.buf.Bytes(), nil
+}
+
+// streamMaster is Stream in an ssh client process through the instance's ControlMaster.
+func streamMaster(ctx context.Context, m *master, script string, in io.Reader) ([]byte, error) {
+	c := m.command("--", m.host, script)
+	stdout := &cappedBuffer{limit: MaxStreamOutput, stop: func() { _ = c.Process.Kill() }}
+	stderr := headtail.New(2000, 2000)
+	c.Stdout, c.Stderr = stdout, stderr
+	if in != nil {
+		c.Stdin = in
+	}
+	p, err := m.start(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoSession, err)
+	}
+	select {
+	case <-p.done:
+		err = p.err
+	case <-ctx.Done():
+		p.kill()
+		<-p.done
 		return nil, ctx.Err()
 	}
 	if stdout.over {

@@ -24,6 +24,10 @@ type Target struct {
 	HostKeyCallback ssh.HostKeyCallback
 	// Arch is the guest architecture ("x86_64", "aarch64"); empty means ask the guest.
 	Arch string
+	// ControlPath is the control socket of the instance's OpenSSH ControlMaster (Lima's
+	// ssh.sock); empty when there is none. When a master answers on it, the connection rides
+	// it (see Via); otherwise it makes its own.
+	ControlPath string
 }
 
 // Resolver finds the target anew at every (re)connect: a restarted Lima instance may listen on

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync"
 
+	"github.com/lima-vm/lima/v2/pkg/limatype/filenames"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
@@ -24,6 +27,24 @@ func Resolver(limactl, name string) guest.Resolver {
 	}
 }
 
+// ResolverFrom is Resolver, except that the first resolve uses inst (just looked up by the
+// caller) instead of asking limactl again; every later one (a reconnect) asks anew.
+func ResolverFrom(limactl, name string, inst *Instance) guest.Resolver {
+	again := Resolver(limactl, name)
+	var mu sync.Mutex
+	first := inst
+	return func(ctx context.Context) (*guest.Target, error) {
+		mu.Lock()
+		i := first
+		first = nil
+		mu.Unlock()
+		if i == nil || i.CheckRunning() != nil {
+			return again(ctx)
+		}
+		return TargetOf(i)
+	}
+}
+
 // TargetOf says how to reach a running instance over ssh.
 func TargetOf(inst *Instance) (*guest.Target, error) {
 	keyPath, err := PrivateKeyPath()
@@ -38,11 +59,16 @@ func TargetOf(inst *Instance) (*guest.Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot parse Lima's ssh key %s: %w", keyPath, err)
 	}
-	return &guest.Target{
+	t := &guest.Target{
 		Name:    inst.Name,
 		Addr:    inst.SSHAddr(),
 		User:    inst.User(),
 		Signers: []ssh.Signer{signer},
 		Arch:    inst.Arch,
-	}, nil
+	}
+	if inst.Dir != "" {
+		// The ControlMaster that Lima's host agent keeps for the instance, in its directory.
+		t.ControlPath = filepath.Join(inst.Dir, filenames.SSHSock)
+	}
+	return t, nil
 }

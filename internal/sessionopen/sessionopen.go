@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
@@ -35,6 +36,8 @@ type Options struct {
 	// NoRunner and NoLoginShell are those of guest.Options.
 	NoRunner     bool
 	NoLoginShell bool
+	// Handoff is that of guest.Options (serve).
+	Handoff bool
 	// ConnectStopped makes a connection to an instance that is not running too: it looks the
 	// instance up again at every connect, so it works once the instance runs (serve).
 	ConnectStopped bool
@@ -48,7 +51,7 @@ func Open(ctx context.Context, limactl, name string, opts Options) (*Target, err
 	}
 	t := &Target{Instance: inst, Store: staging.StoreFor(inst.Dir), ConnErr: inst.CheckRunning()}
 	if t.ConnErr == nil || opts.ConnectStopped {
-		t.Conn = guest.New(instance.Resolver(limactl, name), guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell})
+		t.Conn = guest.New(instance.ResolverFrom(limactl, name, inst), guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell, Handoff: opts.Handoff})
 	}
 	return t, nil
 }
@@ -89,7 +92,11 @@ func HostOpener(logOut io.Writer) Opener {
 		if err != nil {
 			return nil, err
 		}
-		log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		level := slog.LevelWarn
+		if os.Getenv("LIMACTL_MCP_DEBUG") == "1" {
+			level = slog.LevelDebug // how the connection went, and how long each step took
+		}
+		log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 		return Open(ctx, limactl, name, Options{Logger: log, NoLoginShell: true})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func TestServeRestart(t *testing.T) {
 			}
 		}
 	})
-	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
+	s := startServer(t, nil, "limactl-mcp", "serve", "--debug", instanceName)
 	const bootID = "cat /proc/sys/kernel/random/boot_id"
 	before := shellOK(t, s.Session, "/", bootID)
 	// The file tools use the same connection; make sure it is up before the stop.
@@ -131,6 +132,15 @@ func TestServeRestart(t *testing.T) {
 	t.Logf("first call after the restart (reconnect): %s", time.Since(t0).Round(time.Millisecond))
 	if after == before {
 		t.Errorf("boot_id unchanged (%q): the VM did not restart", after)
+	}
+	// The connection before the stop rode the instance's ControlMaster; the one after the
+	// restart was made by itself (through the new host agent's master when it is up already,
+	// else directly: both are correct).
+	log := s.Stderr.String()
+	vias := regexp.MustCompile(`msg="connected to the guest" via=(\w+)`).FindAllStringSubmatch(log, -1)
+	t.Logf("connections: %v", vias)
+	if len(vias) < 2 || vias[0][1] != "controlmaster" {
+		t.Errorf("want a connection through the ControlMaster before the stop and a new one after the restart:\n%s", log)
 	}
 	if res, text := callTool(t, s.Session, "read_file", map[string]any{"path": "/etc/hostname"}); res.IsError {
 		t.Errorf("read_file after the restart: %s", text)

@@ -1,0 +1,214 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+)
+
+// Via says how a connection reaches the guest.
+type Via string
+
+const (
+	// ViaControlMaster: OpenSSH client processes through the instance's ControlMaster (the
+	// ssh.sock that Lima's host agent keeps open), one for SFTP and one for the runner: a new
+	// process pays a session on an established connection (tens of milliseconds), not a
+	// handshake of its own (seconds on an emulated guest).
+	ViaControlMaster Via = "controlmaster"
+	// ViaSSH: a connection of our own (golang.org/x/crypto/ssh), the fallback.
+	ViaSSH Via = "ssh"
+)
+
+// masterSFTPTimeout bounds the start of SFTP through the ControlMaster: a master that does not
+// serve within it is given up for a connection of our own.
+const masterSFTPTimeout = 10 * time.Second
+
+// master reaches the guest through an OpenSSH ControlMaster.
+type master struct {
+	ssh  string // the ssh executable
+	sock string // the control socket
+	user string
+	host string
+	port string
+}
+
+// newMaster returns how to use t's ControlMaster, or why not: no socket, a socket that is not
+// safely ours, no master answering on it, no ssh client.
+func newMaster(t *Target) (*master, error) {
+	if t.ControlPath == "" {
+		return nil, errors.New("no control socket")
+	}
+	if err := ownSocket(t.ControlPath); err != nil {
+		return nil, err
+	}
+	// A socket left behind by a master that died (kill -9, a host crash) refuses: cheap to
+	// find out here, before an ssh process is spent on it.
+	nc, err := net.DialTimeout("unix", t.ControlPath, time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("no ControlMaster answers on %s: %w", t.ControlPath, err)
+	}
+	nc.Close()
+	exe, err := exec.LookPath("ssh")
+	if err != nil {
+		return nil, fmt.Errorf("no ssh client: %w", err)
+	}
+	host, port, err := net.SplitHostPort(t.Addr)
+	if err != nil {
+		host, port = "127.0.0.1", "22"
+	}
+	return &master{ssh: exe, sock: t.ControlPath, user: t.User, host: host, port: port}, nil
+}
+
+// args is the ssh command line for a session through the master. ControlMaster=no uses the
+// master and never becomes one; ProxyCommand=false makes ssh fail at once, instead of making a
+// connection of its own (a handshake of seconds, the very cost this avoids), when the master
+// is gone; -F /dev/null keeps the user's ssh configuration out, as Lima does.
+func (m *master) args(tail ...string) []string {
+	a := []string{
+		"-F", "/dev/null",
+		"-o", "ControlMaster=no",
+		"-o", "ControlPath=" + strconv.Quote(strings.ReplaceAll(m.sock, "%", "%%")),
+		"-o", "ControlPersist=no",
+		"-o", "ProxyCommand=false",
+		"-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no",
+		"-o", "UserKnownHostsFile=/dev/null",
+		"-o", "LogLevel=ERROR",
+		"-T", "-a", "-x", "-e", "none",
+		"-l", m.user, "-p", m.port,
+	}
+	return append(a, tail...)
+}
+
+// proc is one ssh client process through the master.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when it has exited
+	err  error         // how it exited, once done is closed
+	once sync.Once
+}
+
+func (m *master) command(tail ...string) *exec.Cmd {
+	cmd := exec.Command(m.ssh, m.args(tail...)...)
+	setProcAttr(cmd)
+	// The master holds copies of our pipes while the session lasts: do not wait for them
+	// forever once the process is gone.
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
+}
+
+func (m *master) start(cmd *exec.Cmd) (*proc, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// kill ends the process; the session it carried ends when the master sees it go (and when the
+// guest side reads the end of its stdin).
+func (p *proc) kill() {
+	p.once.Do(func() {
+		if p.cmd.Process != nil {
+			_ = p.cmd.Process.Kill()
+		}
+	})
+}
+
+// pipe starts cmd (run by the guest user's shell) with pipes on its stdin and stdout.
+func (m *master) pipe(cmd string, stderr io.Writer) (io.WriteCloser, io.Reader, *proc, error) {
+	c := m.command("--", m.host, cmd)
+	return m.startPipes(c, stderr)
+}
+
+func (m *master) startPipes(c *exec.Cmd, stderr io.Writer) (io.WriteCloser, io.Reader, *proc, error) {
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c.Stderr = stderr
+	p, err := m.start(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return stdin, stdout, p, nil
+}
+
+// sftp starts the guest's sftp subsystem through the master.
+func (m *master) sftp(ctx context.Context) (*sftp.Client, *proc, error) {
+	var stderr strings.Builder
+	var mu sync.Mutex
+	c := m.command("-s", "--", m.host, "sftp")
+	stdin, stdout, p, err := m.startPipes(c, lockedWriter{&mu, &stderr})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, masterSFTPTimeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, p.kill)
+	defer stop()
+	client, err := sftp.NewClientPipe(stdout, stdin, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
+	if err != nil {
+		p.kill()
+		<-p.done
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", err, ctx.Err())
+		}
+		return nil, nil, fmt.Errorf("sftp through the ControlMaster: %w (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	return client, p, nil
+}
+
+// output runs cmd through the master and returns its stdout.
+func (m *master) output(ctx context.Context, cmd string) (string, error) {
+	c := m.command("--", m.host, cmd)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	var stdout strings.Builder
+	c.Stdout = &stdout
+	p, err := m.start(c)
+	if err != nil {
+		return "", err
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.kill()
+		<-p.done
+		return "", ctx.Err()
+	}
+	if p.err != nil {
+		return "", fmt.Errorf("%s: %w (%s)", cmd, p.err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

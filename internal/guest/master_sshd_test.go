@@ -1,0 +1,196 @@
+package guest_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
+)
+
+// startMaster starts an OpenSSH ControlMaster to srv, as Lima's host agent does for an
+// instance, and returns its control socket; it is ended when the test ends.
+func startMaster(t *testing.T, srv *sshd.Server) string {
+	t.Helper()
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh client")
+	}
+	dir, err := os.MkdirTemp("", "mcp-master-") // short: a socket path has a length limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "ssh.sock")
+	base := []string{"-F", "/dev/null", "-o", "ControlPath=" + sock, "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes",
+		"-i", srv.ClientKeyPath, "-l", srv.User, "-p", strconv.Itoa(srv.Port), "127.0.0.1"}
+	cmd := exec.Command("ssh", append([]string{"-M", "-f", "-N", "-o", "ControlPersist=yes", "-o", "LogLevel=ERROR"}, base...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("starting a ControlMaster: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ssh", append([]string{"-O", "exit"}, base...)...).Run() })
+	return sock
+}
+
+func masterTarget(srv *sshd.Server, sock string) guest.Resolver {
+	return func(context.Context) (*guest.Target, error) {
+		t := guesttest.Target(srv)
+		t.ControlPath = sock
+		return t, nil
+	}
+}
+
+// Through a ControlMaster: commands, streams, file reads and writes work, the connection says
+// it rides the master, and a master that goes away (the instance stopped) costs one call, after
+// which the connection is made directly.
+func TestControlMaster(t *testing.T) {
+	srv := sshd.Start(t)
+	sock := startMaster(t, srv)
+	ctx := context.Background()
+	c := guest.New(masterTarget(srv, sock), guest.Options{})
+	defer c.Close()
+
+	via, err := c.Via(ctx)
+	if err != nil || via != guest.ViaControlMaster {
+		t.Fatalf("Via = %q, %v; want %q", via, err, guest.ViaControlMaster)
+	}
+	home, err := c.Home(ctx)
+	if err != nil || home != srv.Home {
+		t.Fatalf("Home = %q, %v; want %q", home, err, srv.Home)
+	}
+	res, err := c.Exec(ctx, guest.ExecRequest{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, Dir: "/", HeadBytes: 1000, TailBytes: 1000})
+	if err != nil || res.ExitCode != 3 || string(res.Stdout.Head) != "out\n" || string(res.Stderr.Head) != "err\n" {
+		t.Fatalf("Exec = %+v, %v", res, err)
+	}
+	out, err := c.Stream(ctx, "cat; echo done", strings.NewReader("in\n"))
+	if err != nil || string(out) != "in\ndone\n" {
+		t.Fatalf("Stream = %q, %v", out, err)
+	}
+	if _, err := c.Stream(ctx, "exit 7", nil); err == nil {
+		t.Fatal("Stream of a failing script: no error")
+	}
+	p := filepath.Join(srv.Home, "master-test.txt")
+	if err := c.WriteFile(ctx, p, []byte("hello"), 0o644, false); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := c.ReadFile(ctx, p, 100); err != nil || string(data) != "hello" {
+		t.Fatalf("ReadFile = %q, %v", data, err)
+	}
+	sc, err := c.SFTP(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := sc.Stat(p); err != nil || fi.Size() != 5 {
+		t.Fatalf("sftp Stat = %v, %v", fi, err)
+	}
+
+	// The master goes away: the link notices, and the next connect goes direct.
+	base := []string{"-F", "/dev/null", "-o", "ControlPath=" + sock, "-O", "exit", "127.0.0.1"}
+	if out, err := exec.Command("ssh", base...).CombinedOutput(); err != nil {
+		t.Fatalf("ssh -O exit: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := c.Exec(ctx, guest.ExecRequest{Argv: []string{"true"}, Dir: "/"})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no call works after the master went away: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if via, err := c.Via(ctx); err != nil || via != guest.ViaSSH {
+		t.Fatalf("after the master went away: Via = %q, %v; want %q", via, err, guest.ViaSSH)
+	}
+}
+
+// No master: a socket nobody listens on (a master killed with -9), or one that is not ours to
+// trust, or none at all: the connection is made directly, at once.
+func TestControlMasterFallback(t *testing.T) {
+	srv := sshd.Start(t)
+	dir, err := os.MkdirTemp("", "mcp-master-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	stale := filepath.Join(dir, "stale.sock")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: stale}); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd) // bound, never listening: connect is refused
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(shared, "ssh.sock")) // answers, in a directory others may write
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for name, sock := range map[string]string{
+		"stale":    stale,
+		"writable": filepath.Join(shared, "ssh.sock"),
+		"missing":  filepath.Join(dir, "missing.sock"),
+		"none":     "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := guest.New(masterTarget(srv, sock), guest.Options{})
+			defer c.Close()
+			t0 := time.Now()
+			via, err := c.Via(context.Background())
+			if err != nil || via != guest.ViaSSH {
+				t.Fatalf("Via = %q, %v; want %q", via, err, guest.ViaSSH)
+			}
+			if _, err := c.Exec(context.Background(), guest.ExecRequest{Argv: []string{"true"}, Dir: "/"}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: connected directly in %s", name, time.Since(t0).Round(time.Millisecond))
+		})
+	}
+}
+
+// Handoff (serve): the first connection rides the master, then the connection moves to one of
+// its own; calls work throughout.
+func TestControlMasterHandoff(t *testing.T) {
+	srv := sshd.Start(t)
+	sock := startMaster(t, srv)
+	ctx := context.Background()
+	c := guest.New(masterTarget(srv, sock), guest.Options{Handoff: true})
+	defer c.Close()
+	if via, err := c.Via(ctx); err != nil || via != guest.ViaControlMaster {
+		t.Fatalf("Via = %q, %v; want %q first", via, err, guest.ViaControlMaster)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := c.Exec(ctx, guest.ExecRequest{Argv: []string{"true"}, Dir: "/"}); err != nil {
+			t.Fatal(err)
+		}
+		if via, _ := c.Via(ctx); via == guest.ViaSSH {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no handoff to a connection of its own")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out, err := c.Stream(ctx, "echo ok", nil); err != nil || string(out) != "ok\n" {
+		t.Fatalf("Stream after the handoff = %q, %v", out, err)
+	}
+}
