@@ -199,18 +199,32 @@ func hostTree(t *testing.T, dir string) map[string]string {
 // a clear error, and the next one reconnects and works.
 func TestFaultRunnerDiesMidCall(t *testing.T) {
 	t.Run("runner", func(t *testing.T) {
-		faultMidCall(t, "pkill -KILL -f '[.]cache/limactl-mcp/runner-' || true")
+		faultMidCall(t, "pkill -KILL -f '[.]cache/limactl-mcp/runner-' || true", false)
 	})
 	t.Run("ssh connection", func(t *testing.T) {
-		// The runner's parent is the sshd process of the server's own connection (Lima's host
-		// agent has its own): killing it drops the connection with every channel on it.
-		faultMidCall(t, "sudo kill -KILL \"$(ps -o ppid= -p \"$(pgrep -n -f '[.]cache/limactl-mcp/runner-')\" | tr -d ' ')\"")
+		// Once serve has moved from the instance's ControlMaster to its own connection, the
+		// runner's parent is the sshd process of that connection: killing it drops the
+		// connection with every channel on it. (Before the handoff the runner's parent serves
+		// the master, which Lima's host agent and limactl shell, this test's included, ride.)
+		faultMidCall(t, "sudo kill -KILL \"$(ps -o ppid= -p \"$(pgrep -n -f '[.]cache/limactl-mcp/runner-')\" | tr -d ' ')\"", true)
 	})
 }
 
-func faultMidCall(t *testing.T, kill string) {
-	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
+// faultMidCall kills (a guest script) during a call and checks that the call ends with an
+// error that says what to do and the next call works. ownConnection waits until serve runs on
+// its own connection, not the instance's ControlMaster.
+func faultMidCall(t *testing.T, kill string, ownConnection bool) {
+	s := startServer(t, nil, "limactl-mcp", "serve", instanceName, "--debug")
 	shellOK(t, s.Session, "/", "true")
+	if ownConnection {
+		deadline := time.Now().Add(90 * time.Second)
+		for !strings.Contains(s.Stderr.String(), "handoff=true") {
+			if time.Now().After(deadline) {
+				t.Fatalf("serve did not move to a connection of its own:\n%s", s.Stderr.String())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		res, _ := s.Session.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_shell_command", Arguments: map[string]any{"directory": "/", "command": []string{"sleep", "61.5"}}})
