@@ -45,18 +45,7 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 		s.Close()
 		return nil, ctx.Err()
 	}
-	if stdout.over {
-		return nil, fmt.Errorf("the guest printed more than %d bytes where a script's output was expected (a login script that prints without end?): stopped", MaxStreamOutput)
-	}
-	if err != nil {
-		o := stderr.Output()
-		msg := strings.TrimSpace(string(o.Head))
-		if len(o.Tail) > 0 {
-			msg += "..." + strings.TrimSpace(string(o.Tail))
-		}
-		return stdout.buf.Bytes(), fmt.Errorf("%w: %s", err, msg)
-	}
-	return stdout.buf.Bytes(), nil
+	return streamResult(stdout, stderr, err)
 }
 
 // streamMaster is Stream in an ssh client process through the instance's ControlMaster.
@@ -80,6 +69,12 @@ func streamMaster(ctx context.Context, m *master, script string, in io.Reader) (
 		<-p.done
 		return nil, ctx.Err()
 	}
+	return streamResult(stdout, stderr, err)
+}
+
+// streamResult is what a script run by Stream gave: its stdout, or an error with the head
+// and tail of its stderr; never more than MaxStreamOutput.
+func streamResult(stdout *cappedBuffer, stderr *headtail.Buffer, err error) ([]byte, error) {
 	if stdout.over {
 		return nil, fmt.Errorf("the guest printed more than %d bytes where a script's output was expected (a login script that prints without end?): stopped", MaxStreamOutput)
 	}
