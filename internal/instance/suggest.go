@@ -6,17 +6,31 @@ import (
 	"strings"
 )
 
-// notExist is the error for a missing instance: the closest existing name when one is close
-// (a typo), the instances there are, and the command that creates one.
+// NotExistError is the error for a missing instance (errors.Is(err, ErrNotExist)): its words
+// name the closest existing instance when one is close (a typo), the instances there are, and
+// the command that creates one; Near is that closest name ("" when none is close).
+type NotExistError struct {
+	Name, Near string
+	msg        string
+}
+
+func (e *NotExistError) Error() string { return e.msg }
+func (e *NotExistError) Unwrap() error { return ErrNotExist }
+
+// notExist is the error for a missing instance.
 func notExist(name string, names []string) error {
 	create := fmt.Sprintf("create it with `limactl start --mount-none --name=%s template:default`", name)
-	if len(names) == 0 {
-		return fmt.Errorf("%w %q (there are no instances yet): %s", ErrNotExist, name, create)
+	e := &NotExistError{Name: name}
+	switch near := closest(name, names); {
+	case len(names) == 0:
+		e.msg = fmt.Sprintf("%v %q (there are no instances yet): %s", ErrNotExist, name, create)
+	case near != "":
+		e.Near = near
+		e.msg = fmt.Sprintf("%v %q: did you mean %q? (instances: %s); or %s", ErrNotExist, name, near, strings.Join(names, ", "), create)
+	default:
+		e.msg = fmt.Sprintf("%v %q (instances: %s): %s", ErrNotExist, name, strings.Join(names, ", "), create)
 	}
-	if near := closest(name, names); near != "" {
-		return fmt.Errorf("%w %q: did you mean %q? (instances: %s); or %s", ErrNotExist, name, near, strings.Join(names, ", "), create)
-	}
-	return fmt.Errorf("%w %q (instances: %s): %s", ErrNotExist, name, strings.Join(names, ", "), create)
+	return e
 }
 
 // closest is the name at the smallest edit distance from name, if that distance is small for

@@ -38,3 +38,20 @@ func TestStagedElsewhere(t *testing.T) {
 		t.Errorf("another error: got %v", err)
 	}
 }
+
+// A misspelled instance's error gets the command meant, on the instance it is close to.
+func TestWithCommand(t *testing.T) {
+	typo := fmt.Errorf("opening: %w", &instance.NotExistError{Name: "confz", Near: "confs"})
+	err := WithCommand(typo, "review")
+	if !strings.HasSuffix(err.Error(), "; to review \"confs\": `limactl mcp review confs`") || !errors.Is(err, instance.ErrNotExist) {
+		t.Errorf("got %v", err)
+	}
+	far := &instance.NotExistError{Name: "zzz"}
+	if err := WithCommand(far, "review"); err != error(far) {
+		t.Errorf("nothing close: got %v", err)
+	}
+	other := errors.New("connection refused")
+	if err := WithCommand(other, "status"); err != other {
+		t.Errorf("another error: got %v", err)
+	}
+}

@@ -110,7 +110,7 @@ func HostOpener(logOut io.Writer) Opener {
 func OpenSession(ctx context.Context, open Opener, verb, name, workdir string) (*Target, *staging.Session, error) {
 	t, err := open(ctx, name)
 	if err != nil {
-		return nil, nil, stagedElsewhere(ctx, err, verb, name, workdir)
+		return nil, nil, stagedElsewhere(ctx, WithCommand(err, verb), verb, name, workdir)
 	}
 	found, err := t.Find(verb, workdir)
 	if err != nil {
@@ -178,3 +178,13 @@ type noSession struct{ msg string }
 
 func (e noSession) Error() string { return e.msg }
 func (e noSession) Unwrap() error { return staging.ErrNoSession }
+
+// WithCommand adds to the error of a misspelled instance the command that does what verb
+// (review, status, ...) meant on the instance it is close to.
+func WithCommand(err error, verb string) error {
+	var ne *instance.NotExistError
+	if !errors.As(err, &ne) || ne.Near == "" {
+		return err
+	}
+	return fmt.Errorf("%w; to %s %q: `limactl mcp %s %s`", err, verb, ne.Near, verb, ne.Near)
+}

@@ -476,6 +476,10 @@ func TestCommandsSuggestInstance(t *testing.T) {
 			if want := `no such Lima instance "mcp-e2f": did you mean "` + instanceName + `"?`; !strings.Contains(stderr, want) {
 				t.Errorf("%s mcp-e2f: stderr does not say %q:\n%s", sub, want, stderr)
 			}
+			// ... and gives the command meant, on that instance.
+			if want := "`limactl mcp " + sub + " " + instanceName + "`"; !strings.Contains(stderr, want) {
+				t.Errorf("%s mcp-e2f: stderr does not give %s:\n%s", sub, want, stderr)
+			}
 		})
 	}
 }

@@ -41,7 +41,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	t, err := open(ctx, opts.Instance)
 	if err != nil {
-		return err
+		return sessionopen.WithCommand(err, "status")
 	}
 	defer t.Close()
 	sts, err := staging.Statuses(ctx, t.Conn, t.Store, t.ConnErr)
