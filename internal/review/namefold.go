@@ -143,15 +143,19 @@ func refuseCollisions(host *hostTree, cs *Changeset, rule NameRule) {
 			}
 		}
 	}
-	// A new name that an existing host entry has under the rule, with other letters.
+	// A new name that an existing host entry has under the rule, with other letters. Each
+	// host directory is listed once, however many new names it gets.
+	listed := map[string][]string{}
 	for _, it := range cs.Items {
 		if it.Refused != "" || it.Guest == nil || it.Base != nil {
 			continue
 		}
 		parent, base := path.Split(it.Path)
-		ents, err := host.readDir(strings.TrimSuffix(parent, "/"))
-		if err != nil {
-			continue
+		dir := strings.TrimSuffix(parent, "/")
+		ents, ok := listed[dir]
+		if !ok {
+			ents, _ = host.readDir(dir) // unreadable or absent: nothing to collide with
+			listed[dir] = ents
 		}
 		for _, e := range ents {
 			if e != base && rule.key(e) == rule.key(base) {

@@ -2,11 +2,11 @@ package configurecmd
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/agentconfig"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
 
@@ -43,7 +43,7 @@ func list(opts *Options) error {
 		}
 		var files []string
 		for _, f := range st.Files {
-			if rel, err := filepath.Rel(workdir, f); err == nil && !opts.User && !strings.HasPrefix(rel, "..") {
+			if rel, ok := tree.Inside(workdir, f); ok && !opts.User {
 				f = rel
 			}
 			files = append(files, f)
