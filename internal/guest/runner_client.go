@@ -49,8 +49,8 @@ type runnerClient struct {
 	done    chan struct{} // closed when it is gone
 }
 
-// startRunner copies the runner into the guest if it is not there yet and starts it through
-// the user's login shell. waiting, when not nil, is a shell started beforehand (waitingRunner)
+// startRunner makes sure the guest holds the runner unchanged (runner_place.go), copying it
+// there if not, and starts it through the user's login shell. waiting, when not nil, is a shell started beforehand (waitingRunner)
 // that execs the runner once told its path.
 func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, waiting *waitingRunner) (*runnerClient, error) {
 	if waiting != nil {
@@ -74,18 +74,27 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, wai
 	if err != nil {
 		return nil, err
 	}
-	dir := path.Join(l.home, runnerDir)
-	exe := path.Join(dir, "runner-"+id)
 	t0 := time.Now()
-	ok, err := runnerIntact(ctx, l, exe, bin)
+	exe, ok, err := systemRunner(ctx, l, log, id, bin)
 	if err != nil {
 		return nil, err
 	}
-	log.Debug("guest runner checked", "intact", ok, "took", time.Since(t0).Round(time.Millisecond))
+	log.Debug("guest runner checked", "path", exe, "root-owned", ok, "took", time.Since(t0).Round(time.Millisecond))
 	if !ok {
-		log.Info("copying the guest runner into the guest", "path", exe, "bytes", len(bin))
-		if err := upload(l, dir, exe, bin); err != nil {
-			return nil, fmt.Errorf("copying the runner to %s: %w", exe, err)
+		// The user's copy, which the agent can write: read back before every start.
+		dir := path.Join(l.home, runnerDir)
+		exe = path.Join(dir, "runner-"+id)
+		t0 = time.Now()
+		ok, err := runnerIntact(ctx, l, exe, bin)
+		if err != nil {
+			return nil, err
+		}
+		log.Debug("guest runner read back", "path", exe, "intact", ok, "took", time.Since(t0).Round(time.Millisecond))
+		if !ok {
+			log.Info("copying the guest runner into the guest", "path", exe, "bytes", len(bin))
+			if err := upload(l, dir, exe, bin); err != nil {
+				return nil, fmt.Errorf("copying the runner to %s: %w", exe, err)
+			}
 		}
 	}
 	if waiting != nil {

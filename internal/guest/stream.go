@@ -19,12 +19,20 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 	if err != nil {
 		return nil, err
 	}
+	out, err := l.stream(ctx, script, in)
+	if errors.Is(err, errNoSession) && l.client != nil {
+		c.drop(l, err)
+	}
+	return out, err
+}
+
+// stream is Stream on the link l, over whichever way it reaches the guest.
+func (l *link) stream(ctx context.Context, script string, in io.Reader) ([]byte, error) {
 	if l.master != nil {
 		return streamMaster(ctx, l.master, script, in)
 	}
 	s, err := l.client.NewSession()
 	if err != nil {
-		c.drop(l, err)
 		return nil, fmt.Errorf("%w: %v", errNoSession, err)
 	}
 	defer s.Close()

@@ -40,14 +40,6 @@ func TestBenchmarkStart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "hello.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Lima's limactl looks for a plugin in its own directory, then PATH, then its libexec:
-	// without our bin directory on PATH it runs its bundled limactl-mcp.
-	var limaPath []string
-	for _, p := range strings.Split(envValueOf(vm.Env, "PATH"), ":") {
-		if p != vm.BinDir {
-			limaPath = append(limaPath, p)
-		}
-	}
 	type srv struct {
 		label string
 		env   []string
@@ -56,7 +48,7 @@ func TestBenchmarkStart(t *testing.T) {
 	}
 	servers := []*srv{
 		{label: "ours"},
-		{label: "Lima", env: []string{"PATH=" + strings.Join(limaPath, ":")}},
+		{label: "Lima", env: []string{limaPluginPath()}},
 	}
 	args := map[string]any{"command": []string{"true"}, "directory": "/"}
 	once := func(s *srv, check bool) (first, exit time.Duration, stderr string) {
@@ -128,6 +120,19 @@ func TestBenchmarkStart(t *testing.T) {
 	sessions, _ := os.ReadDir(filepath.Join(vm.LimaHome, instanceName, "limactl-mcp", "sessions"))
 	fmt.Fprintf(&b, "| `limactl mcp status %s` (%d staged sessions), whole process | %s | %s | - | - | - | - |\n", instanceName, len(sessions), ms(pct(status, 50)), ms(pct(status, 100)))
 	fmt.Print(b.String())
+}
+
+// limaPluginPath is the PATH entry under which `limactl mcp` runs Lima's bundled plugin: limactl
+// looks for a plugin in its own directory, then PATH, then its libexec, so without our bin
+// directory on PATH it runs its bundled limactl-mcp.
+func limaPluginPath() string {
+	var dirs []string
+	for _, p := range strings.Split(envValueOf(vm.Env, "PATH"), ":") {
+		if p != vm.BinDir {
+			dirs = append(dirs, p)
+		}
+	}
+	return "PATH=" + strings.Join(dirs, ":")
 }
 
 // envValueOf is the value of key in env (the last one wins, as for exec).

@@ -118,6 +118,13 @@ func runClient(t *testing.T, bin, dir, home string, args ...string) string {
 // doctor fails without credentials): its error is returned, not fatal.
 func runClientExit(t *testing.T, bin, dir, home string, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := runClientEnv(t, bin, dir, home, nil, args...)
+	return out, err
+}
+
+// runClientEnv is runClientExit with more environment (later entries win) and the time taken.
+func runClientEnv(t *testing.T, bin, dir, home string, env []string, args ...string) (string, time.Duration, error) {
+	t.Helper()
 	cmd := vm.Command(ctxT(t, 5*time.Minute), bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Env,
@@ -130,15 +137,17 @@ func runClientExit(t *testing.T, bin, dir, home string, args ...string) (string,
 		// Claude Code: no updater, no telemetry, and time for the staging server to connect.
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "MCP_TIMEOUT=180000",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	t0 := time.Now()
 	stdout, stderr, err := runCmd(cmd)
+	took := time.Since(t0)
 	out := ansiEscape.ReplaceAllString(stdout+stderr, "")
 	shown := out
 	if n := strings.Count(out, "\n"); n > 40 {
 		shown = fmt.Sprintf("(%d lines; what the test checks is logged below)\n", n)
 	}
-	t.Logf("$ %s %s   (%s)\n%s", filepath.Base(bin), strings.Join(args, " "), time.Since(t0).Round(time.Millisecond), shown)
-	return out, err
+	t.Logf("$ %s %s   (%s)\n%s", filepath.Base(bin), strings.Join(args, " "), took.Round(time.Millisecond), shown)
+	return out, took, err
 }
 
 // configureClient runs `limactl-mcp configure AGENT --instance mcp-e2e --disable-builtin-tools`

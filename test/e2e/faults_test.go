@@ -199,14 +199,14 @@ func hostTree(t *testing.T, dir string) map[string]string {
 // a clear error, and the next one reconnects and works.
 func TestFaultRunnerDiesMidCall(t *testing.T) {
 	t.Run("runner", func(t *testing.T) {
-		faultMidCall(t, "pkill -KILL -f '[.]cache/limactl-mcp/runner-' || true", false)
+		faultMidCall(t, "pkill -KILL -f '[l]imactl-mcp/runner-' || true", false)
 	})
 	t.Run("ssh connection", func(t *testing.T) {
 		// Once serve has moved from the instance's ControlMaster to its own connection, the
 		// runner's parent is the sshd process of that connection: killing it drops the
 		// connection with every channel on it. (Before the handoff the runner's parent serves
 		// the master, which Lima's host agent and limactl shell, this test's included, ride.)
-		faultMidCall(t, "sudo kill -KILL \"$(ps -o ppid= -p \"$(pgrep -n -f '[.]cache/limactl-mcp/runner-')\" | tr -d ' ')\"", true)
+		faultMidCall(t, "sudo kill -KILL \"$(ps -o ppid= -p \"$(pgrep -n -f '[l]imactl-mcp/runner-')\" | tr -d ' ')\"", true)
 	})
 }
 
@@ -320,10 +320,11 @@ func TestFaultClientCancelsManyCalls(t *testing.T) {
 }
 
 // guestRunnerPID is the pid of the newest runner in the guest (started by
-// internal/guest as ~/.cache/limactl-mcp/runner-ID).
+// internal/guest as /usr/local/libexec/limactl-mcp/runner-ID, or ~/.cache/limactl-mcp/runner-ID
+// on a guest without passwordless sudo).
 func guestRunnerPID(t testing.TB) int {
 	t.Helper()
-	out := strings.TrimSpace(guestShell(t, "pgrep -n -f '[.]cache/limactl-mcp/runner-' || true"))
+	out := strings.TrimSpace(guestShell(t, "pgrep -n -f '[l]imactl-mcp/runner-' || true"))
 	pid, err := strconv.Atoi(out)
 	if err != nil {
 		t.Fatalf("no runner in the guest: %q", out)

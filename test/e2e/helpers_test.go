@@ -102,6 +102,7 @@ type server struct {
 	Stderr  *lockedBuffer
 	Dir     string // its working directory (host and guest)
 	Connect time.Duration
+	PID     int // the server process's, on the host
 }
 
 // startServer runs name+args (as vm.User, with vm.Env, in a directory that exists on the host
@@ -140,7 +141,7 @@ func startServerIn(t testing.TB, dir string, opts *mcp.ClientSessionOptions, nam
 			t.Logf("stderr of `%s %s`:\n%s", name, strings.Join(args, " "), stderr.String())
 		}
 	})
-	return &server{Session: session, Stderr: stderr, Dir: dir, Connect: elapsed}
+	return &server{Session: session, Stderr: stderr, Dir: dir, Connect: elapsed, PID: cmd.Process.Pid}
 }
 
 // suiteEnv is the toolsuite environment for a server started by startServer.

@@ -96,6 +96,9 @@ func TestBenchmarkStaging(t *testing.T) {
 		t.Fatalf("staged %s files", got)
 	}
 
+	// serve's memory: its peak (VmHWM) after staging the 10k files and 100 tool calls.
+	peak := servePeakAfterCalls(t, s, dir, 100)
+
 	// Ten changed files among the 10k.
 	guestShell(t, "cd "+shq(dir)+" && for d in 000 011 022 033 044 055 066 077 088 099; do echo changed >> pkg$d/file050.txt; done")
 	var detect []time.Duration
@@ -149,10 +152,58 @@ func TestBenchmarkStaging(t *testing.T) {
 		"| ratio rsync / ours | %.1fx | |\n\n"+
 		"Finding 10 changed files among 10,000 (pending_changes, running server): median %s %v\n"+
 		"Opening the review of them (`review --json`, whole process incl. connect): median %s %v\n"+
-		"Building that review on an open connection (review.Build): median %s %v\n",
+		"Building that review on an open connection (review.Build): median %s %v\n"+
+		"serve's peak RSS (VmHWM) after staging the 10,000 files and 100 tool calls: %s\n",
 		runs, strings.SplitN(string(rsyncVersion), "\n", 2)[0],
 		med(rsyncTimes).Round(time.Millisecond), rsyncTimes, med(ourTimes).Round(time.Millisecond), ourTimes,
 		float64(med(rsyncTimes))/float64(med(ourTimes)),
 		med(detect).Round(time.Millisecond), detect, med(reviewOpen).Round(time.Millisecond), reviewOpen,
-		med(build).Round(time.Millisecond), build)
+		med(build).Round(time.Millisecond), build, peak)
+}
+
+// servePeakAfterCalls makes n mixed tool calls on s (commands, reads, writes, listings, globs,
+// searches over the staged tree in dir), each checked, and returns the server's peak resident
+// memory (VmHWM, /proc on the host) and its resident memory now.
+func servePeakAfterCalls(t *testing.T, s *server, dir string, n int) string {
+	t.Helper()
+	for i := range n {
+		var name string
+		var args map[string]any
+		switch i % 6 {
+		case 0:
+			name, args = "run_shell_command", map[string]any{"command": []string{"ls", "pkg001"}, "directory": dir}
+		case 1:
+			name, args = "read_file", map[string]any{"path": filepath.Join(dir, fmt.Sprintf("pkg%03d/file%03d.txt", i%100, i%100))}
+		case 2:
+			name, args = "write_file", map[string]any{"path": filepath.Join(dir, "notes", fmt.Sprintf("n%03d.txt", i)), "content": strings.Repeat("note\n", 100)}
+		case 3:
+			name, args = "list_directory", map[string]any{"path": filepath.Join(dir, fmt.Sprintf("pkg%03d", i%100))}
+		case 4:
+			name, args = "glob", map[string]any{"pattern": "pkg00*/file00*.txt", "path": dir}
+		case 5:
+			name, args = "search_file_content", map[string]any{"pattern": "abcde", "path": filepath.Join(dir, "pkg002")}
+		}
+		toolsuite.MustOK(t, s.Session, name, args)
+	}
+	// The notes are not part of what the rest of the benchmark counts.
+	toolsuite.MustOK(t, s.Session, "run_shell_command", map[string]any{"command": []string{"rm", "-r", "notes"}, "directory": dir})
+	pid := s.PID
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "runuser" {
+		pid = childPID(t, pid) // started as the user, through runuser
+	}
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) != "limactl-mcp" {
+		t.Fatalf("process %d is %q, not the server", pid, comm)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	mustT(t, err)
+	field := func(name string) string {
+		m := regexp.MustCompile(`(?m)^` + name + `:\s+(\d+) kB`).FindSubmatch(status)
+		if m == nil {
+			t.Fatalf("no %s in /proc/%d/status", name, pid)
+		}
+		var kb int
+		fmt.Sscan(string(m[1]), &kb)
+		return fmt.Sprintf("%.1f MB", float64(kb)/1024)
+	}
+	return field("VmHWM") + " (now " + field("VmRSS") + ")"
 }
