@@ -10,11 +10,12 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 || os.Args[1] != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: limactl-mcp-runner serve   (started by limactl-mcp inside a Lima guest)")
+	login := len(os.Args) == 3 && os.Args[2] == "--login"
+	if len(os.Args) < 2 || os.Args[1] != "serve" || (len(os.Args) > 2 && !login) {
+		fmt.Fprintln(os.Stderr, "usage: limactl-mcp-runner serve [--login]   (started by limactl-mcp inside a Lima guest)")
 		os.Exit(2)
 	}
-	if err := runner.Serve(os.Stdin, os.Stdout); err != nil {
+	if err := runner.Serve(os.Stdin, os.Stdout, login); err != nil {
 		fmt.Fprintln(os.Stderr, "limactl-mcp-runner:", err)
 		os.Exit(1)
 	}

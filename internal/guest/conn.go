@@ -21,7 +21,7 @@ type Options struct {
 	// `limactl shell` does, instead of through the guest runner (slower; for tests and for
 	// guests the runner cannot run on).
 	NoRunner bool
-	// NoLoginShell starts the runner without the user's login shell: faster, for commands
+	// NoLoginShell gives the runner's commands no login environment: for commands
 	// that only read and write files (review, status), not for running the agent's commands.
 	NoLoginShell bool
 	// KeepaliveInterval is how often a dead connection is looked for (default 10s).
@@ -261,11 +261,28 @@ func (c *Conn) dialMaster(ctx context.Context, t *Target, m *master) (*link, err
 			l.close()
 		}
 	}()
-	if l.home, err = l.sftp.Getwd(); err != nil {
-		waiting.abandon()
-		return nil, fmt.Errorf("sftp through the ControlMaster: %w", err)
+	// The home directory is asked for while the runner is checked: the root-owned runner's
+	// path does not depend on it (a round trip less before the first answer).
+	type homeResult struct {
+		dir string
+		err error
 	}
-	if l.runner, err = startRunner(ctx, l, c.log, login, waiting); err != nil {
+	homec := make(chan homeResult, 1)
+	go func() {
+		dir, err := l.sftp.Getwd()
+		homec <- homeResult{dir, err}
+	}()
+	home := sync.OnceValues(func() (string, error) {
+		r := <-homec
+		if r.err != nil {
+			return "", fmt.Errorf("sftp through the ControlMaster: %w", r.err)
+		}
+		return r.dir, nil
+	})
+	if l.runner, err = startRunner(ctx, l, c.log, login, waiting, home); err != nil {
+		return nil, err
+	}
+	if l.home, err = home(); err != nil {
 		return nil, err
 	}
 	// The link is gone when either process is: the master went away (the VM stopped), or a
@@ -333,7 +350,7 @@ func (c *Conn) dialDirect(ctx context.Context, t *Target) (*link, error) {
 		return nil, fmt.Errorf("sftp in instance %q: %w", t.Name, err)
 	}
 	if !c.opts.NoRunner {
-		l.runner, err = startRunner(ctx, l, c.log, !c.opts.NoLoginShell, nil)
+		l.runner, err = startRunner(ctx, l, c.log, !c.opts.NoLoginShell, nil, func() (string, error) { return l.home, nil })
 		if err != nil {
 			// Commands still work, one SSH session each; say why it is slower.
 			c.log.Warn("the guest runner could not start; falling back to one ssh session per command", "error", err)

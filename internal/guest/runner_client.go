@@ -17,7 +17,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
 	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
@@ -26,10 +25,11 @@ import (
 // runnerDir is where the runner is kept in the guest, relative to the user's home.
 const runnerDir = ".cache/limactl-mcp"
 
-// runnerStartTimeout bounds the start of the runner: a login shell and one exec.
+// runnerStartTimeout bounds the start of the runner: the user's shell and one exec.
 const runnerStartTimeout = 60 * time.Second
 
-// maxJunk bounds what a login shell may print on stdout before the runner starts.
+// maxJunk bounds what the user's shell (its ~/.bashrc, say) may print on stdout before the
+// runner starts.
 const maxJunk = 1 << 20
 
 // runnerClient talks to one runner over one SSH session (of our own connection, or of an ssh
@@ -50,9 +50,11 @@ type runnerClient struct {
 }
 
 // startRunner makes sure the guest holds the runner unchanged (runner_place.go), copying it
-// there if not, and starts it through the user's login shell. waiting, when not nil, is a shell started beforehand (waitingRunner)
-// that execs the runner once told its path.
-func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, waiting *waitingRunner) (*runnerClient, error) {
+// there if not, and starts it (with the login environment for its commands when login is
+// set). waiting, when not nil, is a shell started beforehand (waitingRunner)
+// that execs the runner once told its path. home gives the guest user's home directory (the
+// caller may still be asking for it).
+func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, waiting *waitingRunner, home func() (string, error)) (*runnerClient, error) {
 	if waiting != nil {
 		defer waiting.abandon() // unless it was told a path
 	}
@@ -70,20 +72,28 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, wai
 		}
 		arch = strings.TrimSpace(out)
 	}
-	bin, id, err := runnerbin.Binary(arch)
+	img, err := embeddedRunner(arch)
 	if err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	exe, ok, err := systemRunner(ctx, l, log, id, bin)
+	exe, ok, err := systemRunner(ctx, l, log, img, home)
 	if err != nil {
 		return nil, err
 	}
 	log.Debug("guest runner checked", "path", exe, "root-owned", ok, "took", time.Since(t0).Round(time.Millisecond))
 	if !ok {
 		// The user's copy, which the agent can write: read back before every start.
-		dir := path.Join(l.home, runnerDir)
-		exe = path.Join(dir, "runner-"+id)
+		h, err := home()
+		if err != nil {
+			return nil, err
+		}
+		dir := path.Join(h, runnerDir)
+		exe = path.Join(dir, "runner-"+img.id)
+		bin, err := img.bytes()
+		if err != nil {
+			return nil, err
+		}
 		t0 = time.Now()
 		ok, err := runnerIntact(ctx, l, exe, bin)
 		if err != nil {
@@ -103,7 +113,7 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, wai
 	return launchRunner(ctx, l, log, exe, login)
 }
 
-// waitingRunner is a login shell started in the guest before the runner is checked: it waits
+// waitingRunner is a shell started in the guest before the runner is checked: it waits
 // for a line on its stdin, the path of the runner the host has just verified, and execs it.
 // The shell's start (a session and the user's profile) then overlaps the check instead of
 // following it; nothing runs from the runner's file before the check.
@@ -117,10 +127,7 @@ type waitingRunner struct {
 func startWaitingRunner(m *master, login bool) (*waitingRunner, *proc, error) {
 	r := newRunnerClient()
 	// sh's read takes one byte at a time from a pipe: nothing meant for the runner is lost.
-	cmd := "exec sh -c " + shellquote.Quote(`IFS= read -r exe && exec "$exe" serve`)
-	if login {
-		cmd = `exec "$SHELL" -l -c ` + shellquote.Quote(cmd)
-	}
+	cmd := "exec sh -c " + shellquote.Quote(`IFS= read -r exe && exec "$exe" `+serveArgs(login))
 	stdin, stdout, p, err := m.pipe(cmd, r.stderr)
 	if err != nil {
 		return nil, nil, err
@@ -161,16 +168,21 @@ func newRunnerClient() *runnerClient {
 	}
 }
 
+// serveArgs are the runner's arguments. With login, the runner gives the commands it runs the
+// user's login environment (internal/runner/loginenv.go) without being started through a login
+// shell: its start does not wait for the user's profile.
+func serveArgs(login bool) string {
+	if login {
+		return "serve --login"
+	}
+	return "serve"
+}
+
 // launchRunner starts exe (a verified runner) in a new session of our own connection and reads
 // its hello.
 func launchRunner(ctx context.Context, l *link, log *slog.Logger, exe string, login bool) (*runnerClient, error) {
 	r := newRunnerClient()
-	// sshd runs this with the user's shell; the login shell then execs the runner, which
-	// inherits the login environment (PATH from the profile, and so on).
-	cmd := "exec " + shellquote.Quote(exe) + " serve"
-	if login {
-		cmd = `exec "$SHELL" -l -c ` + shellquote.Quote(cmd)
-	}
+	cmd := "exec " + shellquote.Quote(exe) + " " + serveArgs(login)
 	s, err := l.client.NewSession()
 	if err != nil {
 		return nil, err
@@ -193,7 +205,7 @@ func launchRunner(ctx context.Context, l *link, log *slog.Logger, exe string, lo
 	return r.awaitHello(ctx, log, bufio.NewReaderSize(stdout, 64<<10))
 }
 
-// awaitHello reads the runner's hello (after whatever a login shell printed) and starts reading
+// awaitHello reads the runner's hello (after whatever the user's shell printed) and starts reading
 // its replies; on failure it stops the session.
 func (r *runnerClient) awaitHello(ctx context.Context, log *slog.Logger, br *bufio.Reader) (*runnerClient, error) {
 	var err error
@@ -213,7 +225,7 @@ func (r *runnerClient) awaitHello(ctx context.Context, log *slog.Logger, br *buf
 		return nil, fmt.Errorf("starting the runner: %w (stderr: %q)", err, r.stderrText())
 	}
 	go r.readLoop(br)
-	log.Debug("guest runner started", "pid", r.hello.PID, "shell", r.hello.Shell, "git", r.hello.HasGit)
+	log.Debug("guest runner started", "pid", r.hello.PID, "shell", r.hello.Shell, "git", r.hello.HasGit, "login_env", r.hello.LoginEnv)
 	return r, nil
 }
 
@@ -291,7 +303,7 @@ func upload(l *link, dir, exe string, bin []byte) error {
 	return nil
 }
 
-// readHello skips whatever a login shell printed before the runner took over stdout, up to
+// readHello skips whatever the user's shell printed before the runner took over stdout, up to
 // the runner's first frame, which is its Hello.
 func (r *runnerClient) readHello(br *bufio.Reader) error {
 	magic := []byte(runnerproto.Magic)
@@ -303,7 +315,7 @@ func (r *runnerClient) readHello(br *bufio.Reader) error {
 		}
 		seen++
 		if seen > maxJunk {
-			return errors.New("the login shell printed too much before the runner started")
+			return errors.New("the user's shell printed too much before the runner started")
 		}
 		if b != magic[0] {
 			continue

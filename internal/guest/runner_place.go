@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/pkg/sftp"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
@@ -31,6 +33,25 @@ import (
 // systemRunnerDir is the root-owned directory of the runner.
 const systemRunnerDir = "/usr/local/libexec/limactl-mcp"
 
+// runnerImage is the embedded runner for the guest's architecture: its ID and size at once,
+// its bytes (3.3 MB to decompress) only when a start needs them, to install or read back.
+type runnerImage struct {
+	id    string
+	size  int64
+	bytes func() ([]byte, error)
+}
+
+func embeddedRunner(arch string) (*runnerImage, error) {
+	id, size, err := runnerbin.Info(arch)
+	if err != nil {
+		return nil, err
+	}
+	return &runnerImage{id: id, size: size, bytes: sync.OnceValues(func() ([]byte, error) {
+		bin, _, err := runnerbin.Binary(arch)
+		return bin, err
+	})}, nil
+}
+
 // noSystemRunner, in the user's runner directory, records that the runner could not be
 // installed as root, so that later starts skip the attempt (a session each). The agent can
 // write it too; all it gains is the slower path, which is verified as well.
@@ -39,14 +60,22 @@ const noSystemRunner = "no-system-runner"
 // systemRunner returns the path of a runner only root can change that holds bin, installing
 // it there when it is missing or not safely root's; ok is false when that cannot be done (no
 // passwordless sudo, a read-only /usr/local): the caller then uses the user's copy.
-func systemRunner(ctx context.Context, l *link, log *slog.Logger, id string, bin []byte) (exe string, ok bool, err error) {
-	exe = path.Join(systemRunnerDir, "runner-"+id)
-	if ok, err := rootOwned(ctx, l, exe, int64(len(bin))); err != nil || ok {
+func systemRunner(ctx context.Context, l *link, log *slog.Logger, img *runnerImage, home func() (string, error)) (exe string, ok bool, err error) {
+	exe = path.Join(systemRunnerDir, "runner-"+img.id)
+	if ok, err := rootOwned(ctx, l, exe, img.size); err != nil || ok {
 		return exe, ok, err
 	}
-	marker := path.Join(l.home, runnerDir, noSystemRunner)
+	h, err := home()
+	if err != nil {
+		return exe, false, err
+	}
+	marker := path.Join(h, runnerDir, noSystemRunner)
 	if _, err := l.sftp.Lstat(marker); err == nil {
 		return exe, false, nil
+	}
+	bin, err := img.bytes()
+	if err != nil {
+		return exe, false, err
 	}
 	t0 := time.Now()
 	if err := installSystemRunner(ctx, l, exe, bin); err != nil {
@@ -62,7 +91,7 @@ func systemRunner(ctx context.Context, l *link, log *slog.Logger, id string, bin
 		return exe, false, nil
 	}
 	// Once after installing: the lstats prove who can change it, the read-back what it holds.
-	ok, err = rootOwned(ctx, l, exe, int64(len(bin)))
+	ok, err = rootOwned(ctx, l, exe, img.size)
 	if err != nil || !ok {
 		return exe, false, err
 	}

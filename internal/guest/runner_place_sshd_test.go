@@ -110,13 +110,17 @@ func TestSystemRunnerWithoutSudo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, id, err := runnerbin.Binary(runtime.GOARCH)
+	_, id, err := runnerbin.Binary(runtime.GOARCH)
 	if err != nil {
 		t.Fatal(err)
 	}
 	marker := path.Join(srv.Home, runnerDir, noSystemRunner)
 	_ = os.Remove(marker)
-	exe, ok, err := systemRunner(ctx, l, c.log, id, bin)
+	img, err := embeddedRunner(runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, ok, err := systemRunner(ctx, l, c.log, img, func() (string, error) { return l.home, nil })
 	if err != nil || ok {
 		t.Fatalf("systemRunner without sudo = %q, %v, %v; want not ok, no error", exe, ok, err)
 	}

@@ -92,6 +92,7 @@ func runExec(req *runnerproto.ExecRequest, started func(pid int), kill <-chan st
 	if len(argv) == 0 {
 		return finish()
 	}
+	envMu.RLock() // the login environment is not being replaced while the command starts
 	path, args := resolve(argv, req.Dir)
 	cmd := &exec.Cmd{
 		Path:        path,
@@ -101,6 +102,7 @@ func runExec(req *runnerproto.ExecRequest, started func(pid int), kill <-chan st
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	outs, err := startCommand(cmd, stdout, stderr)
+	envMu.RUnlock()
 	if err != nil {
 		res.ExitCode = 126
 		if errors.Is(err, fs.ErrNotExist) {

@@ -25,7 +25,10 @@ import (
 // "BUG: environment.c:211"). Without git, a built-in search gives the same output format.
 func runGrep(req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 	if !req.NoGit {
-		if git, err := exec.LookPath("git"); err == nil {
+		envMu.RLock()
+		git, err := exec.LookPath("git")
+		envMu.RUnlock()
+		if err == nil {
 			return gitGrep(git, req)
 		}
 	}
@@ -37,7 +40,9 @@ func gitGrep(git string, req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 	var stdout, stderr bytes.Buffer
 	lw := &limitWriter{w: &stdout, n: req.MaxBytes}
 	cmd := &exec.Cmd{Path: git, Args: args, Dir: req.Dir}
+	envMu.RLock()
 	outs, err := startCommand(cmd, lw, &stderr)
+	envMu.RUnlock()
 	if err == nil {
 		err = cmd.Wait()
 		collect(outs, nil) // git leaves nothing running: its output is read to the end

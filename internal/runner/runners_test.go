@@ -76,6 +76,18 @@ type lockedBuffer = lockedbuf.Buffer
 // it exits cleanly at the end of its input) when the test ends.
 func startRunner(t *testing.T, kind string) *testRunner {
 	t.Helper()
+	return startRunnerWith(t, kind, runnerOpts{})
+}
+
+// runnerOpts change how a runner process starts.
+type runnerOpts struct {
+	env   []string // its whole environment (default: the test's)
+	login bool     // serve --login
+}
+
+// startRunnerWith is startRunner with opts (for a runner process, not in-process).
+func startRunnerWith(t *testing.T, kind string, opts runnerOpts) *testRunner {
+	t.Helper()
 	r := &testRunner{kind: kind, pending: map[uint64]chan *runnerproto.Response{}, done: make(chan struct{})}
 	var out io.Reader
 	var exited <-chan error
@@ -85,13 +97,20 @@ func startRunner(t *testing.T, kind string) *testRunner {
 		outR, outW := io.Pipe()
 		ch := make(chan error, 1)
 		go func() {
-			err := Serve(inR, outW)
+			err := Serve(inR, outW, false) // never the login environment: it would change the test process's
 			outW.CloseWithError(fmt.Errorf("Serve returned (%v)", err))
 			ch <- err
 		}()
 		r.in, out, exited, r.pid = inW, outR, ch, os.Getpid()
 	default:
-		cmd := runnerCommand(t, kind)
+		args := []string{"serve"}
+		if opts.login {
+			args = append(args, "--login")
+		}
+		cmd := runnerCommand(t, kind, args...)
+		if opts.env != nil {
+			cmd.Env = opts.env
+		}
 		cmd.Stderr = &r.stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -124,6 +143,11 @@ func startRunner(t *testing.T, kind string) *testRunner {
 		t.Fatalf("%s runner: no hello within %s (stderr: %q)", kind, callDeadline, r.stderr.String())
 	}
 	home, _ := os.UserHomeDir()
+	for _, kv := range opts.env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
 	_, gitErr := exec.LookPath("git")
 	if h := r.hello; h.PID != r.pid || h.UID != os.Getuid() || h.Home != home || h.HasGit != (gitErr == nil) {
 		t.Fatalf("%s runner: hello %+v; want pid %d, uid %d, home %q, git %v", kind, h, r.pid, os.Getuid(), home, gitErr == nil)
@@ -135,7 +159,7 @@ func startRunner(t *testing.T, kind string) *testRunner {
 
 // runnerCommand is the command line that runs the embedded runner for arch on this machine:
 // natively, or under a QEMU user-mode emulator.
-func runnerCommand(t *testing.T, arch string) *exec.Cmd {
+func runnerCommand(t *testing.T, arch string, args ...string) *exec.Cmd {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skipf("the %s runner is a Linux binary", arch)
@@ -154,12 +178,15 @@ func runnerCommand(t *testing.T, arch string) *exec.Cmd {
 	if err := os.WriteFile(exe, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
 	if arch == runtime.GOARCH {
-		return exec.Command(exe, "serve")
+		return exec.Command(exe, args...)
 	}
 	for _, q := range qemuFor[arch] {
 		if p, err := exec.LookPath(q); err == nil {
-			return exec.Command(p, exe, "serve")
+			return exec.Command(p, append([]string{exe}, args...)...)
 		}
 	}
 	t.Fatalf("running the embedded %s runner on this %s machine needs QEMU user-mode emulation: none of %s is on PATH; "+

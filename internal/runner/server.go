@@ -1,6 +1,6 @@
 // Package runner is the guest side of limactl-mcp: a small server that runs on one SSH channel
-// inside the guest, started once through the user's login shell so that every command it runs
-// gets the login environment without paying for a login shell each time.
+// inside the guest. Every command it runs gets the user's login environment (loginenv.go)
+// without paying for a login shell each time.
 package runner
 
 import (
@@ -14,21 +14,26 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
-// Serve answers requests read from in until it reaches EOF.
-func Serve(in io.Reader, out io.Writer) error {
-	s := &server{out: bufio.NewWriter(out), running: map[uint64]chan struct{}{}}
+// Serve answers requests read from in until it reaches EOF. With login, the commands it runs
+// get the user's login environment.
+func Serve(in io.Reader, out io.Writer, login bool) error {
+	s := &server{out: bufio.NewWriter(out), running: map[uint64]chan struct{}{}, env: noLoginEnv()}
+	if login {
+		s.env = startLoginEnv()
+	}
 	if _, err := s.out.WriteString(runnerproto.Magic); err != nil {
 		return err
 	}
 	home, _ := os.UserHomeDir()
 	_, gitErr := exec.LookPath("git")
 	if err := s.send(&runnerproto.Response{Hello: &runnerproto.Hello{
-		Version: runnerproto.Version,
-		PID:     os.Getpid(),
-		UID:     os.Getuid(),
-		Home:    home,
-		Shell:   os.Getenv("SHELL"),
-		HasGit:  gitErr == nil,
+		Version:  runnerproto.Version,
+		PID:      os.Getpid(),
+		UID:      os.Getuid(),
+		Home:     home,
+		Shell:    os.Getenv("SHELL"),
+		HasGit:   gitErr == nil,
+		LoginEnv: s.env.Source(),
 	}}); err != nil {
 		return err
 	}
@@ -61,6 +66,7 @@ type server struct {
 	out     *bufio.Writer
 	rmu     sync.Mutex // guards running
 	running map[uint64]chan struct{}
+	env     *loginEnv
 }
 
 func (s *server) send(resp *runnerproto.Response) error {
@@ -76,6 +82,7 @@ func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 	resp := &runnerproto.Response{ID: req.ID}
 	switch {
 	case req.Exec != nil:
+		s.env.wait()
 		kill := make(chan struct{})
 		s.rmu.Lock()
 		s.running[req.ID] = kill
@@ -91,6 +98,7 @@ func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 			resp.Error = err.Error()
 		}
 	case req.Grep != nil:
+		s.env.wait() // git is found on the login PATH
 		resp.Grep = runGrep(req.Grep)
 	case req.Scan != nil:
 		resp.Scan = runScan(req.Scan)

@@ -66,6 +66,10 @@ type Hello struct {
 	Home    string `json:"home"`
 	Shell   string `json:"shell"`
 	HasGit  bool   `json:"has_git"`
+	// LoginEnv says where the commands' login environment comes from when the runner starts:
+	// "cached" (remembered from an earlier login shell, still valid), "" (a login shell is
+	// running: commands wait for it), "none" (not asked for).
+	LoginEnv string `json:"login_env,omitempty"`
 }
 
 // ExecRequest runs a command.

@@ -12,6 +12,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"embed"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -35,10 +36,9 @@ func Arch(name string) string {
 // Binary returns the runner for a Linux guest of the given architecture and a short ID that
 // changes whenever the binary does.
 func Binary(arch string) (data []byte, id string, err error) {
-	goarch := Arch(arch)
-	gz, err := files.ReadFile("limactl-mcp-runner.linux-" + goarch + ".gz")
+	gz, err := compressed(arch)
 	if err != nil {
-		return nil, "", fmt.Errorf("no guest runner for architecture %q (have amd64, arm64)", arch)
+		return nil, "", err
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
@@ -48,8 +48,38 @@ func Binary(arch string) (data []byte, id string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	sum := sha256.Sum256(data)
-	return data, hex.EncodeToString(sum[:6]), nil
+	return data, ID(data), nil
+}
+
+// Info returns what Binary would, less the bytes: the ID, from the gzip header (where the
+// generator writes it), and the size, from the gzip trailer, without decompressing 3.3 MB.
+func Info(arch string) (id string, size int64, err error) {
+	gz, err := compressed(arch)
+	if err != nil {
+		return "", 0, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return "", 0, err
+	}
+	if len(zr.Header.Comment) != 12 || len(gz) < 8 {
+		return "", 0, fmt.Errorf("the embedded runner for %s has no ID: run `go generate ./internal/guest/runnerbin`", arch)
+	}
+	return zr.Header.Comment, int64(binary.LittleEndian.Uint32(gz[len(gz)-4:])), nil
+}
+
+// ID is the short ID of a runner binary: the first 6 bytes of its SHA-256, in hex.
+func ID(bin []byte) string {
+	sum := sha256.Sum256(bin)
+	return hex.EncodeToString(sum[:6])
+}
+
+func compressed(arch string) ([]byte, error) {
+	gz, err := files.ReadFile("limactl-mcp-runner.linux-" + Arch(arch) + ".gz")
+	if err != nil {
+		return nil, fmt.Errorf("no guest runner for architecture %q (have amd64, arm64)", arch)
+	}
+	return gz, nil
 }
 
 // SourceHash is the hash of the runner's source the embedded binaries were built from.

@@ -28,6 +28,14 @@ func TestBinaryForEachArch(t *testing.T) {
 		if len(data) < 1<<20 || string(data[1:4]) != "ELF" || len(id) != 12 {
 			t.Fatalf("%s: not an ELF runner (%d bytes, id %q)", arch, len(data), id)
 		}
+		// What a start reads without decompressing must be what the bytes say.
+		infoID, size, err := Info(arch)
+		if err != nil || infoID != id || size != int64(len(data)) {
+			t.Fatalf("%s: Info = %q, %d, %v; the binary has ID %q and %d bytes", arch, infoID, size, err, id, len(data))
+		}
+	}
+	if _, _, err := Info("riscv64"); err == nil {
+		t.Fatal("riscv64: want an error from Info")
 	}
 	if _, _, err := Binary("riscv64"); err == nil {
 		t.Fatal("riscv64: want an error")

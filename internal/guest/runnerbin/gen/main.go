@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,6 +44,12 @@ func run() error {
 		_ = os.Remove(tmp)
 		var gz bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		// The ID in the header: a start learns it (and the size, from the trailer) without
+		// decompressing the binary (runnerbin.Info).
+		// runnerbin.ID, computed here because runnerbin cannot build before its files exist;
+		// TestBinaryForEachArch checks that the two agree.
+		sum := sha256.Sum256(bin)
+		zw.Header.Comment = hex.EncodeToString(sum[:6])
 		zw.Write(bin)
 		if err := zw.Close(); err != nil {
 			return err
