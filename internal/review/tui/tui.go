@@ -176,14 +176,22 @@ func (r *reviewer) run() ([]review.Decision, error) {
 	if err := r.revertRejected(items, decs); err != nil {
 		return nil, err
 	}
+	settled := map[string]bool{} // names of collisions already chosen for
 	for i, it := range items {
-		if it.Conflict && selected[i] {
-			a, err := r.conflict(it)
-			if err != nil {
+		if !it.Conflict || !selected[i] || settled[it.Path] {
+			continue
+		}
+		if len(it.Collides) > 0 {
+			if err := r.collision(items, i, decs, settled); err != nil {
 				return nil, err
 			}
-			decs[i].Action = a
+			continue
 		}
+		a, err := r.conflict(it)
+		if err != nil {
+			return nil, err
+		}
+		decs[i].Action = a
 	}
 	ok, err := r.confirm(decs)
 	if err != nil {

@@ -750,3 +750,47 @@ func TestTUIHelpLinesAgree(t *testing.T) {
 		t.Fatal("not aborted")
 	}
 }
+
+// foldedChangeset is a review on a host directory that does not tell case apart: a rename
+// that only changes case (main.go → Main.go) and a collision (README.md and readme.md).
+func foldedChangeset() *review.Changeset {
+	file := &tree.Entry{Type: tree.File, Mode: 0o644, Size: 5, Hash: "h-main"}
+	from := &review.Item{Path: "main.go", Display: "main.go", Kind: staging.Deleted, Base: file, Host: file}
+	rename := &review.Item{Path: "Main.go", Display: "Main.go", Kind: staging.Added, Guest: file, Host: file, From: from,
+		Description: "renamed from main.go (only case or Unicode normalization differs)"}
+	a := textItem("README.md", staging.Added, "", "A\n")
+	a.Conflict, a.Collides = true, []string{"readme.md"}
+	a.Guest = &tree.Entry{Type: tree.File, Mode: 0o644, Size: 2, Hash: "h-A"}
+	b := textItem("readme.md", staging.Added, "", "a\n")
+	b.Conflict, b.Collides = true, []string{"README.md"}
+	b.Guest = &tree.Entry{Type: tree.File, Mode: 0o644, Size: 2, Hash: "h-a"}
+	return &review.Changeset{Workdir: "/Users/me/project", Rule: review.NameRule{FoldCase: true, Normalize: true},
+		Items: []*review.Item{rename, a, b}}
+}
+
+// A rename is one line (R old → new), accepted like any change; the names of a collision are
+// settled by one question, of which the person takes at most one: the others stay pending.
+func TestTUICollision(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, foldedChangeset())
+	s.waitFor("2 conflicts", "R main.go → Main.go", "C A README.md", "C A readme.md")
+	s.keys("Down", "Space")
+	s.waitFor("> ✓ C A README.md")
+	s.keys("Enter")
+	s.waitFor("Collision: which one should the host get?", "> skip: take none of them", "take README.md", "take readme.md",
+		"README.md and readme.md are one name on this host directory")
+	s.keys("Down", "Down")
+	s.waitFor("> take readme.md")
+	s.keys("Enter")
+	s.waitFor("Apply these changes?", "rename main.go → Main.go", "create readme.md (collision: README.md stay pending")
+	s.keys("y")
+	decs, aborted := s.outcome()
+	if aborted {
+		t.Fatal("aborted")
+	}
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "Main.go", Action: review.Accept},
+		{Path: "README.md", Action: review.Skip},
+		{Path: "readme.md", Action: review.TakeGuest},
+	})
+}
