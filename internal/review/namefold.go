@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -25,16 +26,25 @@ type NameRule struct {
 	Normalize bool
 }
 
-// key is name as the rule sees it: names with one key are one file.
+// key is name as the rule sees it: names with one key are one file. Case is folded with
+// Unicode's full case folding, which takes at least as many names for one as any filesystem
+// does (more only makes a rename or a collision of names the host would tell apart: never
+// one name written over another). A name that is not valid UTF-8 (which APFS, HFS+ and NTFS
+// refuse) is kept as it is.
 func (r NameRule) key(name string) string {
-	if r.Normalize && utf8.ValidString(name) {
+	if !utf8.ValidString(name) {
+		return name
+	}
+	if r.Normalize {
 		name = norm.NFC.String(name)
 	}
 	if r.FoldCase {
-		name = strings.ToLower(name)
+		name = norm.NFC.String(caseFold.String(name))
 	}
 	return name
 }
+
+var caseFold = cases.Fold()
 
 // ProbeNameRule finds out the rule of the filesystem that holds dir, by looking (it writes
 // nothing): an entry's name with its case swapped, and in the other normalization form, is

@@ -794,3 +794,38 @@ func TestTUICollision(t *testing.T) {
 		{Path: "readme.md", Action: review.TakeGuest},
 	})
 }
+
+// The same in accessible mode, with the rename a conflict (the host changed main.go): it is
+// offered skip or take-guest, never keep-host.
+func TestTUICollisionAccessible(t *testing.T) {
+	t.Parallel()
+	cs := foldedChangeset()
+	rename := cs.Items[0]
+	rename.Conflict = true
+	rename.Host = &tree.Entry{Type: tree.File, Mode: 0o644, Size: 9, Hash: "h-host"}
+	s := startTUI(t, cs, "-accessible")
+	s.waitFor("Print the changes of every file first? [y/N]")
+	s.typeLine("n")
+	s.waitFor("1.   C R main.go → Main.go", "2.   C A README.md", "3.   C A readme.md")
+	s.typeLine("1")
+	s.typeLine("3")
+	s.typeLine("0")
+	s.waitFor("Conflict: what should happen?", "1. skip", "2. take the guest's version (rename main.go and overwrite it)")
+	if strings.Contains(s.screen(), "keep the host's version") {
+		t.Errorf("keep-host offered for a rename:\n%s", s.screen())
+	}
+	s.typeLine("2")
+	s.waitFor("Collision: which one should the host get?", "2. take README.md", "3. take readme.md")
+	s.typeLine("2")
+	s.waitFor("rename main.go → Main.go", "create README.md (collision: readme.md stay pending", "Apply these changes? [y/N]")
+	s.typeLine("y")
+	decs, aborted := s.outcome()
+	if aborted {
+		t.Fatal("aborted")
+	}
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "Main.go", Action: review.TakeGuest},
+		{Path: "README.md", Action: review.TakeGuest},
+		{Path: "readme.md", Action: review.Skip},
+	})
+}
