@@ -58,7 +58,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		return nil, err
 	}
 	hashOf := map[tree.Name]string{}
-	hostNames := map[*Item]string{} // the host's own name for an item's path, when another spelling
+	hostNames := map[*Item]string{} // the host's own spelling of an item's path, when the host has it
 	for i, p := range toHash {
 		hashOf[p] = hashes[i]
 	}
@@ -104,7 +104,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 				cs.Items = append(cs.Items, it)
 				continue
 			}
-			if hostName != rel {
+			if exists {
 				hostNames[it] = hostName
 			}
 		}

@@ -283,3 +283,23 @@ func TestCaseSensitiveHostAppliesEveryName(t *testing.T) {
 		t.Errorf("README.md %q, readme.md %q, Main.go %v, main.go %v", f.read("README.md"), f.read("readme.md"), exists(f, "Main.go"), exists(f, "main.go"))
 	}
 }
+
+// A host name renamed by case since it was staged is not the staged one: a guest change of
+// either spelling is refused whole, never taken for a rename of the host's file (on a folding
+// filesystem a removal of the staged spelling would remove the host's renamed file).
+func TestFoldHostRenamedSinceStaging(t *testing.T) {
+	forceNameRule(t, review.NameRule{FoldCase: true})
+	f := newFx(t)
+	must(t, os.Rename(filepath.Join(f.host, "main.go"), filepath.Join(f.host, "Main.go")))
+	f.guest("echo guest > Main.go")
+	cs := f.build()
+	if why := refusedWhy(cs, "Main.go"); !strings.Contains(why, "renamed on the host since") {
+		t.Errorf("Main.go: refused %q (%+v)", why, item(cs, "Main.go"))
+	}
+	before := hostState(t, f)
+	_, err := review.Apply(context.Background(), f.sess, cs, acceptAll(cs))
+	must(t, err)
+	if got := hostState(t, f); got != before {
+		t.Errorf("the host changed:\n%s\n---\n%s", before, got)
+	}
+}
