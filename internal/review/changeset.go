@@ -33,7 +33,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 	}
 	defer host.close()
 	cs := &Changeset{Workdir: sess.State.Workdir, Rule: ProbeNameRule(sess.State.Workdir)}
-	fold := &foldIndex{host: host, rule: cs.Rule, listed: map[string][]string{}}
+	fold := &foldIndex{host: host, rule: cs.Rule, listed: map[string]map[string][]string{}}
 	// On a host that takes several names for one, a review of some paths takes every name
 	// that is one with them: one cannot be decided without the others.
 	selKeys := map[string]bool{}

@@ -104,5 +104,9 @@ func collisionNote(it *Item, d Decision) string {
 	for _, o := range it.Collides {
 		others = append(others, termsafe.Path(o))
 	}
-	return " (collision: " + strings.Join(others, " and ") + " stay pending in the guest)"
+	verb := " stays"
+	if len(others) > 1 {
+		verb = " stay"
+	}
+	return " (collision: " + strings.Join(others, " and ") + verb + " pending in the guest)"
 }

@@ -118,9 +118,10 @@ func sameFile(a, b string) bool {
 // foldIndex answers, for a host directory whose rule folds names, what the host's own name for
 // a path is. Each host directory is listed once, however many paths go through it.
 type foldIndex struct {
-	host   *hostTree
-	rule   NameRule
-	listed map[string][]string
+	host *hostTree
+	rule NameRule
+	// listed maps a host directory to its entries by key.
+	listed map[string]map[string][]string
 }
 
 func (r NameRule) folds() bool { return r.FoldCase || r.Normalize }
@@ -134,17 +135,16 @@ func (f *foldIndex) hostName(rel string) (name string, exists bool, err error) {
 	comps := strings.Split(rel, "/")
 	cur := ""
 	for i, c := range comps {
-		ents, ok := f.listed[cur]
+		byKey, ok := f.listed[cur]
 		if !ok {
-			ents, _ = f.host.readDir(cur) // unreadable, absent or not a directory: nothing in it
-			f.listed[cur] = ents
-		}
-		var match []string
-		for _, e := range ents {
-			if f.rule.key(e) == f.rule.key(c) {
-				match = append(match, e)
+			ents, _ := f.host.readDir(cur) // unreadable, absent or not a directory: nothing in it
+			byKey = map[string][]string{}
+			for _, e := range ents {
+				byKey[f.rule.key(e)] = append(byKey[f.rule.key(e)], e)
 			}
+			f.listed[cur] = byKey
 		}
+		match := byKey[f.rule.key(c)]
 		switch {
 		case len(match) == 0:
 			return path.Join(append([]string{cur}, comps[i:]...)...), false, nil

@@ -143,7 +143,7 @@ func TestCaseFoldingRenamesAndCollisions(t *testing.T) {
 	for _, p := range planned {
 		said = append(said, p.Sentence)
 	}
-	for _, want := range []string{"rename main.go → Main.go", "rename long.txt → LONG.txt and write the guest's version", "create README.md (collision: readme.md stay pending in the guest)"} {
+	for _, want := range []string{"rename main.go → Main.go", "rename long.txt → LONG.txt and write the guest's version", "create README.md (collision: readme.md stays pending in the guest)"} {
 		if !strings.Contains(strings.Join(said, "\n"), want) {
 			t.Errorf("the plan does not say %q: %q", want, said)
 		}

@@ -782,7 +782,7 @@ func TestTUICollision(t *testing.T) {
 	s.keys("Down", "Down")
 	s.waitFor("> take readme.md")
 	s.keys("Enter")
-	s.waitFor("Apply these changes?", "rename main.go → Main.go", "create readme.md (collision: README.md stay pending")
+	s.waitFor("Apply these changes?", "rename main.go → Main.go", "create readme.md (collision: README.md stays pending")
 	s.keys("y")
 	decs, aborted := s.outcome()
 	if aborted {
@@ -817,7 +817,7 @@ func TestTUICollisionAccessible(t *testing.T) {
 	s.typeLine("2")
 	s.waitFor("Collision: which one should the host get?", "2. take README.md", "3. take readme.md")
 	s.typeLine("2")
-	s.waitFor("rename main.go → Main.go", "create README.md (collision: readme.md stay pending", "Apply these changes? [y/N]")
+	s.waitFor("rename main.go → Main.go", "create README.md (collision: readme.md stays pending", "Apply these changes? [y/N]")
 	s.typeLine("y")
 	decs, aborted := s.outcome()
 	if aborted {
