@@ -82,12 +82,27 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 			refused[s] = err.Error()
 			continue
 		}
-		if !sameOrAbsent(now, s.it.Host) {
+		want := s.it.Host
+		if s.fresh {
+			// The new name of a rename: where the host tells the names apart it has nothing
+			// there; where it does not, the lookup finds the old name's entry.
+			want = nil
+			if now != nil {
+				want = s.pair.it.Host
+			}
+		}
+		if !sameOrAbsent(now, want) {
 			refused[s] = errChangedOnHost.Error()
 			continue
 		}
 		je := &journalEntry{Path: s.it.Path, Before: now, After: s.after, AfterBlob: blobs[s], BaseBefore: s.it.Base, BaseAfter: s.baseNext, HostOp: s.hostOp}
-		if s.hostOp && now != nil && now.Type == tree.File {
+		if s.pair != nil {
+			je.Pair = s.pair.it.Path
+		}
+		if s.fresh {
+			je.Before = nil // written after the old name is removed, where nothing is left
+		}
+		if s.hostOp && je.Before != nil && now.Type == tree.File {
 			je.BeforeBlob = fmt.Sprintf("%d.before", i)
 			if err := host.backup(s.it.Path, now, j.blobPath(je.BeforeBlob)); err != nil {
 				refused[s] = "cannot back it up: " + err.Error()
@@ -134,6 +149,9 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 			je.NotWritten = true
 			rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": "+err.Error())
 			failed[je.Path] = err.Error()
+			if je.Pair != "" {
+				rep.Written = unwriteRenamed(host, j, je.Pair, rep)
+			}
 			continue
 		}
 		rep.Written = append(rep.Written, termsafe.Path(je.Path))
@@ -200,6 +218,30 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 	return rep, nil
 }
 
+// unwriteRenamed puts back the old name of a rename whose new name could not be written (its
+// removal came first): a rename is both halves or neither. It returns rep.Written without it.
+func unwriteRenamed(host *hostTree, j *journal, old string, rep *Report) []string {
+	for k := range j.Entries {
+		je := &j.Entries[k]
+		if je.Path != old || !je.HostOp || je.NotWritten {
+			continue
+		}
+		if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true, host.expect(je.Path, je.After)); err != nil {
+			rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": putting it back after the rename failed: "+err.Error()+" (`review --undo` restores it)")
+			return rep.Written
+		}
+		je.NotWritten = true
+		var out []string
+		for _, w := range rep.Written {
+			if w != termsafe.Path(je.Path) {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	return rep.Written
+}
+
 // refuseReplacedTrees refuses removing or replacing a host directory that holds anything the
 // same apply does not remove: the person's own files in it are kept, and so is the change.
 func refuseReplacedTrees(host *hostTree, steps []*step, refused map[*step]string) {
@@ -231,6 +273,9 @@ func refuseReplacedTrees(host *hostTree, steps []*step, refused map[*step]string
 // failedUnit says whether je goes with a path whose write failed: a unit root above it (a
 // directory being created or replaced), or, when je is itself a unit root, a path below it.
 func failedUnit(failed map[string]string, je *journalEntry) (string, string) {
+	if why, ok := failed[je.Pair]; ok && je.Pair != "" {
+		return je.Pair, why
+	}
 	for f, why := range failed {
 		if tree.Below(f, je.Path) || tree.Below(je.Path, f) && entryUnitRoot(je) {
 			return f, why

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"sort"
 	"strings"
 
@@ -31,7 +32,18 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		return nil, err
 	}
 	defer host.close()
-	cs := &Changeset{Workdir: sess.State.Workdir}
+	cs := &Changeset{Workdir: sess.State.Workdir, Rule: ProbeNameRule(sess.State.Workdir)}
+	fold := &foldIndex{host: host, rule: cs.Rule, listed: map[string]map[string][]string{}}
+	// On a host that takes several names for one, a review of some paths takes every name
+	// that is one with them: one cannot be decided without the others.
+	selKeys := map[string]bool{}
+	if len(paths) > 0 && cs.Rule.folds() {
+		for _, c := range gcs.Changes {
+			if selected(string(c.Path), paths) {
+				selKeys[cs.Rule.key(string(c.Path))] = true
+			}
+		}
+	}
 
 	// Hash every guest file that changed (once, in one request), so that what is applied can
 	// be checked against what was reviewed.
@@ -46,6 +58,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		return nil, err
 	}
 	hashOf := map[tree.Name]string{}
+	hostNames := map[*Item]string{} // the host's own spelling of an item's path, when the host has it
 	for i, p := range toHash {
 		hashOf[p] = hashes[i]
 	}
@@ -56,7 +69,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 	}
 	for _, c := range gcs.Changes {
 		rel := string(c.Path)
-		if len(paths) > 0 && !selected(rel, paths) {
+		if len(paths) > 0 && !selected(rel, paths) && !selKeys[cs.Rule.key(rel)] {
 			continue
 		}
 		it := &Item{Path: rel, Display: termsafe.Path(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
@@ -74,23 +87,49 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 			g.Hash = hashOf[c.Path]
 			it.Guest = &g
 		}
-		it.Host, err = host.entry(rel)
+		// The host's entry for the path: under a rule that folds names, the one the host has
+		// under another spelling, if any.
+		hostName := rel
+		if cs.Rule.folds() {
+			name, exists, err := fold.hostName(rel)
+			switch {
+			case err != nil:
+				it.Refused = err.Error()
+			case path.Dir(name) != path.Dir(rel):
+				it.Refused = fmt.Sprintf("its directory is %s on the host, which this host directory does not tell apart from %s (case or Unicode normalization): never applied into it. Use the host's name in the guest, or rename the directory on the host by hand, then review again", termsafe.Path(path.Dir(name)), termsafe.Path(path.Dir(rel)))
+			case exists:
+				hostName = name
+			}
+			if it.Refused != "" {
+				cs.Items = append(cs.Items, it)
+				continue
+			}
+			if exists {
+				hostNames[it] = hostName
+			}
+		}
+		it.Host, err = host.entry(hostName)
 		if err != nil {
 			it.Refused = err.Error()
 			cs.Items = append(cs.Items, it)
 			continue
 		}
-		if sameEntry(it.Guest, it.Host) && it.Guest != nil && it.Guest.Type != tree.Dir {
+		if hostName == rel && sameEntry(it.Guest, it.Host) && it.Guest != nil && it.Guest.Type != tree.Dir {
 			continue // the host already has exactly this
-		}
-		it.Conflict = !sameEntry(it.Base, it.Host) && !(it.Base != nil && it.Base.Type == tree.Dir && it.Host != nil && it.Host.Type == tree.Dir)
-		if err := describeItem(ctx, sess, host, it); err != nil {
-			return nil, err
 		}
 		cs.Items = append(cs.Items, it)
 	}
+	resolveFolds(host, cs, gcs.Changes, sess.Baseline, hostNames)
+	for _, it := range cs.Items {
+		if it.Refused != "" {
+			continue
+		}
+		it.Conflict = it.Conflict || it.HostChanged()
+		if err := describeItem(ctx, sess, host, it); err != nil {
+			return nil, err
+		}
+	}
 	sort.Slice(cs.Items, func(i, j int) bool { return cs.Items[i].Path < cs.Items[j].Path })
-	refuseCollisions(host, cs, ProbeNameRule(sess.State.Workdir))
 	if err := refuseUnsafeFinalState(host, cs); err != nil {
 		return nil, err
 	}
@@ -113,9 +152,13 @@ func refuseUnsafeFinalState(host *hostTree, cs *Changeset) error {
 		if it.Conflict {
 			a = TakeGuest
 		}
+		if len(it.Collides) > 0 {
+			a = Skip // at most one of a collision is accepted: Apply checks the one chosen
+		}
 		ds = append(ds, Decision{Path: it.Path, Action: a})
 	}
-	steps, _, err := plan(cs, ds)
+	// Refused items may be one name with others under the host's rule: no check of names.
+	steps, _, err := planSteps(cs, ds)
 	for it, why := range already {
 		it.Refused = why
 	}
@@ -171,6 +214,11 @@ func sameEntry(a, b *tree.Entry) bool {
 // be applied safely.
 func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it *Item) error {
 	g, b := it.Guest, it.Base
+	hostPath := it.Path
+	if it.From != nil {
+		// A rename: the diff is from the old name's version.
+		b, hostPath = it.From.Base, it.From.Path
+	}
 	if g != nil {
 		switch g.Type {
 		case tree.Other:
@@ -192,12 +240,12 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 	var oldText, newText []byte
 	oldOK, newOK := b == nil || b.Type != tree.File, g == nil || g.Type != tree.File
 	if it.Conflict && it.Host != nil && it.Host.Type == tree.File && it.Host.Size <= MaxTextBytes {
-		data, err := host.readFile(it.Path)
+		data, err := host.readFile(hostPath)
 		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
 		}
 	} else if b != nil && b.Type == tree.File && b.Size <= MaxTextBytes && it.Host != nil && it.Host.Type == tree.File {
-		data, err := host.readFile(it.Path)
+		data, err := host.readFile(hostPath)
 		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
 		}
@@ -249,8 +297,22 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 // oneLine says what happened to an item.
 func oneLine(it *Item) string {
 	what := tree.Describe
+	b := it.Base
+	if it.From != nil {
+		b = it.From.Base
+	}
 	var s string
 	switch {
+	case it.From != nil:
+		s = "renamed from " + termsafe.Path(it.From.Path) + " (only case or Unicode normalization differs)"
+		switch {
+		case b == nil || b.Type != it.Guest.Type:
+			s += ", now " + what(it.Guest)
+		case b.Type == tree.File && b.Hash != it.Guest.Hash:
+			s += ", content changed"
+		case b.Type == tree.Symlink && b.Target != it.Guest.Target:
+			s += ", symlink now -> " + termsafe.Path(string(it.Guest.Target))
+		}
 	case it.Base == nil:
 		s = "added " + what(it.Guest)
 	case it.Guest == nil:
@@ -270,7 +332,14 @@ func oneLine(it *Item) string {
 	default:
 		s = "modified"
 	}
-	if it.Conflict {
+	if len(it.Collides) > 0 {
+		var others []string
+		for _, o := range it.Collides {
+			others = append(others, termsafe.Path(o))
+		}
+		s += "; COLLISION: one name with " + strings.Join(others, " and ") + " on this host directory (case or Unicode normalization): accept at most one, the others stay pending in the guest"
+	}
+	if it.HostChanged() {
 		host := "deleted it"
 		if it.Host != nil {
 			host = "changed it too"

@@ -2,6 +2,7 @@ package review
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -51,6 +52,21 @@ func describe(it *Item, d Decision) string {
 		}
 		return verb + " " + name
 	}
+	if it.From != nil && (d.Action == Accept || d.Action == TakeGuest) {
+		s := "rename " + it.From.Name() + " → " + name
+		if d.Hunks != nil {
+			n := 0
+			for _, ok := range d.Hunks {
+				if ok {
+					n++
+				}
+			}
+			s += fmt.Sprintf(" and write it (%d of %d hunks)", n, len(d.Hunks))
+		} else if b := it.From.Base; b == nil || it.Guest == nil || b.Type != it.Guest.Type || b.Hash != it.Guest.Hash || b.Target != it.Guest.Target {
+			s += " and write the guest's version"
+		}
+		return s + collisionNote(it, d)
+	}
 	switch d.Action {
 	case Accept:
 		if d.Hunks != nil {
@@ -64,6 +80,9 @@ func describe(it *Item, d Decision) string {
 		}
 		return write("write")
 	case TakeGuest:
+		if len(it.Collides) > 0 {
+			return write("write") + collisionNote(it, d)
+		}
 		return write("overwrite") + " (conflict: take guest)"
 	case KeepHost:
 		return "keep host: " + name + " (copied into the guest)"
@@ -71,4 +90,23 @@ func describe(it *Item, d Decision) string {
 		return "revert in guest: " + name
 	}
 	return ""
+}
+
+// collisionNote says, for the name of a collision that is accepted, what stays pending.
+func collisionNote(it *Item, d Decision) string {
+	if len(it.Collides) == 0 {
+		if d.Action == TakeGuest {
+			return " (conflict: take guest)"
+		}
+		return ""
+	}
+	var others []string
+	for _, o := range it.Collides {
+		others = append(others, termsafe.Path(o))
+	}
+	verb := " stays"
+	if len(others) > 1 {
+		verb = " stay"
+	}
+	return " (collision: " + strings.Join(others, " and ") + verb + " pending in the guest)"
 }

@@ -238,7 +238,7 @@ func unitRoot(s *step) bool {
 }
 
 // refuseUnits spreads refusals across units: a refused step refuses the steps below it when
-// it is a unit root, and the unit roots above it.
+// it is a unit root, the unit roots above it, and the other half of its rename.
 func refuseUnits(steps []*step, refused map[*step]string) {
 	byPath := map[string]*step{}
 	var paths []string
@@ -273,6 +273,9 @@ func refuseUnits(steps []*step, refused map[*step]string) {
 			if u := byPath[a]; u != nil && unitRoot(u) {
 				add(u, r)
 			}
+		}
+		if r.pair != nil && r.pair.hostOp {
+			add(r.pair, r) // a rename is both halves or neither
 		}
 	}
 }

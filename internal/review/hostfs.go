@@ -483,3 +483,20 @@ func (h *hostTree) readDir(rel string) ([]string, error) {
 	defer f.Close()
 	return f.Readdirnames(-1)
 }
+
+// hasName says whether the host's directory of rel has an entry spelled exactly as rel's last
+// component. On a host that folds names, a lookup of rel also finds another spelling; a
+// rename's new name is judged by its spelling.
+func (h *hostTree) hasName(rel string) bool {
+	dir, base := path.Split(rel)
+	names, err := h.readDir(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if n == base {
+			return true
+		}
+	}
+	return false
+}

@@ -35,12 +35,26 @@ type Item struct {
 	// Refused says why the change cannot be applied (unsafe path or target, special file,
 	// .git); a refused item is listed but never applied.
 	Refused string
+	// From is set on a host directory that does not tell case or Unicode normalization apart
+	// (NameRule), when the host's own name for this path is another spelling (readme.md for
+	// README.md): its path, baseline and host entries. Accepting the item renames it: From is
+	// removed and Path written in the same apply, both or neither. Host is then From's host
+	// entry, and the diff is from From's version. A guest deletion of From is part of the item
+	// (it is not listed apart).
+	From *Item `json:",omitempty"`
+	// Collides lists the other names the guest has that are one name with Path on the host
+	// (a collision): the item is a Conflict, and at most one item of a collision is accepted;
+	// the others stay pending in the guest.
+	Collides []string `json:",omitempty"`
 }
 
 // Changeset is what a review shows.
 type Changeset struct {
 	Workdir string
-	Items   []*Item
+	// Rule is how the host directory tells names apart (as probed); plan applies at most one
+	// change per name under it.
+	Rule  NameRule
+	Items []*Item
 	// Ignored lists what the guest changed that is never applied, with why (e.g. .git).
 	Ignored []*Item
 }
@@ -66,4 +80,15 @@ func (cs *Changeset) Summary() Summary {
 		s.Removed += it.Removed
 	}
 	return s
+}
+
+// HostChanged says the host changed the path (for a rename, its old name) since it was staged:
+// accepting it overwrites the host's version.
+func (it *Item) HostChanged() bool {
+	b := it.Base
+	if it.From != nil {
+		b = it.From.Base
+	}
+	bothDirs := b != nil && b.Type == tree.Dir && it.Host != nil && it.Host.Type == tree.Dir
+	return !sameEntry(b, it.Host) && !bothDirs
 }

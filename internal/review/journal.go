@@ -43,6 +43,9 @@ type journalEntry struct {
 	BaseAfter  *tree.Entry `json:"base_after,omitempty"`
 	// HostOp says the host is written for this path (false: only the baseline moves).
 	HostOp bool `json:"host_op"`
+	// Pair is the other half of a rename under the host's name rule (the old name's removal,
+	// the new name's write): both are done and undone, or neither.
+	Pair string `json:"pair,omitempty"`
 	// NotWritten says the write was refused or failed when it was tried: the host and the
 	// baseline were left as they were, and undo skips it.
 	NotWritten bool `json:"not_written,omitempty"`

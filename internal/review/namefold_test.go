@@ -39,3 +39,17 @@ func TestProbeNameRule(t *testing.T) {
 		t.Error("the empty rule folds case")
 	}
 }
+
+// The fold takes at least the names a case-insensitive filesystem takes for one: full case
+// folding (final sigma, sharp s, the Kelvin sign), and normalization after it.
+func TestNameRuleKeyFolds(t *testing.T) {
+	k := NameRule{FoldCase: true, Normalize: true}
+	for _, pair := range [][2]string{{"ΟΔΟΣ", "οδος"}, {"οδος", "οδοσ"}, {"\u212a.txt", "k.txt"}, {"Ä.txt", "a\u0308.txt"}} {
+		if k.key(pair[0]) != k.key(pair[1]) {
+			t.Errorf("%q and %q have keys %q and %q", pair[0], pair[1], k.key(pair[0]), k.key(pair[1]))
+		}
+	}
+	if k.key("bad\xff") == k.key("bad\xfe") {
+		t.Error("two names that are not UTF-8 fold to one")
+	}
+}

@@ -25,10 +25,14 @@ func Patch(cs *Changeset) string {
 			continue
 		}
 		g, base := it.Guest, it.Base
+		oldPath := it.Path
+		if it.From != nil {
+			base, oldPath = it.From.Base, it.From.Path // a rename under the host's name rule
+		}
 		if it.Conflict {
 			note("conflict (the host changed it too): %s", it.Display)
 		}
-		if (g != nil && g.Type != tree.File) || (g == nil && base != nil && base.Type != tree.File) {
+		if (g != nil && g.Type != tree.File) || (g == nil && base != nil && base.Type != tree.File) || (it.From != nil && (base == nil || base.Type != tree.File)) {
 			note("%s: %s (not expressible as a text patch)", it.Display, it.Description)
 			continue
 		}
@@ -38,8 +42,13 @@ func Patch(cs *Changeset) string {
 				continue
 			}
 		}
-		b.WriteString(udiff.GitHeader(it.Path) + udiff.GitModeLines(modeOf(base), modeOf(g)))
-		from, to := udiff.GitQuote("a/"+it.Path), udiff.GitQuote("b/"+it.Path)
+		if it.From != nil {
+			b.WriteString("diff --git " + udiff.GitQuote("a/"+oldPath) + " " + udiff.GitQuote("b/"+it.Path) + "\n" + udiff.GitModeLines(modeOf(base), modeOf(g)))
+			b.WriteString("rename from " + udiff.GitQuote(oldPath) + "\nrename to " + udiff.GitQuote(it.Path) + "\n")
+		} else {
+			b.WriteString(udiff.GitHeader(it.Path) + udiff.GitModeLines(modeOf(base), modeOf(g)))
+		}
+		from, to := udiff.GitQuote("a/"+oldPath), udiff.GitQuote("b/"+it.Path)
 		if base == nil {
 			from = "/dev/null"
 		}

@@ -66,3 +66,37 @@ func TestPatchQuotesHostileNames(t *testing.T) {
 		t.Errorf("git apply created other files: %v", got)
 	}
 }
+
+// A rename under the host's name rule is a git rename in the patch, with its content change:
+// git apply renames the file and applies the hunks.
+func TestPatchRename(t *testing.T) {
+	old, new := "a\nb\nc\n", "a\nB\nc\n"
+	base := &tree.Entry{Type: tree.File, Mode: 0o644, Size: int64(len(old))}
+	g := &tree.Entry{Type: tree.File, Mode: 0o644, Size: int64(len(new))}
+	from := &Item{Path: "main.go", Display: "main.go", Kind: staging.Deleted, Base: base, Host: base}
+	cs := &Changeset{Items: []*Item{
+		{Path: "Main.go", Display: "Main.go", Kind: staging.Added, Guest: g, Host: base, From: from, Text: true, BaseText: old, GuestText: new, Hunks: udiff.Hunks(old, new)},
+		{Path: "Same.txt", Display: "Same.txt", Kind: staging.Added, Guest: g, Host: base, Text: true, BaseText: old, GuestText: old,
+			From: &Item{Path: "same.txt", Display: "same.txt", Kind: staging.Deleted, Base: base, Host: base}},
+	}}
+	p := Patch(cs)
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(old), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "same.txt"), []byte(old), 0o644))
+	cmd := exec.Command("git", "apply", "-")
+	cmd.Dir, cmd.Stdin = dir, strings.NewReader(p)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s\npatch:\n%s", err, out, p)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "Main.go")); err != nil || string(data) != new {
+		t.Errorf("Main.go: %q %v\npatch:\n%s", data, err, p)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "Same.txt")); err != nil || string(data) != old {
+		t.Errorf("Same.txt: %q %v\npatch:\n%s", data, err, p)
+	}
+	for _, gone := range []string{"main.go", "same.txt"} {
+		if _, err := os.Lstat(filepath.Join(dir, gone)); err == nil {
+			t.Errorf("%s is still there:\n%s", gone, p)
+		}
+	}
+}

@@ -32,10 +32,27 @@ type step struct {
 	moveBase bool        // update the baseline for this path
 	guestOp  string      // "revert" or "keep-host"
 	what     string
+	// pair is the other half of a rename under the host's name rule (Item.From): the old
+	// name's removal and the new name's write stand or fall together. fresh marks the write:
+	// the host has the path only under the old name, which is removed first.
+	pair  *step
+	fresh bool
 }
 
 // plan turns decisions into steps; it reads nothing from the host or the guest.
 func plan(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
+	steps, pending, err := planSteps(cs, decisions)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := onePerName(cs.Rule, steps); err != nil {
+		return nil, nil, err
+	}
+	return steps, pending, nil
+}
+
+// planSteps is plan without the check of names that the host takes for one (onePerName).
+func planSteps(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 	byPath := map[string]*Item{}
 	for _, it := range cs.Items {
 		byPath[it.Path] = it
@@ -55,6 +72,9 @@ func plan(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 		}
 		if !it.Conflict && (d.Action == KeepHost || d.Action == TakeGuest || d.Action == Skip) {
 			return nil, nil, fmt.Errorf("%s is not a conflict: choose accept, reject or reject-revert", it.Display)
+		}
+		if (it.From != nil || len(it.Collides) > 0) && (d.Action == KeepHost || d.Action == RejectRevert) {
+			return nil, nil, fmt.Errorf("%s is one name with another on this host directory (case or Unicode normalization): keep-host and reject-revert are not offered; choose %s", it.Display, map[bool]string{true: "take-guest or skip", false: "accept or reject"}[it.Conflict])
 		}
 		s := &step{it: it, dec: d}
 		switch d.Action {
@@ -79,12 +99,43 @@ func plan(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 			if s.after != nil && s.after.Type == tree.File && s.content != nil && bytesHashMismatch(s) {
 				return nil, nil, fmt.Errorf("internal error: content of %s does not match its hash", it.Display)
 			}
+			if it.From != nil {
+				// The old name goes first, in the same apply.
+				r := &step{it: it.From, dec: d}
+				if err := r.acceptPlan(); err != nil {
+					return nil, nil, err
+				}
+				s.pair, r.pair, s.fresh = r, s, true
+				s.what = "rename from " + termsafe.Path(it.From.Path) + ", " + s.what
+				steps = append(steps, r)
+			}
 		default:
 			return nil, nil, fmt.Errorf("unknown action %q for %s", d.Action, it.Display)
 		}
 		steps = append(steps, s)
 	}
 	return steps, pending, nil
+}
+
+// onePerName refuses a plan that changes one host name twice under the host's rule (two
+// names of a collision accepted, say): the second write would land on the first. A rename's
+// two halves are one change.
+func onePerName(rule NameRule, steps []*step) error {
+	if !rule.folds() {
+		return nil
+	}
+	seen := map[string]*step{}
+	for _, s := range steps {
+		if !s.hostOp || (s.pair != nil && !s.fresh) {
+			continue
+		}
+		k := rule.key(s.it.Path)
+		if o := seen[k]; o != nil {
+			return fmt.Errorf("%s and %s are one name on this host directory (case or Unicode normalization): accept at most one of them (the others stay pending in the guest)", o.it.Display, s.it.Display)
+		}
+		seen[k] = s
+	}
+	return nil
 }
 
 func bytesHashMismatch(s *step) bool {
@@ -165,6 +216,9 @@ func Plan(cs *Changeset, decisions []Decision) ([]Planned, error) {
 	}
 	var out []Planned
 	for _, s := range steps {
+		if s.pair != nil && !s.fresh {
+			continue // said by the rename's other half
+		}
 		out = append(out, Planned{Path: s.it.Display, What: s.what, Sentence: describe(s.it, s.dec)})
 	}
 	for _, p := range pending {

@@ -94,8 +94,10 @@ func (f *fx) build() *review.Changeset {
 	return cs
 }
 
+// acceptAll accepts every change it may: of a collision (names one on the host), the first.
 func acceptAll(cs *review.Changeset) []review.Decision {
 	var ds []review.Decision
+	taken := map[string]bool{}
 	for _, it := range cs.Items {
 		if it.Refused != "" {
 			continue
@@ -104,6 +106,12 @@ func acceptAll(cs *review.Changeset) []review.Decision {
 		if it.Conflict {
 			a = review.TakeGuest
 		}
+		for _, o := range it.Collides {
+			if taken[o] {
+				a = review.Skip
+			}
+		}
+		taken[it.Path] = a != review.Skip
 		ds = append(ds, review.Decision{Path: it.Path, Action: a})
 	}
 	return ds

@@ -21,21 +21,34 @@ func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) erro
 		if j.State != statePrepared {
 			continue
 		}
+		kept := map[string]bool{}                  // paths that could not be rolled back
 		for k := len(j.Entries) - 1; k >= 0; k-- { // the reverse of the apply's order
 			je := j.Entries[k]
 			if !je.HostOp {
 				continue
 			}
 			host.removeTemps(je.Path)
+			if je.Pair != "" && kept[je.Pair] {
+				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": interrupted apply: not rolled back: it goes with "+termsafe.Path(je.Pair)+", which is left as it is")
+				kept[je.Path] = true
+				continue
+			}
+			if je.Pair != "" && je.Before == nil && je.After != nil && !host.hasName(je.Path) {
+				continue // a rename's new name, not written yet (a lookup may find the old one)
+			}
 			now, err := host.entry(je.Path)
 			if err != nil {
 				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": interrupted apply: "+err.Error())
+				kept[je.Path] = true
 				continue
 			}
 			if sameOrAbsent(now, je.After) && !sameOrAbsent(now, je.Before) {
 				if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true, host.expect(je.Path, je.After)); err != nil {
 					rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": rolling back an interrupted apply: "+err.Error())
+					kept[je.Path] = true
 				}
+			} else if !sameOrAbsent(now, je.Before) {
+				kept[je.Path] = true // changed since: left as it is
 			}
 		}
 		if err := host.syncDirs(); err != nil {
@@ -123,23 +136,38 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 	defer host.close()
 	rep := &Report{JournalID: j.ID, Written: []string{}}
 	set := map[tree.Name]*tree.Entry{}
+	kept := map[string]bool{}                  // paths left as they are
 	for k := len(j.Entries) - 1; k >= 0; k-- { // the reverse of the apply's order
 		je := j.Entries[k]
 		if je.NotWritten {
 			continue
 		}
 		if je.HostOp {
+			refuse := func(why string) {
+				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": "+why)
+				kept[je.Path] = true
+			}
+			if je.Pair != "" && kept[je.Pair] {
+				// A rename: its new name (undone first) stays, so the old one is not put back
+				// next to it.
+				refuse("not restored: it goes with " + termsafe.Path(je.Pair) + ", which is left as it is")
+				continue
+			}
+			if je.Pair != "" && je.Before == nil && je.After != nil && !host.hasName(je.Path) {
+				refuse("renamed or removed on the host after the apply; left as it is")
+				continue
+			}
 			now, err := host.entry(je.Path)
 			if err != nil {
-				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": "+err.Error())
+				refuse(err.Error())
 				continue
 			}
 			if !sameOrAbsent(now, je.After) {
-				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": changed on the host after the apply; left as it is")
+				refuse("changed on the host after the apply; left as it is")
 				continue
 			}
 			if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true, host.expect(je.Path, je.After)); err != nil {
-				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": "+err.Error())
+				refuse(err.Error())
 				continue
 			}
 			rep.Written = append(rep.Written, termsafe.Path(je.Path))

@@ -3,6 +3,7 @@ package reviewcmd
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -16,6 +17,8 @@ func kindMark(it *review.Item) string {
 		return "!"
 	case it.Conflict:
 		return "C"
+	case it.From != nil:
+		return "R"
 	case it.Base == nil:
 		return "A"
 	case it.Guest == nil:
@@ -48,8 +51,12 @@ func printIgnored(w io.Writer, cs *review.Changeset) {
 	}
 }
 
-func printConflicts(w io.Writer, cs *review.Changeset) {
+func printConflicts(w io.Writer, cs *review.Changeset, instance string) {
 	for _, it := range cs.Items {
+		if len(it.Collides) > 0 && it.Refused == "" {
+			fmt.Fprintf(w, "  collision (not applied): %s — one name with %s on this host directory; review in a terminal to choose, or name the one to take, in the working directory: `limactl mcp review %s %s --yes`\n", termsafe.String(it.Display), termsafe.String(strings.Join(it.Collides, " and ")), termsafe.String(instance), termsafe.String(it.Display))
+			continue
+		}
 		if it.Conflict && it.Refused == "" {
 			fmt.Fprintf(w, "  conflict (not applied): %s — the host changed it too; review it in a terminal to choose\n", termsafe.String(it.Display))
 		}
@@ -86,14 +93,16 @@ type summaryDoc struct {
 }
 
 type itemDoc struct {
-	Path        tree.Name `json:"path"`
-	Kind        string    `json:"kind"`
-	Conflict    bool      `json:"conflict,omitempty"`
-	Refused     string    `json:"refused,omitempty"`
-	Description string    `json:"description,omitempty"`
-	Added       int       `json:"lines_added"`
-	Removed     int       `json:"lines_removed"`
-	Hunks       int       `json:"hunks"`
+	Path         tree.Name   `json:"path"`
+	Kind         string      `json:"kind"`
+	Conflict     bool        `json:"conflict,omitempty"`
+	Refused      string      `json:"refused,omitempty"`
+	Description  string      `json:"description,omitempty"`
+	Added        int         `json:"lines_added"`
+	Removed      int         `json:"lines_removed"`
+	Hunks        int         `json:"hunks"`
+	RenamedFrom  *tree.Name  `json:"renamed_from,omitempty"`
+	CollidesWith []tree.Name `json:"collides_with,omitempty"`
 }
 
 // changesetJSON is the changeset for scripts.
@@ -107,7 +116,15 @@ func changesetJSON(cs *review.Changeset) changesetDoc {
 		Ignored:       []itemDoc{},
 	}
 	for _, it := range cs.Items {
-		doc.Items = append(doc.Items, itemDoc{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks)})
+		d := itemDoc{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks)}
+		if it.From != nil {
+			from := tree.Name(it.From.Path)
+			d.RenamedFrom = &from
+		}
+		for _, o := range it.Collides {
+			d.CollidesWith = append(d.CollidesWith, tree.Name(o))
+		}
+		doc.Items = append(doc.Items, d)
 	}
 	for _, it := range cs.Ignored {
 		doc.Ignored = append(doc.Ignored, itemDoc{Path: tree.Name(it.Path), Kind: string(it.Kind), Refused: it.Refused})

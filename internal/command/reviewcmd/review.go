@@ -151,7 +151,7 @@ func Run(ctx context.Context, opts *Options) error {
 		printIgnored(ios.Out, cs)
 		return nil
 	}
-	decisions, err := decide(opts, name, cs)
+	decisions, err := decide(opts, name, cs, paths)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func Run(ctx context.Context, opts *Options) error {
 		for _, p := range planned {
 			fmt.Fprintf(ios.Out, "  %-40s %s\n", termsafe.String(p.Path), termsafe.String(p.What))
 		}
-		printConflicts(ios.Out, cs)
+		printConflicts(ios.Out, cs, name)
 		return nil
 	}
 	if progress {
@@ -201,7 +201,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	printRefused(ios.Out, rep.Refused)
 	if opts.Yes {
-		printConflicts(ios.Out, cs)
+		printConflicts(ios.Out, cs, name)
 	}
 	if len(rep.Refused) > 0 {
 		fmt.Fprintf(ios.ErrOut, "%s not be applied and %s pending: run `limactl mcp review %s` again once the reason above is settled.\n", words.Count(len(rep.Refused), "change could", "changes could"), map[bool]string{true: "stays", false: "stay"}[len(rep.Refused) == 1], name)
@@ -229,11 +229,11 @@ func busyError(err error, instance, workdir string) error {
 // decide gets the decisions for a changeset with items. --yes and --dry-run accept every
 // change that is not a conflict; otherwise a person decides on a terminal; without one,
 // nothing is applied and the exit code says consent is pending.
-func decide(opts *Options, instance string, cs *review.Changeset) ([]review.Decision, error) {
+func decide(opts *Options, instance string, cs *review.Changeset, paths []string) ([]review.Decision, error) {
 	ios := opts.IO
 	switch {
 	case opts.Yes || opts.DryRun:
-		return AcceptNonConflicts(cs), nil
+		return AcceptNonConflicts(cs, paths...), nil
 	case ios.IsStdinTTY() && ios.IsStdoutTTY():
 		ask := opts.Decide
 		if ask == nil {
@@ -254,11 +254,31 @@ func decide(opts *Options, instance string, cs *review.Changeset) ([]review.Deci
 
 // AcceptNonConflicts is the policy of --yes: accept every change that is neither a conflict
 // nor refused, skip the conflicts (they stay pending), and leave refused changes undecided.
-func AcceptNonConflicts(cs *review.Changeset) []review.Decision {
+// Of a collision (guest names that are one name on the host), the name that named (the PATH
+// arguments) gives exactly, without the others, is taken, unless the host changed it too:
+// naming one is the person's choice; otherwise every name of it stays pending.
+func AcceptNonConflicts(cs *review.Changeset, named ...string) []review.Decision {
+	isNamed := map[string]bool{}
+	for _, p := range named {
+		isNamed[p] = true
+	}
+	picked := func(it *review.Item) bool {
+		if len(it.Collides) == 0 || !isNamed[it.Path] || it.HostChanged() {
+			return false
+		}
+		for _, o := range it.Collides {
+			if isNamed[o] {
+				return false
+			}
+		}
+		return true
+	}
 	var ds []review.Decision
 	for _, it := range cs.Items {
 		switch {
 		case it.Refused != "":
+		case picked(it):
+			ds = append(ds, review.Decision{Path: it.Path, Action: review.TakeGuest})
 		case it.Conflict:
 			ds = append(ds, review.Decision{Path: it.Path, Action: review.Skip})
 		default:

@@ -292,6 +292,9 @@ func label(it *review.Item) string {
 	default:
 		s = "M " + name
 	}
+	if it.From != nil {
+		s = "R " + it.From.Name() + " → " + name
+	}
 	if it.Conflict {
 		s = "C " + s
 	}

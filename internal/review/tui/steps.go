@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/charmbracelet/huh"
@@ -115,8 +116,8 @@ func (r *reviewer) revertRejected(items []*review.Item, decs []review.Decision) 
 	var opts []huh.Option[int]
 	w, _ := r.size()
 	for i, it := range items {
-		if it.Conflict || decs[i].Action != review.Reject {
-			continue
+		if it.Conflict || it.From != nil || decs[i].Action != review.Reject {
+			continue // a rename is not reverted in the guest
 		}
 		l := label(it)
 		if !r.accessible {
@@ -181,15 +182,18 @@ func (r *reviewer) perFile(it *review.Item, idx, total int) (review.Decision, er
 	n := len(it.Hunks)
 	choice := choiceAll
 	for {
+		opts := []huh.Option[string]{
+			huh.NewOption(fmt.Sprintf("accept all %d hunks", n), choiceAll),
+			huh.NewOption("choose hunks one by one", choiceHunks),
+			huh.NewOption("view the whole diff", choiceView),
+			huh.NewOption("reject the file (it stays pending in the guest)", choiceReject),
+		}
+		if it.From == nil { // a rename is not reverted in the guest
+			opts = append(opts, huh.NewOption("reject and revert it in the guest (permanent: no undo)", choiceRevert))
+		}
 		sel := huh.NewSelect[string]().
 			Title("What should happen to this file?").
-			Options(
-				huh.NewOption(fmt.Sprintf("accept all %d hunks", n), choiceAll),
-				huh.NewOption("choose hunks one by one", choiceHunks),
-				huh.NewOption("view the whole diff", choiceView),
-				huh.NewOption("reject the file (it stays pending in the guest)", choiceReject),
-				huh.NewOption("reject and revert it in the guest (permanent: no undo)", choiceRevert),
-			).
+			Options(opts...).
 			Value(&choice)
 		// Layout: group title 1, select 6, gap 1, note (title, blank, lines, blank), blank 1,
 		// help 1: 13 + lines; one line spare.
@@ -269,6 +273,13 @@ func (r *reviewer) conflict(it *review.Item) (review.Action, error) {
 			huh.NewOption("keep the host's version (and copy it into the guest)", review.KeepHost),
 			huh.NewOption("take the guest's version (overwrite the host's)", review.TakeGuest),
 		}
+		if it.From != nil {
+			// A rename: the host's version is kept by skipping; the guest's renames it.
+			opts = []huh.Option[review.Action]{
+				huh.NewOption("skip: change nothing (it stays pending)", review.Skip),
+				huh.NewOption("take the guest's version (rename "+it.From.Name()+" and overwrite it)", review.TakeGuest),
+			}
+		}
 		if it.Text {
 			opts = append(opts, huh.NewOption("view the agent's whole diff", review.Action(choiceView)))
 		}
@@ -305,6 +316,95 @@ func (r *reviewer) conflict(it *review.Item) (review.Action, error) {
 		}
 		choice = review.Skip
 	}
+}
+
+// collision is step 3 for the names of a collision (guest names that are one name on the
+// host): the person takes at most one; the others stay pending in the guest. Every name of it
+// in items gets its decision, and is settled.
+func (r *reviewer) collision(items []*review.Item, at int, decs []review.Decision, settled map[string]bool) error {
+	it := items[at]
+	names := map[string]bool{it.Path: true}
+	for _, o := range it.Collides {
+		names[o] = true
+	}
+	var members []int
+	for i, x := range items {
+		if names[x.Path] {
+			members = append(members, i)
+			settled[x.Path] = true
+		}
+	}
+	var shown []string
+	for n := range names {
+		shown = append(shown, termsafe.Path(n))
+	}
+	sort.Strings(shown)
+	const none = -1
+	choice := none
+	for {
+		opts := []huh.Option[int]{huh.NewOption("skip: take none of them (all stay pending)", none)}
+		for _, i := range members {
+			x := items[i]
+			l := "take " + x.Name()
+			if x.From != nil {
+				l += " (renames the host's " + x.From.Name() + ")"
+			}
+			if x.HostChanged() {
+				l += ", overwriting the host's changes"
+			}
+			if !r.accessible {
+				l = truncate(l, r.width()-8)
+			}
+			opts = append(opts, huh.NewOption(l, i))
+		}
+		opts = append(opts, huh.NewOption("view what the agent did to each", choiceViewAll))
+		desc := strings.Join(shown, " and ") + " are one name on this host directory (it does not tell case or Unicode normalization apart): at most one can be applied; the others stay pending in the guest."
+		if !r.accessible {
+			desc = ansi.Wrap(desc, r.width()-4, "")
+		}
+		sel := huh.NewSelect[int]().
+			Title("Collision: which one should the host get?").
+			Description(desc).
+			Options(opts...).
+			Value(&choice)
+		f := r.form("Collision: "+strings.Join(shown, " and "), sel)
+		if err := r.runForm(f, func() *doc { return r.collisionDoc(items, members) }); err != nil {
+			return err
+		}
+		if choice != choiceViewAll {
+			break
+		}
+		if err := r.page(*r.collisionDoc(items, members)); err != nil {
+			return err
+		}
+		choice = none
+	}
+	for _, i := range members {
+		decs[i].Action = review.Skip
+		if i == choice {
+			decs[i].Action = review.TakeGuest
+		}
+	}
+	return nil
+}
+
+// choiceViewAll is the collision's option to see every name's change.
+const choiceViewAll = -2
+
+// collisionDoc is what the agent did to each name of a collision.
+func (r *reviewer) collisionDoc(items []*review.Item, members []int) *doc {
+	return &doc{title: "Collision", render: func(width int) ([]string, int) {
+		var out []string
+		for _, i := range members {
+			if len(out) > 0 {
+				out = append(out, "")
+			}
+			out = append(out, r.paint.textLines("── "+label(items[i]), width)...)
+			lines, _ := r.paint.itemDoc(items[i], width)
+			out = append(out, lines...)
+		}
+		return out, 0
+	}}
 }
 
 // planLines are the lines of the final confirmation, from review.Plan (what apply will do):

@@ -35,7 +35,9 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 // The steps: the list of files (all non-conflicting ones pre-selected; unselected ones are
 // rejected, selected conflicts are resolved in step 3), then for each selected text file with
 // several hunks what to do with it (all hunks, some hunks, reject, reject and revert), then
-// for each selected conflict keep-host/take-guest/skip, then the confirmation (default No).
+// for each selected conflict keep-host/take-guest/skip (a rename under the host's name rule:
+// take-guest/skip; a collision, names the host takes for one: which one it gets, if any, asked
+// once for all of them), then the confirmation (default No).
 // Refused items are shown with their reason and get no decision; every other item gets one.
 //
 // Keys of the full-screen UI: ↑/↓ or j/k move; space or x toggle a file, ctrl+a all/none, /
@@ -176,14 +178,22 @@ func (r *reviewer) run() ([]review.Decision, error) {
 	if err := r.revertRejected(items, decs); err != nil {
 		return nil, err
 	}
+	settled := map[string]bool{} // names of collisions already chosen for
 	for i, it := range items {
-		if it.Conflict && selected[i] {
-			a, err := r.conflict(it)
-			if err != nil {
+		if !it.Conflict || !selected[i] || settled[it.Path] {
+			continue
+		}
+		if len(it.Collides) > 0 {
+			if err := r.collision(items, i, decs, settled); err != nil {
 				return nil, err
 			}
-			decs[i].Action = a
+			continue
 		}
+		a, err := r.conflict(it)
+		if err != nil {
+			return nil, err
+		}
+		decs[i].Action = a
 	}
 	ok, err := r.confirm(decs)
 	if err != nil {

@@ -750,3 +750,82 @@ func TestTUIHelpLinesAgree(t *testing.T) {
 		t.Fatal("not aborted")
 	}
 }
+
+// foldedChangeset is a review on a host directory that does not tell case apart: a rename
+// that only changes case (main.go → Main.go) and a collision (README.md and readme.md).
+func foldedChangeset() *review.Changeset {
+	file := &tree.Entry{Type: tree.File, Mode: 0o644, Size: 5, Hash: "h-main"}
+	from := &review.Item{Path: "main.go", Display: "main.go", Kind: staging.Deleted, Base: file, Host: file}
+	rename := &review.Item{Path: "Main.go", Display: "Main.go", Kind: staging.Added, Guest: file, Host: file, From: from,
+		Description: "renamed from main.go (only case or Unicode normalization differs)"}
+	a := textItem("README.md", staging.Added, "", "A\n")
+	a.Conflict, a.Collides = true, []string{"readme.md"}
+	a.Guest = &tree.Entry{Type: tree.File, Mode: 0o644, Size: 2, Hash: "h-A"}
+	b := textItem("readme.md", staging.Added, "", "a\n")
+	b.Conflict, b.Collides = true, []string{"README.md"}
+	b.Guest = &tree.Entry{Type: tree.File, Mode: 0o644, Size: 2, Hash: "h-a"}
+	return &review.Changeset{Workdir: "/Users/me/project", Rule: review.NameRule{FoldCase: true, Normalize: true},
+		Items: []*review.Item{rename, a, b}}
+}
+
+// A rename is one line (R old → new), accepted like any change; the names of a collision are
+// settled by one question, of which the person takes at most one: the others stay pending.
+func TestTUICollision(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, foldedChangeset())
+	s.waitFor("2 conflicts", "R main.go → Main.go", "C A README.md", "C A readme.md")
+	s.keys("Down", "Space")
+	s.waitFor("> ✓ C A README.md")
+	s.keys("Enter")
+	s.waitFor("Collision: which one should the host get?", "> skip: take none of them", "take README.md", "take readme.md",
+		"README.md and readme.md are one name on this host directory")
+	s.keys("Down", "Down")
+	s.waitFor("> take readme.md")
+	s.keys("Enter")
+	s.waitFor("Apply these changes?", "rename main.go → Main.go", "create readme.md (collision: README.md stays pending")
+	s.keys("y")
+	decs, aborted := s.outcome()
+	if aborted {
+		t.Fatal("aborted")
+	}
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "Main.go", Action: review.Accept},
+		{Path: "README.md", Action: review.Skip},
+		{Path: "readme.md", Action: review.TakeGuest},
+	})
+}
+
+// The same in accessible mode, with the rename a conflict (the host changed main.go): it is
+// offered skip or take-guest, never keep-host.
+func TestTUICollisionAccessible(t *testing.T) {
+	t.Parallel()
+	cs := foldedChangeset()
+	rename := cs.Items[0]
+	rename.Conflict = true
+	rename.Host = &tree.Entry{Type: tree.File, Mode: 0o644, Size: 9, Hash: "h-host"}
+	s := startTUI(t, cs, "-accessible")
+	s.waitFor("Print the changes of every file first? [y/N]")
+	s.typeLine("n")
+	s.waitFor("1.   C R main.go → Main.go", "2.   C A README.md", "3.   C A readme.md")
+	s.typeLine("1")
+	s.typeLine("3")
+	s.typeLine("0")
+	s.waitFor("Conflict: what should happen?", "1. skip", "2. take the guest's version (rename main.go and overwrite it)")
+	if strings.Contains(s.screen(), "keep the host's version") {
+		t.Errorf("keep-host offered for a rename:\n%s", s.screen())
+	}
+	s.typeLine("2")
+	s.waitFor("Collision: which one should the host get?", "2. take README.md", "3. take readme.md")
+	s.typeLine("2")
+	s.waitFor("rename main.go → Main.go", "create README.md (collision: readme.md stays pending", "Apply these changes? [y/N]")
+	s.typeLine("y")
+	decs, aborted := s.outcome()
+	if aborted {
+		t.Fatal("aborted")
+	}
+	wantDecisions(t, decs, []review.Decision{
+		{Path: "Main.go", Action: review.TakeGuest},
+		{Path: "README.md", Action: review.TakeGuest},
+		{Path: "readme.md", Action: review.Skip},
+	})
+}

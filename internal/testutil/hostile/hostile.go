@@ -46,6 +46,35 @@ var Attacks = []string{
 	"echo more >> a.txt", "rm -f d/f.txt", "rm -rf d/e", "echo new > d/new.txt", "echo x2 >> x/in.txt",
 }
 
+// FoldAttacks are guest commands that make names one name on a host directory that does not
+// tell case or Unicode normalization apart (APFS, HFS+, NTFS), against Setup's tree: renames
+// that only change case or normalization (with and without a content change), two new names
+// for one, a new name for an existing host file, and directories among them.
+var FoldAttacks = []string{
+	"mv a.txt A.txt", "mv a.txt A.TXT && echo changed >> A.TXT", "rm -f keep.txt && echo k2 > KEEP.txt",
+	"echo dup > A.txt", "echo one > New.txt && echo two > new.txt", "echo one > NEW.txt",
+	"mv keep.txt KEEP.txt && echo k3 > keep.txt", "mv d/f.txt d/F.txt", "echo f2 > d/F.txt",
+	"rm -f keep.txt && ln -sfn a.txt Keep.txt", "rm -f a.txt && mkdir A.txt && echo in > A.txt/in",
+	"mkdir -p D && echo dd > D/f.txt", "mv d D", "mv x X", "mkdir -p X && echo xx > X/in.txt",
+	`printf c > "$(printf 'caf\303\251')" && printf d > "$(printf 'cafe\314\201')"`,
+	`mv a.txt "$(printf 'a\314\201.txt')" && printf e > "$(printf '\303\241.txt')"`,
+	`printf n > "$(printf '\303\244.txt')" && mv "$(printf '\303\244.txt')" "$(printf 'A\314\210.txt')"`,
+	"rm -f a.txt", "echo more >> A.txt",
+}
+
+// FoldOps draws a sequence of 2 to 9 operations, most of them from FoldAttacks.
+func FoldOps(r *rand.Rand, mark string) []string {
+	var ops []string
+	for range 2 + r.Intn(8) {
+		op := FoldAttacks[r.Intn(len(FoldAttacks))]
+		if r.Intn(4) == 0 {
+			op = Attacks[r.Intn(len(Attacks))]
+		}
+		ops = append(ops, strings.ReplaceAll(op, "MARK", mark))
+	}
+	return ops
+}
+
 // Ops draws a sequence of 2 to 9 attacks; mark is the path outside the working directory that
 // a command run on the host would create.
 func Ops(r *rand.Rand, mark string) []string {
