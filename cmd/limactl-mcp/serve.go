@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +39,7 @@ only; logs go to standard error.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
+			stayLean()
 			return servecmd.Run(cmd.Context(), opts)
 		},
 	}
@@ -52,4 +55,15 @@ only; logs go to standard error.`,
 	f.BoolVar(&opts.HTTP.AllowRemote, "http-allow-remote", false, "Allow a non-loopback --http address (whoever reaches it with the token runs commands in the instance)")
 	f.StringVar(&opts.HTTP.TokenFile, "http-token-file", "", "Read the --http bearer token from the first line of `FILE`; a missing FILE is created (mode 0600) with a new random token (default: a new token, printed on standard error)")
 	return cmd
+}
+
+// stayLean makes a server that lives as long as an agent session collect its garbage sooner
+// than Go's default (GOGC=100 lets the heap grow to twice what is live), unless GOGC says
+// otherwise: it mostly waits on the guest, and a peak of staging or of a burst of calls should
+// not stay resident for hours. Measured on a 10,000-file tree and 100 calls: peak RSS 35.7 MB
+// instead of 40.6 MB (docs/benchmarks.md).
+func stayLean() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 }
