@@ -22,14 +22,8 @@ func TestRootOwnedRunner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("this test makes root-owned files: run it as root (CI does)")
 	}
-	srv := sshd.Start(t)
-	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
-	t.Cleanup(func() { c.Close() })
+	srv, _, l := sshdLink(t)
 	ctx := context.Background()
-	l, err := c.get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	u, err := user.Lookup(srv.User)
 	if err != nil {
 		t.Fatal(err)
@@ -102,14 +96,8 @@ func TestRootOwnedRunner(t *testing.T) {
 // A guest without passwordless sudo (this host has no sudo at all) keeps the user's copy, and
 // says so once: later starts do not try again.
 func TestSystemRunnerWithoutSudo(t *testing.T) {
-	srv := sshd.Start(t)
-	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
-	t.Cleanup(func() { c.Close() })
+	srv, c, l := sshdLink(t)
 	ctx := context.Background()
-	l, err := c.get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	_, id, err := runnerbin.Binary(runtime.GOARCH)
 	if err != nil {
 		t.Fatal(err)
@@ -147,4 +135,17 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sshdLink is a connection without a runner to a real sshd, and its link.
+func sshdLink(t *testing.T) (*sshd.Server, *Conn, *link) {
+	t.Helper()
+	srv := sshd.Start(t)
+	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { c.Close() })
+	l, err := c.get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c, l
 }

@@ -34,19 +34,25 @@ var (
 )
 
 func TestHostileTreesAcceptAll(t *testing.T) {
+	hostileStates(t, "TestHostileTreesAcceptAll", hostile.Ops, acceptAllRandom)
+}
+
+// hostileStates runs the flags' seeds of generated guest states (ops) through Build and
+// Apply with decide's decisions, against a real sshd; a failure names its seed.
+func hostileStates(t *testing.T, name string, ops func(*rand.Rand, string) []string, decide func(*rand.Rand, *review.Changeset) []review.Decision) {
 	srv := sshd.Start(t)
 	conn := guesttest.Connect(t, srv, guest.Options{})
 	store := staging.Store{Dir: filepath.Join(t.TempDir(), "state")}
-	checks, ops := 0, 0
+	checks, nops := 0, 0
 	start := time.Now()
 	for seed := *hostileSeed; seed < *hostileSeed+int64(*hostileCount); seed++ {
-		c, o := hostileState(t, srv, conn, store, seed, hostile.Ops, acceptAllRandom)
-		checks, ops = checks+c, ops+o
+		c, o := hostileState(t, srv, conn, store, seed, ops, decide)
+		checks, nops = checks+c, nops+o
 		if t.Failed() {
-			t.Fatalf("seed %d broke the host invariant (replay: go test ./internal/review -run TestHostileTreesAcceptAll -hostile.seed %d -hostile.count 1)", seed, seed)
+			t.Fatalf("seed %d broke the host invariant (replay: go test ./internal/review -run %s -hostile.seed %d -hostile.count 1)", seed, name, seed)
 		}
 	}
-	t.Logf("%d hostile states (%d guest operations), %d host checks, in %s", *hostileCount, ops, checks, time.Since(start).Round(time.Second))
+	t.Logf("%d hostile states (%d guest operations), %d host checks, in %s", *hostileCount, nops, checks, time.Since(start).Round(time.Second))
 }
 
 // The same on a host directory that does not tell case or Unicode normalization apart (the
@@ -60,19 +66,7 @@ func TestHostileTreesFolding(t *testing.T) {
 	old := review.ProbeNameRule
 	review.ProbeNameRule = func(string) review.NameRule { return review.NameRule{FoldCase: true, Normalize: true} }
 	t.Cleanup(func() { review.ProbeNameRule = old })
-	srv := sshd.Start(t)
-	conn := guesttest.Connect(t, srv, guest.Options{})
-	store := staging.Store{Dir: filepath.Join(t.TempDir(), "state")}
-	checks, ops := 0, 0
-	start := time.Now()
-	for seed := *hostileSeed; seed < *hostileSeed+int64(*hostileCount); seed++ {
-		c, o := hostileState(t, srv, conn, store, seed, hostile.FoldOps, decideRandom)
-		checks, ops = checks+c, ops+o
-		if t.Failed() {
-			t.Fatalf("seed %d broke the host invariant (replay: go test ./internal/review -run TestHostileTreesFolding -hostile.seed %d -hostile.count 1)", seed, seed)
-		}
-	}
-	t.Logf("%d hostile states (%d guest operations), %d host checks, in %s", *hostileCount, ops, checks, time.Since(start).Round(time.Second))
+	hostileStates(t, "TestHostileTreesFolding", hostile.FoldOps, decideRandom)
 }
 
 func acceptAllRandom(_ *rand.Rand, cs *review.Changeset) []review.Decision { return acceptAll(cs) }
