@@ -3,6 +3,7 @@ package staging
 import (
 	"context"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
@@ -30,36 +31,51 @@ func Statuses(ctx context.Context, conn *guest.Conn, store Store, connErr error)
 		return nil, err
 	}
 	sort.Slice(states, func(i, j int) bool { return states[i].Workdir < states[j].Workdir })
-	out := make([]SessionStatus, 0, len(states))
-	for _, st := range states {
-		ss := SessionStatus{Workdir: st.Workdir, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1}
-		_, base, err := store.LoadID(st.ID)
-		if err != nil {
-			ss.Error = err.Error()
-			out = append(out, ss)
-			continue
-		}
-		ss.Files, ss.Bytes = base.Files()
-		switch {
-		case conn == nil:
-			ss.Error = connErr.Error()
-		default:
-			s := Attach(conn, store, st, base)
-			present, err := s.guestCopyPresent(ctx)
-			if err == nil && !present {
-				err = errGuestCopyGone(st)
-			}
-			var cs *ChangeSet
-			if err == nil {
-				cs, err = s.GuestChanges(ctx)
-			}
-			if err != nil {
-				ss.Error = err.Error()
-			} else {
-				ss.Pending, ss.PendingTotal = cs.Counts(), len(cs.Changes)
-			}
-		}
-		out = append(out, ss)
+	out := make([]SessionStatus, len(states))
+	// Each session is a scan of its copy in the guest (a round trip or more each): several at
+	// once, so that an instance with dozens of sessions answers in about the time of a few.
+	sem := make(chan struct{}, statusParallel)
+	var wg sync.WaitGroup
+	for i, st := range states {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = sessionStatus(ctx, conn, store, st, connErr)
+		}()
 	}
+	wg.Wait()
 	return out, nil
+}
+
+// statusParallel bounds the sessions Statuses reads at once.
+const statusParallel = 8
+
+func sessionStatus(ctx context.Context, conn *guest.Conn, store Store, st *State, connErr error) SessionStatus {
+	ss := SessionStatus{Workdir: st.Workdir, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1}
+	_, base, err := store.LoadID(st.ID)
+	if err != nil {
+		ss.Error = err.Error()
+		return ss
+	}
+	ss.Files, ss.Bytes = base.Files()
+	if conn == nil {
+		ss.Error = connErr.Error()
+		return ss
+	}
+	s := Attach(conn, store, st, base)
+	present, err := s.guestCopyPresent(ctx)
+	if err == nil && !present {
+		err = errGuestCopyGone(st)
+	}
+	var cs *ChangeSet
+	if err == nil {
+		cs, err = s.GuestChanges(ctx)
+	}
+	if err != nil {
+		ss.Error = err.Error()
+	} else {
+		ss.Pending, ss.PendingTotal = cs.Counts(), len(cs.Changes)
+	}
+	return ss
 }
