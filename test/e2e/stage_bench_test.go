@@ -119,6 +119,16 @@ func TestBenchmarkStaging(t *testing.T) {
 			t.Fatalf("review --json: exit %d\n%s\n%s", code, out, stderr)
 		}
 	}
+	var statusTimes []time.Duration
+	for range 3 {
+		t0 := time.Now()
+		out, stderr, code := plugin(t, dir, "status", instanceName, "--json")
+		statusTimes = append(statusTimes, time.Since(t0))
+		if code != 0 || !strings.Contains(out, `"pending_total": 10`) {
+			t.Fatalf("status --json: exit %d\n%s\n%s", code, out, stderr)
+		}
+	}
+	sessions, _ := os.ReadDir(filepath.Join(vm.LimaHome, instanceName, "limactl-mcp", "sessions"))
 	// The review's own work on a connection that is already open (Build: the scan, the
 	// hashes, reading the 10 files from the guest, the host's side), apart from the SSH login
 	// a new process pays.
@@ -152,12 +162,14 @@ func TestBenchmarkStaging(t *testing.T) {
 		"| ratio rsync / ours | %.1fx | |\n\n"+
 		"Finding 10 changed files among 10,000 (pending_changes, running server): median %s %v\n"+
 		"Opening the review of them (`review --json`, whole process incl. connect): median %s %v\n"+
+		"`status --json` (this session and %d others of the instance), whole process: median %s %v\n"+
 		"Building that review on an open connection (review.Build): median %s %v\n"+
 		"serve's peak RSS (VmHWM) after staging the 10,000 files and 100 tool calls: %s\n",
 		runs, strings.SplitN(string(rsyncVersion), "\n", 2)[0],
 		med(rsyncTimes).Round(time.Millisecond), rsyncTimes, med(ourTimes).Round(time.Millisecond), ourTimes,
 		float64(med(rsyncTimes))/float64(med(ourTimes)),
 		med(detect).Round(time.Millisecond), detect, med(reviewOpen).Round(time.Millisecond), reviewOpen,
+		len(sessions)-1, med(statusTimes).Round(time.Millisecond), statusTimes,
 		med(build).Round(time.Millisecond), build, peak)
 }
 
