@@ -89,11 +89,15 @@ func commandScript(dir, shell string, command, env []string, tty bool) string {
 	if shell != "" {
 		sh = shellquote.Quote(shell)
 	}
-	fmt.Fprintf(&b, "exec %s -l", sh)
-	if len(command) > 0 {
-		fmt.Fprintf(&b, " -c %s", shellquote.Quote(joinCommand(command)))
+	if len(command) == 0 {
+		fmt.Fprintf(&b, "exec %s -l\n", sh)
+		return b.String()
 	}
-	b.WriteString("\n")
+	// Not exec: a command killed by a signal then exits 128+N through this shell, as a shell
+	// reports it (ssh reports a session ended by a signal as its own failure, 255). The shell
+	// survives a Ctrl-C meant for the command (a handler, which the command does not inherit),
+	// and ends with it on a hangup, as the session leader.
+	fmt.Fprintf(&b, "trap : INT QUIT\n%s -l -c %s\n", sh, shellquote.Quote(joinCommand(command)))
 	return b.String()
 }
 
