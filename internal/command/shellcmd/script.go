@@ -73,9 +73,14 @@ fi
 
 // commandScript is the sh the guest runs for the command, after the check of the guest copy:
 // go to dir (the same absolute path as on the host, unless the copy had to be relocated), take
-// the environment asked for, and exec the command through the user's login shell (or shell),
-// as `limactl shell` does; without a command, the login shell itself.
-func commandScript(dir, shell string, command, env []string, tty bool) string {
+// the environment asked for, and run the command through the user's login shell (or shell),
+// as `limactl shell` does, then after (the probe); without a command, the login shell itself.
+// An interactive login shell on a terminal is exec'd; anything else runs under this shell,
+// so that after runs and a command killed by a signal exits 128+N, as a shell reports it (ssh
+// reports a session ended by a signal as its own failure, 255). This shell survives a Ctrl-C
+// meant for the command (a handler, which the command does not inherit), and ends with it on
+// a hangup, as the session leader.
+func commandScript(dir, shell string, command, env []string, tty bool, after string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cd %s || exit 1\n", shellquote.Quote(dir))
 	if tty {
@@ -89,15 +94,15 @@ func commandScript(dir, shell string, command, env []string, tty bool) string {
 	if shell != "" {
 		sh = shellquote.Quote(shell)
 	}
-	if len(command) == 0 {
+	if tty && len(command) == 0 && after == "" {
 		fmt.Fprintf(&b, "exec %s -l\n", sh)
 		return b.String()
 	}
-	// Not exec: a command killed by a signal then exits 128+N through this shell, as a shell
-	// reports it (ssh reports a session ended by a signal as its own failure, 255). The shell
-	// survives a Ctrl-C meant for the command (a handler, which the command does not inherit),
-	// and ends with it on a hangup, as the session leader.
-	fmt.Fprintf(&b, "trap : INT QUIT\n%s -l -c %s\n", sh, shellquote.Quote(joinCommand(command)))
+	fmt.Fprintf(&b, "trap : INT QUIT\n%s -l", sh)
+	if len(command) > 0 {
+		fmt.Fprintf(&b, " -c %s", shellquote.Quote(joinCommand(command)))
+	}
+	fmt.Fprintf(&b, "\ns=$?\n%sexit $s\n", after)
 	return b.String()
 }
 

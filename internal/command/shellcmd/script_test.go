@@ -27,17 +27,17 @@ func TestJoinCommand(t *testing.T) {
 // newlines), the command's words and its exit status.
 func TestCommandScript(t *testing.T) {
 	dir := t.TempDir()
-	script := commandScript(dir, "/bin/sh", []string{"sh", "-c", `printf '%s|%s|%s\n' "$(pwd)" "$V" "$1"; exit 4`, "x", "it's a word"}, []string{"V=a'b\"c\nd"}, false)
+	script := commandScript(dir, "/bin/sh", []string{"sh", "-c", `printf '%s|%s|%s\n' "$(pwd)" "$V" "$1"; exit 4`, "x", "it's a word"}, []string{"V=a'b\"c\nd"}, false, "echo after\n")
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
 	out, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
 		t.Fatalf("exit: %v (want 4); output %q", err, out)
 	}
-	if want := dir + "|a'b\"c\nd|it's a word\n"; string(out) != want {
+	if want := dir + "|a'b\"c\nd|it's a word\nafter\n"; string(out) != want {
 		t.Errorf("output %q, want %q", out, want)
 	}
-	if !strings.Contains(commandScript(dir, "", nil, nil, true), `exec "$SHELL" -l`) {
+	if !strings.Contains(commandScript(dir, "", nil, nil, true, ""), `exec "$SHELL" -l`) {
 		t.Error("without a command, the script does not exec a login shell")
 	}
 }

@@ -7,6 +7,8 @@ package shellcmd
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -166,20 +168,22 @@ func Run(ctx context.Context, opts *Options) error {
 			termName = DefaultTerm
 		}
 	}
-	req := guest.TerminalRequest{TTY: tty, Term: termName, Secret: len(env) > 0, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
-	req.Script = sess.CheckCopyScript() + commandScript(guestDir, opts.Shell, opts.Command, env, tty)
-
-	t0 := time.Now()
-	status, err := tm.Run(ctx, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return interrupted(ios.ErrOut, name, workdir)
+	run := func(sess *staging.Session) (guest.ExitStatus, staging.ProbeResult, error) {
+		t0 := time.Now()
+		status, probe, err := runCommand(ctx, tm, sess, guestDir, opts, env, tty, termName)
+		log.Debug("command done", "via", tm.Via(), "status", status, "probe", probe, "took", time.Since(t0).Round(time.Millisecond))
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, probe, interrupted(ios.ErrOut, name, workdir)
+			}
+			return 0, probe, fmt.Errorf("running the command in instance %q: %w", name, err)
 		}
-		return fmt.Errorf("running the command in instance %q: %w", name, err)
+		return status, probe, nil
 	}
-	ran := time.Since(t0)
-	probe := probeGuest(ctx, tm, sess, ran)
-	log.Debug("command done", "via", tm.Via(), "status", status, "took", ran.Round(time.Millisecond), "probe", probe, "probe_took", (time.Since(t0) - ran).Round(time.Millisecond))
+	status, probe, err := run(sess)
+	if err != nil {
+		return err
+	}
 	if status == staging.CopyGoneStatus && !probe.CopyPresent {
 		// The command did not run: the guest copy is gone (a recreated instance, a cleared
 		// disk). Stage again, as serve does, and run it.
@@ -187,15 +191,9 @@ func Run(ctx context.Context, opts *Options) error {
 		if sess, err = stage(ctx, opts, t, sess.State.Workdir, log); err != nil {
 			return err
 		}
-		req.Script = sess.CheckCopyScript() + commandScript(guestDir, opts.Shell, opts.Command, env, tty)
-		t0 = time.Now()
-		if status, err = tm.Run(ctx, req); err != nil {
-			if ctx.Err() != nil {
-				return interrupted(ios.ErrOut, name, workdir)
-			}
-			return fmt.Errorf("running the command in instance %q: %w", name, err)
+		if status, probe, err = run(sess); err != nil {
+			return err
 		}
-		probe = probeGuest(ctx, tm, sess, time.Since(t0))
 	}
 	done := exitcode.With(int(status), exitcode.ErrSilent)
 	if status == 0 {
@@ -237,14 +235,12 @@ func review(ctx context.Context, opts *Options, t *sessionopen.Target, workdir s
 		// The instance is open already: the review goes on with it.
 		Open: func(context.Context, string) (*sessionopen.Target, error) { return t, nil },
 	}
+	// The exit status is the command's. A review that explained itself on stderr (no
+	// terminal: the summary and the command to run; an abort; changes it could not apply)
+	// does not change it; an error of the review does when the command succeeded.
 	err := run(ctx, ropts)
 	switch {
-	case err == nil:
-		return done
-	case exitcode.Of(err) == exitcode.Pending && !opts.Yes:
-		// No terminal and no --yes: the summary and the command are printed, nothing written.
-		return done
-	case errors.Is(err, exitcode.ErrSilent) && status != 0:
+	case err == nil, errors.Is(err, exitcode.ErrSilent):
 		return done
 	case status != 0:
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: review: %v\n", err)
@@ -260,15 +256,39 @@ func interrupted(w io.Writer, name, workdir string) error {
 	return exitcode.With(exitcode.Interrupted, exitcode.ErrSilent)
 }
 
-// probeGuest asks the guest whether its copy is there and whether anything in it changed
-// while the command ran (with a margin for the start of the session); when it cannot tell,
-// it says "changed", so that the review looks.
-func probeGuest(ctx context.Context, tm *guest.Terminal, sess *staging.Session, ran time.Duration) staging.ProbeResult {
-	out, err := tm.Output(ctx, sess.ProbeScript(ran+2*time.Second))
-	if err != nil {
-		return staging.ProbeResult{CopyPresent: true, Changed: true}
+// runCommand runs the command once on sess, and finds out whether it changed the guest copy
+// (see staging.Probe): without a terminal, in the same session, after the command, on stderr
+// (which a probeFilter reads); with one, or when the script did not get that far, in a session
+// of its own. When it cannot tell, the result says "changed", so that the review looks.
+func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, guestDir string, opts *Options, env []string, tty bool, termName string) (guest.ExitStatus, staging.ProbeResult, error) {
+	ios := opts.IO
+	probe := sess.NewProbe()
+	req := guest.TerminalRequest{TTY: tty, Term: termName, Secret: len(env) > 0, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
+	var filter *probeFilter
+	after := ""
+	if !tty {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		prefix := "\x1elimactl-mcp-probe-" + hex.EncodeToString(b) + ":"
+		filter = newProbeFilter(ios.ErrOut, prefix)
+		req.Stderr = filter
+		after = probe.Script(prefix, true)
 	}
-	return staging.ParseProbe(out)
+	req.Script = sess.CheckCopyScript() + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after)
+	status, err := tm.Run(ctx, req)
+	if err != nil {
+		return 0, staging.ProbeResult{CopyPresent: true, Changed: true}, err
+	}
+	if filter != nil {
+		if lines := filter.Lines(); len(lines) > 0 {
+			return status, staging.ParseProbe(lines), nil
+		}
+	}
+	out, err := tm.Output(ctx, probe.Script("", false))
+	if err != nil {
+		return status, staging.ProbeResult{CopyPresent: true, Changed: true}, nil
+	}
+	return status, staging.ParseProbe(strings.Split(out, "\n")), nil
 }
 
 // stage stages workdir into the guest (or resumes or restages its session), with progress on

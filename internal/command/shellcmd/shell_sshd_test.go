@@ -68,8 +68,8 @@ func TestShellRunWithoutTerminal(t *testing.T) {
 		t.Errorf("after --yes: a.txt %q b.txt %q", f.ReadHost("a.txt"), f.ReadHost("b.txt"))
 	}
 
-	// Nothing changed: no review. (The probe looks 2 s further back than the command's
-	// start, so the edits above must be older than that.)
+	// Nothing changed while the command ran: no review. (The probe counts changes from up to
+	// 2 s before the command's start: the edits above must be older than that.)
 	time.Sleep(2500 * time.Millisecond)
 	_, stderr, code = run(t, f, nil, shellcmd.Options{Command: []string{"true"}})
 	if code != 0 || !strings.Contains(stderr, "the command changed nothing") {
