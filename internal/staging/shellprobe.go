@@ -1,10 +1,9 @@
 package staging
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
@@ -41,54 +40,49 @@ type ProbeResult struct {
 	Changed bool
 }
 
-// Probe finds out, without a scan, whether anything in the guest copy changed while a command
-// ran: Start makes a stamp file (no process: a redirection), and Script compares the copy's
-// ctimes (content, mode, links, the entries of a directory) with its time, less a second or
-// two (GNU find and stat; elsewhere it says "changed"). The stamp's name is
-// random, so that two shells on one session each have their own and the agent cannot
-// guess it.
-type Probe struct {
-	s     *Session
-	stamp string // relative to the guest user's home
-}
+// Probe finds out, without a scan and with no process but find, whether anything in the guest
+// copy changed while a command ran: the copy's change times (content, mode, links, the entries
+// of a directory; .git aside) within a window that covers the run, plus two seconds for the
+// coarse ticks of file times (a change made in those seconds before the command counts too: it
+// only makes the review look). Without GNU find, it says "changed".
+type Probe struct{ s *Session }
 
-// NewProbe returns a probe with a stamp of its own.
-func (s *Session) NewProbe() *Probe {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return &Probe{s: s, stamp: strings.TrimPrefix(s.markerPath(""), "/") + ".shell-" + hex.EncodeToString(b)}
-}
+// NewProbe returns the probe of the session's copy.
+func (s *Session) NewProbe() *Probe { return &Probe{s: s} }
 
-func (p *Probe) stampPath() string { return `"$HOME"/` + shellquote.Quote(p.stamp) }
-
-// Start is sh that makes the stamp (after CheckCopyScript: the directory exists).
+// Start is sh that notes when the script started, for InBand: bash's SECONDS counts from the
+// shell's start; another shell asks date.
 func (p *Probe) Start() string {
-	return ": > " + p.stampPath() + " 2>/dev/null\n"
+	return "t0=; [ -n \"${SECONDS-}\" ] || t0=$(date +%s 2>/dev/null)\n"
 }
 
-// Script is sh that prints, each line after prefix, whether the guest holds the session's
-// copy (copy=1) and whether anything in it outside .git changed since Start (changed=0|1),
-// and removes the stamp. Its output goes to stdout, or to stderr with toStderr. It runs only
-// find (and rm).
-func (p *Probe) Script(prefix string, toStderr bool) string {
-	redir := ""
-	if toStderr {
-		redir = " >&2"
-	}
+// InBand is sh, run after the command in the script that began with Start, that prints on
+// stderr, each line after prefix, whether the guest holds the session's copy (copy=1) and
+// whether anything in it changed since the script started (changed=0|1).
+func (p *Probe) InBand(prefix string) string {
+	return "if [ -n \"$t0\" ]; then w=$(( $(date +%s) - t0 + 2 )); else w=$(( SECONDS + 2 )); fi\n" +
+		"f=$(( w % 60 * 1000 / 60 )); case $f in ?) f=00$f ;; ??) f=0$f ;; esac; w=$(( w / 60 )).$f\n" +
+		p.script(prefix, " >&2")
+}
+
+// After is sh, run in a session of its own after the command, that prints on stdout whether
+// the guest holds the session's copy (copy=1) and whether anything in it changed in the last
+// `within` (changed=0|1).
+func (p *Probe) After(within time.Duration) string {
+	return fmt.Sprintf("w=%.4f\n", (within+2*time.Second).Minutes()) + p.script("", "")
+}
+
+func (p *Probe) script(prefix, redir string) string {
 	pre := shellquote.Quote(prefix)
+	gp := shellquote.Quote(p.s.State.GuestPath)
 	return p.s.markerScript() +
 		"echo " + pre + "copy=$ok" + redir + "\n" +
-		"st=" + p.stampPath() + "\n" +
-		// A second before the stamp: file times tick coarsely (a jiffy), and a change made in
-		// the stamp's tick must count. (A change made in that second before the command counts
-		// too: it only makes the review look.)
-		"if t=$(stat -c %Y \"$st\" 2>/dev/null) && r=$(cd " + shellquote.Quote(p.s.State.GuestPath) + " && find . -path ./.git -prune -o -newerct \"@$((t - 1))\" -print -quit 2>/dev/null); then\n" +
+		"if r=$(find " + gp + " -path " + shellquote.Quote(p.s.State.GuestPath+"/.git") + " -prune -o -cmin \"-$w\" -print -quit 2>/dev/null); then\n" +
 		"  if [ -n \"$r\" ]; then echo " + pre + "changed=1" + redir + "; else echo " + pre + "changed=0" + redir + "; fi\n" +
-		"else echo " + pre + "changed=1" + redir + "; fi\n" +
-		"rm -f \"$st\"\n"
+		"else echo " + pre + "changed=1" + redir + "; fi\n"
 }
 
-// ParseProbe reads the lines of Script (without their prefix). What it cannot read counts as
+// ParseProbe reads the lines of InBand (without their prefix) or After. What it cannot read counts as
 // changed.
 func ParseProbe(lines []string) ProbeResult {
 	r := ProbeResult{Changed: true}

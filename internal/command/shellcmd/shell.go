@@ -272,9 +272,10 @@ func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, 
 		prefix := "\x1elimactl-mcp-probe-" + hex.EncodeToString(b) + ":"
 		filter = newProbeFilter(ios.ErrOut, prefix)
 		req.Stderr = filter
-		after = probe.Script(prefix, true)
+		after = probe.InBand(prefix)
 	}
 	req.Script = sess.CheckCopyScript() + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after)
+	t0 := time.Now()
 	status, err := tm.Run(ctx, req)
 	if err != nil {
 		return 0, staging.ProbeResult{CopyPresent: true, Changed: true}, err
@@ -284,7 +285,7 @@ func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, 
 			return status, staging.ParseProbe(lines), nil
 		}
 	}
-	out, err := tm.Output(ctx, probe.Script("", false))
+	out, err := tm.Output(ctx, probe.After(time.Since(t0)))
 	if err != nil {
 		return status, staging.ProbeResult{CopyPresent: true, Changed: true}, nil
 	}
