@@ -452,3 +452,45 @@ func TestShellWithoutControlMaster(t *testing.T) {
 		t.Errorf("the terminal is not back in cooked mode:\n%s", scr)
 	}
 }
+
+// shell starts without a limactl process when the instance is as the last look-up saw it
+// (instance.InspectCached), and asks limactl again once what the answer depends on changed.
+func TestShellInstanceCache(t *testing.T) {
+	dir := project(t, map[string]string{"a.txt": "a\n"})
+	discardOnCleanup(t, dir)
+	// A limactl that notes each call and runs the real one.
+	wrapDir, err := os.MkdirTemp("", "limactl-wrap-")
+	mustT(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(wrapDir) })
+	mustT(t, os.Chmod(wrapDir, 0o755))
+	calls := filepath.Join(wrapDir, "calls")
+	mustT(t, os.WriteFile(calls, nil, 0o666))
+	mustT(t, os.Chmod(calls, 0o666))
+	real := filepath.Join(vm.KitDir, "prefix/bin/limactl")
+	wrapper := filepath.Join(wrapDir, "limactl")
+	mustT(t, os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$*\" >> "+shq(calls)+"\nexec "+shq(real)+" \"$@\"\n"), 0o755))
+	env := []string{"LIMACTL=" + wrapper}
+	lists := func() int {
+		data, _ := os.ReadFile(calls)
+		return strings.Count(string(data), "list --json "+instanceName)
+	}
+	cache := filepath.Join(vm.LimaHome, instanceName, "limactl-mcp", "instance.json")
+	_ = os.Remove(cache)
+	for i, want := range []int{1, 1, 1} {
+		if _, stderr, code := mcpShell(t, dir, env, instanceName, "--", "true"); code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", i, code, stderr)
+		}
+		if got := lists(); got != want {
+			t.Errorf("after run %d: %d calls of `limactl list`, want %d", i, got, want)
+		}
+	}
+	// The instance's lima.yaml changed (limactl edit): ask limactl again.
+	yaml := filepath.Join(vm.LimaHome, instanceName, "lima.yaml")
+	st, err := os.Stat(yaml)
+	mustT(t, err)
+	mustT(t, os.Chtimes(yaml, st.ModTime(), st.ModTime().Add(time.Second)))
+	t.Cleanup(func() { _ = os.Chtimes(yaml, st.ModTime(), st.ModTime()) })
+	if _, stderr, code := mcpShell(t, dir, env, instanceName, "--", "true"); code != 0 || lists() != 2 {
+		t.Errorf("after lima.yaml changed: exit %d, %d calls of `limactl list`, want 2\n%s", code, lists(), stderr)
+	}
+}
