@@ -103,7 +103,7 @@ func TestShellInteractive(t *testing.T) {
 	s.Keys("Enter") // no: new.txt stays pending
 	s.WaitFor(30*time.Second, "Apply these changes?")
 	s.Keys("y")
-	scr := s.WaitFor(2*time.Minute, "Applied: 4 paths written", "EXIT=7")
+	scr := s.WaitFor(2*time.Minute, "Applied: 4 paths written", "EXIT=7", "END")
 	if !strings.Contains(scr, "MODES: icanon echo END") {
 		t.Errorf("the terminal is not back in cooked mode after the command:\n%s", scr)
 	}
@@ -447,7 +447,7 @@ func TestShellWithoutControlMaster(t *testing.T) {
 		t.Errorf("a.txt: %q", got)
 	}
 	s := tmuxShell(t, dir, 90, 20, nil, "--no-review", instanceName, "--", "sh", "-c", `echo "SIZE=$(stty size) TTY=$(tty)"`)
-	scr := s.WaitFor(2*time.Minute, "SIZE=20 90 TTY=/dev/pts/", "EXIT=0")
+	scr := s.WaitFor(2*time.Minute, "SIZE=20 90 TTY=/dev/pts/", "EXIT=0", "END")
 	if !strings.Contains(scr, "MODES: icanon echo END") {
 		t.Errorf("the terminal is not back in cooked mode:\n%s", scr)
 	}
