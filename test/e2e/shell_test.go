@@ -128,12 +128,14 @@ func TestShellInteractive(t *testing.T) {
 	}
 }
 
-// A TERM the guest has no terminfo for falls back to one it has, and says so.
+// A TERM the guest has no terminfo for falls back to one it has, and says so. (With a
+// variable passed: the PTY and the script handed over through the FIFO, together.)
 func TestShellTermFallback(t *testing.T) {
 	dir := project(t, map[string]string{"a.txt": "a\n"})
 	discardOnCleanup(t, dir)
-	s := tmuxShell(t, dir, 80, 24, []string{"TERM=limactl-mcp-no-such-term"}, "--no-review", instanceName, "--", "sh", "-c", `echo "GUEST-TERM=$TERM"`)
-	s.WaitFor(2*time.Minute, "no terminfo for TERM=limactl-mcp-no-such-term", "GUEST-TERM=xterm-256color", "EXIT=0")
+	s := tmuxShell(t, dir, 80, 24, []string{"TERM=limactl-mcp-no-such-term", "SHELLTEST_TTY=tty-secret"}, "--no-review", "--env", "SHELLTEST_TTY",
+		instanceName, "--", "sh", "-c", `echo "GUEST-TERM=$TERM TTY=$(tty) V=$SHELLTEST_TTY"`)
+	s.WaitFor(2*time.Minute, "no terminfo for TERM=limactl-mcp-no-such-term", "GUEST-TERM=xterm-256color TTY=/dev/pts/", "V=tty-secret", "EXIT=0")
 }
 
 // Scripts: --yes applies every change, the cases of Lima's own `shell --sync` tests (same
@@ -350,12 +352,13 @@ func TestShellHostEditConflict(t *testing.T) {
 	}
 }
 
-// Killing our process (SIGKILL, or SIGTERM) while the command runs: the guest keeps the work,
-// the host is untouched, and a review later gets it.
+// Killing our process (SIGKILL, SIGTERM, or the SIGHUP of a closed terminal) while the command
+// runs: the guest keeps the work, the host is untouched, and a review later gets it.
 func TestShellKilled(t *testing.T) {
 	dir := project(t, map[string]string{"a.txt": "a\n"})
 	discardOnCleanup(t, dir)
-	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+	signals := []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGHUP}
+	for _, sig := range signals {
 		name := "w-" + strconv.Itoa(int(sig)) + ".txt"
 		marker := fmt.Sprintf("STARTED-%d", sig)
 		s := tmuxShell(t, dir, 80, 24, nil, instanceName, "--", "sh", "-c", fmt.Sprintf("echo work > %s; echo %s; sleep 30", name, marker))
@@ -381,7 +384,7 @@ func TestShellKilled(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("review --yes: exit %d\n%s\n%s", code, out, stderr)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+	for _, sig := range signals {
 		if got := readHost(t, filepath.Join(dir, "w-"+strconv.Itoa(int(sig))+".txt")); got != "work\n" {
 			t.Errorf("after the review, w-%d.txt = %q", sig, got)
 		}

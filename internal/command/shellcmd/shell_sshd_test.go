@@ -8,11 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lima-vm/lima/v2/pkg/limatype"
+
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/shellcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
@@ -121,5 +124,60 @@ func TestShellRunRestagesAGoneCopy(t *testing.T) {
 	stdout, stderr, code := run(t, f, nil, shellcmd.Options{Command: []string{"cat", "a.txt"}})
 	if code != 0 || stdout != "a\n" || !strings.Contains(stderr, "is gone from the guest; staging it again") {
 		t.Errorf("exit %d stdout %q\n%s", code, stdout, stderr)
+	}
+}
+
+// --sync brings host edits into a resumed copy before the command; --shell picks the shell;
+// without a terminal and without a command, the login shell reads its commands from stdin.
+func TestShellRunSyncShellStdin(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	f.WriteHost("a.txt", "host edit\n")
+	stdout, stderr, code := run(t, f, nil, shellcmd.Options{Command: []string{"cat", "a.txt"}})
+	if code != 0 || stdout != "a\n" || !strings.Contains(stderr, "--sync brings them in") {
+		t.Errorf("without --sync: exit %d stdout %q\n%s", code, stdout, stderr)
+	}
+	stdout, stderr, code = run(t, f, nil, shellcmd.Options{Sync: true, Command: []string{"cat", "a.txt"}})
+	if code != 0 || stdout != "host edit\n" || !strings.Contains(stderr, "copied 1 host change into the guest") {
+		t.Errorf("--sync: exit %d stdout %q\n%s", code, stdout, stderr)
+	}
+	fake := path.Dir(f.GuestPath) + "/fake shell"
+	f.Srv.Run(t, "bash", "-c", "printf '#!/bin/sh\\necho \"fake shell $*\"\\n' > '"+fake+"' && chmod +x '"+fake+"'")
+	stdout, stderr, code = run(t, f, nil, shellcmd.Options{Shell: fake, Command: []string{"make", "it's"}})
+	if code != 0 || stdout != "fake shell -l -c make 'it'\\''s'\n" {
+		t.Errorf("--shell /bin/sh: exit %d stdout %q\n%s", code, stdout, stderr)
+	}
+
+	ios, in, out, errOut := iostreams.Test()
+	in.WriteString("echo from-stdin; pwd\nexit 6\n")
+	opts := shellcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener(),
+		Terminal: func(*instance.Instance, *slog.Logger) (*guest.Terminal, error) {
+			return guest.OpenTerminal(guesttest.Target(f.Srv), nil), nil
+		}}
+	err := shellcmd.Run(context.Background(), &opts)
+	if exitcode.Of(err) != 6 || out.String() != "from-stdin\n"+f.GuestPath+"\n" {
+		t.Errorf("a login shell on stdin: exit %d stdout %q\n%s", exitcode.Of(err), out, errOut)
+	}
+}
+
+// An instance that mounts host directories is refused before anything runs, with the command
+// that does it Lima's way.
+func TestShellRunRefusesMounts(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	open := f.Opener()
+	ios, _, out, _ := iostreams.Test()
+	opts := shellcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Command: []string{"sh", "-c", "echo ran > ran.txt"},
+		Open: func(ctx context.Context, name string) (*sessionopen.Target, error) {
+			t, err := open(ctx, name)
+			if err == nil {
+				t.Instance.Config = &limatype.LimaYAML{Mounts: []limatype.Mount{{Location: "~"}}}
+			}
+			return t, err
+		}}
+	err := shellcmd.Run(context.Background(), &opts)
+	if err == nil || !strings.Contains(err.Error(), "mounts host directories") || !strings.Contains(err.Error(), "limactl shell --workdir") {
+		t.Fatalf("error %v", err)
+	}
+	if out.Len() != 0 || f.Guest("test -e ran.txt && echo ran || echo no") != "no\n" {
+		t.Errorf("the command ran: stdout %q", out)
 	}
 }
