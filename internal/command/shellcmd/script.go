@@ -41,6 +41,19 @@ func envToPass(opts *Options, lookup func(string) (string, bool)) ([]string, err
 	return env, nil
 }
 
+// agentEnvSet says whether env holds one of AgentEnvNames.
+func agentEnvSet(env []string) bool {
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, n := range AgentEnvNames {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // validName says whether s is a portable environment variable name.
 func validName(s string) bool {
 	if s == "" {

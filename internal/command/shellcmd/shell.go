@@ -133,9 +133,8 @@ func Run(ctx context.Context, opts *Options) error {
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: resuming the staged copy of %s in %s; host edits since %s are not in it (--sync brings them in)\n",
 			sessionopen.Which(sess, workdir), name, sess.State.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
 	}
-	guestDir, err := sess.Workspace().ToGuest(workdir)
-	if err != nil {
-		return err
+	if opts.AgentEnv && !agentEnvSet(env) {
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: --agent-env: none of %s is set on the host\n", strings.Join(AgentEnvNames, ", "))
 	}
 	if len(env) > 0 {
 		names := make([]string, len(env))
@@ -169,6 +168,10 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	}
 	run := func(sess *staging.Session) (guest.ExitStatus, staging.ProbeResult, error) {
+		guestDir, err := sess.Workspace().ToGuest(workdir)
+		if err != nil {
+			return 0, staging.ProbeResult{}, err
+		}
 		t0 := time.Now()
 		status, probe, err := runCommand(ctx, tm, sess, guestDir, opts, env, tty, termName)
 		log.Debug("command done", "via", tm.Via(), "status", status, "probe", probe, "took", time.Since(t0).Round(time.Millisecond))
