@@ -58,6 +58,7 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 		newSyncCmd(ios, nil),
 		newDiscardCmd(ios, nil),
 		newReviewCmd(ios, nil),
+		newShellCmd(ios, nil),
 		newGenerateDocCmd(),
 		newGenDocsCmd(ios),
 	)

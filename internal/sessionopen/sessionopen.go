@@ -41,11 +41,18 @@ type Options struct {
 	// ConnectStopped makes a connection to an instance that is not running too: it looks the
 	// instance up again at every connect, so it works once the instance runs (serve).
 	ConnectStopped bool
+	// Cached looks the instance up with instance.InspectCached (shell: no limactl process when
+	// nothing changed).
+	Cached bool
 }
 
 // Open finds the instance called name with limactl and makes its Target.
 func Open(ctx context.Context, limactl, name string, opts Options) (*Target, error) {
-	inst, err := instance.Inspect(ctx, limactl, name)
+	inspect := instance.Inspect
+	if opts.Cached {
+		inspect = instance.InspectCached
+	}
+	inst, err := inspect(ctx, limactl, name)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +93,13 @@ type Opener func(ctx context.Context, name string) (*Target, error)
 // HostOpener is the Opener of the commands that work on staged sessions from the host
 // (review, status, sync, discard): they only read and write files, so the guest runner starts
 // without the user's login shell; the connection's warnings go to logOut.
-func HostOpener(logOut io.Writer) Opener {
+func HostOpener(logOut io.Writer) Opener { return hostOpener(logOut, false) }
+
+// FastHostOpener is HostOpener for a command that must start at once (shell): the instance is
+// looked up with instance.InspectCached.
+func FastHostOpener(logOut io.Writer) Opener { return hostOpener(logOut, true) }
+
+func hostOpener(logOut io.Writer, cached bool) Opener {
 	return func(ctx context.Context, name string) (*Target, error) {
 		limactl, err := instance.Limactl()
 		if err != nil {
@@ -97,7 +110,7 @@ func HostOpener(logOut io.Writer) Opener {
 			level = slog.LevelDebug // how the connection went, and how long each step took
 		}
 		log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-		return Open(ctx, limactl, name, Options{Logger: log, NoLoginShell: true})
+		return Open(ctx, limactl, name, Options{Logger: log, NoLoginShell: true, Cached: cached})
 	}
 }
 

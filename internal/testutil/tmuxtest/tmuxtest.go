@@ -123,3 +123,12 @@ func Quote(words ...string) string {
 	}
 	return strings.Join(q, " ")
 }
+
+// Resize makes the window width×height, as a person resizing the terminal does: the program
+// gets SIGWINCH.
+func (s *Session) Resize(width, height int) {
+	s.t.Helper()
+	if out, err := s.tmux("resize-window", "-t", "t", "-x", strconv.Itoa(width), "-y", strconv.Itoa(height)); err != nil {
+		s.t.Fatalf("resize-window: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/command/shellcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+)
+
+// newShellCmd is `shell`; runF, when a test gives one, runs instead of shellcmd.Run.
+func newShellCmd(ios *iostreams.IOStreams, runF func(context.Context, *shellcmd.Options) error) *cobra.Command {
+	opts := &shellcmd.Options{IO: ios}
+	cmd := &cobra.Command{
+		Use:   "shell [flags] [INSTANCE] [-- COMMAND [ARG...]]",
+		Short: "Run a command (or a login shell) in the VM on the staged copy of the working directory, then review",
+		Long: `Run COMMAND, or an interactive login shell, inside the Lima instance INSTANCE (default
+"default") on the staged copy of the working directory: the same session "limactl mcp serve"
+uses, at the same absolute path, staged first if it is not yet. On a terminal it gets a real
+PTY (window size and resizes, Ctrl-C goes to the guest program); the exit status is the
+command's.
+
+Nothing of the host's environment reaches the guest but TERM: --env NAME passes a variable,
+--agent-env the API keys and endpoints of the known agents (the names are printed first).
+
+When the command is done and changed something in the staged copy, the interactive review
+opens (as "limactl mcp review"): nothing reaches the host until you accept it. --no-review
+leaves the changes pending; without a terminal nothing is written unless --yes is given (every
+change that is not a conflict; a file the host changed meanwhile is a conflict, never
+overwritten). A resumed copy does not get the host edits made since it was staged or synced
+unless --sync is given.`,
+		Example: `  limactl mcp shell agent -- claude "implement the parser"   # the agent runs in the VM, then review
+  limactl mcp shell agent                                      # an interactive login shell there
+  limactl mcp shell --yes agent -- make test                   # scripts: apply every non-conflict
+  limactl mcp shell --agent-env agent -- codex                 # with the agents' API keys
+  limactl mcp shell --env GITHUB_TOKEN --no-review agent -- gemini`,
+		ValidArgsFunction: completeInstances,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case dash == 0: // limactl mcp shell -- CMD...: the default instance
+				opts.Instance, opts.Command = instanceArg(nil), args
+			case len(args) > 0:
+				opts.Instance, opts.Command = args[0], args[1:]
+			default:
+				opts.Instance = instanceArg(nil)
+			}
+			if len(opts.Command) > 0 && opts.Command[0] == "--" {
+				opts.Command = opts.Command[1:]
+			}
+			if len(opts.Command) == 0 {
+				opts.Command = nil // an interactive login shell
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return shellcmd.Run(cmd.Context(), opts)
+		},
+	}
+	// Everything after INSTANCE is the command, its flags included (as in limactl shell).
+	cmd.Flags().SetInterspersed(false)
+	addWorkdirFlag(cmd, &opts.Workdir)
+	addStagingFlags(cmd, &opts.Excludes, &opts.IncludeIgnored)
+	f := cmd.Flags()
+	f.StringVar(&opts.Shell, "shell", "", "Shell interpreter in the guest, e.g. /bin/bash (default: the guest user's login shell)")
+	f.StringArrayVar(&opts.Env, "env", nil, "Pass the host's environment variable `NAME` to the guest, or set NAME=VALUE (repeatable)")
+	f.BoolVar(&opts.AgentEnv, "agent-env", false, "Pass the API keys and endpoints of the known agents that are set on the host (see docs/shell.md)")
+	f.BoolVar(&opts.Sync, "sync", false, "Bring host edits made since the copy was staged or last synced into it first (as `limactl mcp sync`)")
+	f.BoolVarP(&opts.Yes, "yes", "y", false, "After the command, apply every change that is not a conflict, without asking (conflicts are listed, not applied)")
+	f.BoolVar(&opts.NoReview, "no-review", false, "After the command, leave the changes pending in the guest copy (review them later with `limactl mcp review`)")
+	f.BoolVar(&opts.Accessible, "accessible", false, "Plain prompts for screen readers instead of the full-screen review")
+	cmd.MarkFlagsMutuallyExclusive("yes", "no-review")
+	return cmd
+}

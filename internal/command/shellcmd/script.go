@@ -1,0 +1,136 @@
+package shellcmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+)
+
+// envToPass is the NAME=VALUE list the guest gets: each --env (NAME takes the host's value;
+// NAME=VALUE is given as is), then with --agent-env every AgentEnvNames set on the host. A
+// NAME not set on the host is an error: it was asked for by name.
+func envToPass(opts *Options, lookup func(string) (string, bool)) ([]string, error) {
+	var env []string
+	seen := map[string]bool{}
+	for _, w := range opts.Env {
+		name, value, hasValue := strings.Cut(w, "=")
+		if !validName(name) {
+			return nil, fmt.Errorf("--env %q: not a variable name (NAME or NAME=VALUE, NAME made of letters, digits and _)", w)
+		}
+		if !hasValue {
+			v, ok := lookup(name)
+			if !ok {
+				return nil, fmt.Errorf("--env %s: %s is not set on the host; set it, or give its value: --env %s=VALUE", name, name, name)
+			}
+			value = v
+		}
+		if !seen[name] {
+			seen[name] = true
+			env = append(env, name+"="+value)
+		}
+	}
+	if opts.AgentEnv {
+		for _, name := range AgentEnvNames {
+			if v, ok := lookup(name); ok && !seen[name] {
+				seen[name] = true
+				env = append(env, name+"="+v)
+			}
+		}
+	}
+	return env, nil
+}
+
+// agentEnvSet says whether env holds one of AgentEnvNames.
+func agentEnvSet(env []string) bool {
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, n := range AgentEnvNames {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// validName says whether s is a portable environment variable name.
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// termFallback is sh that keeps TERM when the guest has its terminfo, and otherwise takes
+// xterm-256color or vt100 (whichever the guest has), saying so on stderr.
+const termFallback = `ti() {
+  if command -v infocmp >/dev/null 2>&1; then infocmp "$1" >/dev/null 2>&1; return; fi
+  c=$(printf %.1s "$1"); x=$(printf %x "'$c")
+  for d in "$HOME/.terminfo" /etc/terminfo /lib/terminfo /usr/share/terminfo /usr/lib/terminfo; do
+    if [ -e "$d/$c/$1" ] || [ -e "$d/$x/$1" ]; then return 0; fi
+  done
+  return 1
+}
+if [ -n "${TERM-}" ] && ! ti "$TERM"; then
+  for t in xterm-256color vt100; do
+    if ti "$t"; then echo "limactl-mcp: the guest has no terminfo for TERM=$TERM; using TERM=$t" >&2; TERM=$t; export TERM; break; fi
+  done
+fi
+`
+
+// commandScript is the sh the guest runs for the command, after the check of the guest copy:
+// go to dir (the same absolute path as on the host, unless the copy had to be relocated), take
+// the environment asked for, and run the command through the user's login shell (or shell),
+// as `limactl shell` does, then after (the probe); without a command, the login shell itself.
+// An interactive login shell on a terminal is exec'd; anything else runs under this shell,
+// so that after runs and a command killed by a signal exits 128+N, as a shell reports it (ssh
+// reports a session ended by a signal as its own failure, 255). This shell survives a Ctrl-C
+// meant for the command (a handler, which the command does not inherit), and ends with it on
+// a hangup, as the session leader.
+func commandScript(dir, shell string, command, env []string, tty bool, after string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cd %s || exit 1\n", shellquote.Quote(dir))
+	if tty {
+		b.WriteString(termFallback)
+	}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "%s=%s; export %s\n", name, shellquote.Quote(value), name)
+	}
+	sh := `"$SHELL"`
+	if shell != "" {
+		sh = shellquote.Quote(shell)
+	}
+	if tty && len(command) == 0 && after == "" {
+		fmt.Fprintf(&b, "exec %s -l\n", sh)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "trap : INT QUIT\n%s -l", sh)
+	if len(command) > 0 {
+		fmt.Fprintf(&b, " -c %s", shellquote.Quote(joinCommand(command)))
+	}
+	fmt.Fprintf(&b, "\ns=$?\n%sexit $s\n", after)
+	return b.String()
+}
+
+// joinCommand quotes the words of a command for the guest's shell; leading NAME=VALUE words
+// stay assignments, as with `limactl shell INSTANCE NAME=VALUE CMD`.
+func joinCommand(words []string) string {
+	q := make([]string, len(words))
+	assign := true
+	for i, w := range words {
+		if name, value, ok := strings.Cut(w, "="); assign && ok && validName(name) {
+			q[i] = name + "=" + shellquote.Quote(value)
+			continue
+		}
+		assign = false
+		q[i] = shellquote.Quote(w)
+	}
+	return strings.Join(q, " ")
+}

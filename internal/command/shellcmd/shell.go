@@ -1,0 +1,344 @@
+// Package shellcmd is what `limactl mcp shell` does: it runs a command, or an interactive
+// login shell, in the guest on the staged copy of the working directory (the session `serve`
+// uses for that directory and instance), at the same absolute path, with a real PTY when it
+// runs on a terminal; then it reviews what changed, with `review`'s own code. The command's
+// exit status is ours.
+package shellcmd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/instance"
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/words"
+	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
+)
+
+// Options are the parsed command line of shell and what it depends on.
+type Options struct {
+	IO       *iostreams.IOStreams
+	Instance string
+	// Workdir is --workdir ("": the current directory).
+	Workdir string
+	// Command is the command to run (after INSTANCE); empty: an interactive login shell.
+	Command []string
+	// Shell is --shell: the guest shell to run (default: the guest user's login shell).
+	Shell string
+	// Env are the --env words: NAME (the host's value) or NAME=VALUE.
+	Env []string
+	// AgentEnv is --agent-env: pass AgentEnvNames that are set on the host.
+	AgentEnv bool
+	// Sync is --sync: bring host edits made since the last sync into a resumed copy first.
+	Sync           bool
+	Yes            bool
+	NoReview       bool
+	Accessible     bool
+	Excludes       []string
+	IncludeIgnored bool
+
+	// Open opens the instance (default: sessionopen.FastHostOpener(IO.ErrOut)).
+	Open sessionopen.Opener
+	// LookupEnv reads the host's environment (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// Terminal makes the way to the guest for the command (default: guest.OpenTerminal on
+	// the instance's ssh target).
+	Terminal func(inst *instance.Instance, log *slog.Logger) (*guest.Terminal, error)
+	// Review reviews the session once the command has run (default reviewcmd.Run).
+	Review func(ctx context.Context, opts *reviewcmd.Options) error
+}
+
+// AgentEnvNames are the variables --agent-env passes when they are set on the host: what
+// Claude Code, Codex, Gemini CLI and OpenCode read for their API keys and endpoints.
+var AgentEnvNames = []string{
+	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
+	"CLAUDE_CODE_OAUTH_TOKEN",
+	"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "CODEX_HOME",
+	"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI",
+	"OPENROUTER_API_KEY", "GROQ_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY",
+}
+
+// DefaultTerm is the TERM of a PTY when the host's TERM is not set.
+const DefaultTerm = "xterm-256color"
+
+// Run runs the command in the guest and then the review, and returns the command's exit
+// status (exitcode.With, silent) or why it could not run.
+func Run(ctx context.Context, opts *Options) error {
+	ios := opts.IO
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	workdir, err := workdirpath.Resolve(opts.Workdir)
+	if err != nil {
+		return err
+	}
+	env, err := envToPass(opts, lookup)
+	if err != nil {
+		return err
+	}
+	open := opts.Open
+	if open == nil {
+		open = sessionopen.FastHostOpener(ios.ErrOut)
+	}
+	t, err := open(ctx, opts.Instance)
+	if err != nil {
+		return sessionopen.WithCommand(err, "shell")
+	}
+	defer t.Close()
+	name := t.Instance.Name
+	if t.ConnErr != nil {
+		return t.ConnErr
+	}
+	if mounts := t.Instance.Mounts(); len(mounts) > 0 {
+		return fmt.Errorf("instance %q mounts host directories (%s): `limactl mcp shell` works on a staged copy, in an instance without mounts (`limactl mcp configure --create` makes one); on this instance use `limactl shell --workdir %s %s`",
+			name, termsafe.String(strings.Join(mounts, ", ")), shellquote.Quote(workdir), name)
+	}
+	log := logger(ios.ErrOut)
+
+	// The session: workdir's own or its staged project's (as review and sync find it), else
+	// a new one, staged now.
+	found, err := t.Find("shell", workdir)
+	if err != nil {
+		return err
+	}
+	sess, err := t.Session(found)
+	switch {
+	case errors.Is(err, staging.ErrNoSession):
+		if sess, err = stage(ctx, opts, t, workdir, log); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case opts.Sync:
+		if err := syncHost(ctx, ios.ErrOut, sess); err != nil {
+			return err
+		}
+	default:
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: resuming the staged copy of %s in %s; host edits since %s are not in it (--sync brings them in)\n",
+			sessionopen.Which(sess, workdir), name, sess.State.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
+	}
+	if opts.AgentEnv && !agentEnvSet(env) {
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: --agent-env: none of %s is set on the host\n", strings.Join(AgentEnvNames, ", "))
+	}
+	if len(env) > 0 {
+		names := make([]string, len(env))
+		for i, kv := range env {
+			names[i], _, _ = strings.Cut(kv, "=")
+		}
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: passing %s to the guest\n", strings.Join(names, ", "))
+	}
+
+	newTerminal := opts.Terminal
+	if newTerminal == nil {
+		newTerminal = func(inst *instance.Instance, log *slog.Logger) (*guest.Terminal, error) {
+			target, err := instance.TargetOf(inst)
+			if err != nil {
+				return nil, err
+			}
+			return guest.OpenTerminal(target, log), nil
+		}
+	}
+	tm, err := newTerminal(t.Instance, log)
+	if err != nil {
+		return err
+	}
+	defer tm.Close()
+	tty := ios.IsStdinTTY() && ios.IsStdoutTTY()
+	termName := ""
+	if tty {
+		termName, _ = lookup("TERM")
+		if termName == "" {
+			termName = DefaultTerm
+		}
+	}
+	run := func(sess *staging.Session) (guest.ExitStatus, staging.ProbeResult, error) {
+		guestDir, err := sess.Workspace().ToGuest(workdir)
+		if err != nil {
+			return 0, staging.ProbeResult{}, err
+		}
+		t0 := time.Now()
+		status, probe, err := runCommand(ctx, tm, sess, guestDir, opts, env, tty, termName)
+		log.Debug("command done", "via", tm.Via(), "status", status, "probe", probe, "took", time.Since(t0).Round(time.Millisecond))
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, probe, interrupted(ios.ErrOut, name, workdir)
+			}
+			return 0, probe, fmt.Errorf("running the command in instance %q: %w", name, err)
+		}
+		return status, probe, nil
+	}
+	status, probe, err := run(sess)
+	if err != nil {
+		return err
+	}
+	if status == staging.CopyGoneStatus && !probe.CopyPresent {
+		// The command did not run: the guest copy is gone (a recreated instance, a cleared
+		// disk). Stage again, as serve does, and run it.
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the staged copy of %s is gone from the guest; staging it again\n", termsafe.String(sess.State.Workdir))
+		if sess, err = stage(ctx, opts, t, sess.State.Workdir, log); err != nil {
+			return err
+		}
+		if status, probe, err = run(sess); err != nil {
+			return err
+		}
+	}
+	done := exitcode.With(int(status), exitcode.ErrSilent)
+	if status == 0 {
+		done = nil
+	}
+	if ctx.Err() != nil {
+		return interrupted(ios.ErrOut, name, workdir)
+	}
+	reviewCmd := "limactl mcp review " + name
+	if sess.State.Workdir != workdir {
+		reviewCmd += " --workdir " + shellquote.Quote(sess.State.Workdir)
+	}
+	if !probe.Changed {
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the command changed nothing in the staged copy (changes made before stay pending: `%s`)\n", termsafe.String(reviewCmd))
+		return done
+	}
+	if opts.NoReview {
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the changes stay pending in the guest copy; review them with `%s`\n", termsafe.String(reviewCmd))
+		return done
+	}
+	return review(ctx, opts, t, workdir, status, done)
+}
+
+// review reviews the session: on a terminal, the interactive review; with --yes, every change
+// that is not a conflict; otherwise the summary and the command to run, with no write. What it
+// prints goes to stderr unless the review is interactive: stdout is the command's.
+func review(ctx context.Context, opts *Options, t *sessionopen.Target, workdir string, status guest.ExitStatus, done error) error {
+	ios := opts.IO
+	rios := ios
+	if opts.Yes || !(ios.IsStdinTTY() && ios.IsStdoutTTY()) {
+		rios = &iostreams.IOStreams{In: ios.In, Out: ios.ErrOut, ErrOut: ios.ErrOut}
+	}
+	run := opts.Review
+	if run == nil {
+		run = reviewcmd.Run
+	}
+	ropts := &reviewcmd.Options{
+		IO: rios, Instance: t.Instance.Name, Workdir: workdir, Yes: opts.Yes, Accessible: opts.Accessible,
+		// The instance is open already: the review goes on with it.
+		Open: func(context.Context, string) (*sessionopen.Target, error) { return t, nil },
+	}
+	// The exit status is the command's. A review that explained itself on stderr (no
+	// terminal: the summary and the command to run; an abort; changes it could not apply)
+	// does not change it; an error of the review does when the command succeeded.
+	err := run(ctx, ropts)
+	switch {
+	case err == nil, errors.Is(err, exitcode.ErrSilent):
+		return done
+	case status != 0:
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: review: %v\n", err)
+		return done
+	}
+	return err
+}
+
+// interrupted is the error of a run that was interrupted (SIGINT or SIGTERM to us): the guest
+// copy keeps what the command did, the host is untouched.
+func interrupted(w io.Writer, name, workdir string) error {
+	fmt.Fprintf(w, "limactl-mcp: interrupted: nothing was applied to the host; what the command did stays in the guest copy, pending review (`limactl mcp review %s --workdir %s`)\n", name, termsafe.String(shellquote.Quote(workdir)))
+	return exitcode.With(exitcode.Interrupted, exitcode.ErrSilent)
+}
+
+// runCommand runs the command once on sess, and finds out whether it changed the guest copy
+// (see staging.Probe): without a terminal, in the same session, after the command, on stderr
+// (which a probeFilter reads); with one, or when the script did not get that far, in a session
+// of its own. When it cannot tell, the result says "changed", so that the review looks.
+func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, guestDir string, opts *Options, env []string, tty bool, termName string) (guest.ExitStatus, staging.ProbeResult, error) {
+	ios := opts.IO
+	probe := sess.NewProbe()
+	req := guest.TerminalRequest{TTY: tty, Term: termName, Secret: len(env) > 0, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
+	var filter *probeFilter
+	after := ""
+	if !tty {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		prefix := "\x1elimactl-mcp-probe-" + hex.EncodeToString(b) + ":"
+		filter = newProbeFilter(ios.ErrOut, prefix)
+		req.Stderr = filter
+		after = probe.InBand(prefix)
+	}
+	req.Script = sess.CheckCopyScript() + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after)
+	t0 := time.Now()
+	status, err := tm.Run(ctx, req)
+	if err != nil {
+		return 0, staging.ProbeResult{CopyPresent: true, Changed: true}, err
+	}
+	if filter != nil {
+		if lines := filter.Lines(); len(lines) > 0 {
+			return status, staging.ParseProbe(lines), nil
+		}
+	}
+	out, err := tm.Output(ctx, probe.After(time.Since(t0)))
+	if err != nil {
+		return status, staging.ProbeResult{CopyPresent: true, Changed: true}, nil
+	}
+	return status, staging.ParseProbe(strings.Split(out, "\n")), nil
+}
+
+// stage stages workdir into the guest (or resumes or restages its session), with progress on
+// stderr.
+func stage(ctx context.Context, opts *Options, t *sessionopen.Target, workdir string, log *slog.Logger) (*staging.Session, error) {
+	w := opts.IO.ErrOut
+	fmt.Fprintf(w, "limactl-mcp: staging %s into instance %s…\n", termsafe.String(workdir), t.Instance.Name)
+	// Progress for trees that take a while: at most every 2 seconds, and the last step once
+	// some was shown.
+	last, shown := time.Now(), false
+	sess, outcome, err := staging.Open(ctx, t.Conn, t.Store, staging.OpenOptions{
+		Instance: t.Instance.Name, Workdir: workdir, Logger: log,
+		Select: staging.SelectOptions{Excludes: opts.Excludes, IncludeIgnored: opts.IncludeIgnored},
+		Progress: func(p staging.Progress) {
+			if time.Since(last) < 2*time.Second && (p.Files < p.TotalFiles || !shown) {
+				return
+			}
+			last, shown = time.Now(), true
+			fmt.Fprintf(w, "limactl-mcp: staging: %d/%d entries, %.1f/%.1f MB\n", p.Files, p.TotalFiles, float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("staging %s: %w", termsafe.String(workdir), err)
+	}
+	n, size := sess.Baseline.Files()
+	fmt.Fprintf(w, "limactl-mcp: %s %s (%s, %.1f MB) at %s in the guest\n", outcome, termsafe.String(workdir), words.Count(n, "file"), float64(size)/1e6, termsafe.String(sess.State.GuestPath))
+	return sess, nil
+}
+
+// syncHost brings host edits into the guest copy (--sync), as `limactl mcp sync` does.
+func syncHost(ctx context.Context, w io.Writer, sess *staging.Session) error {
+	rep, err := sess.Sync(ctx)
+	if err != nil {
+		return fmt.Errorf("bringing host edits into the guest copy: %w", err)
+	}
+	fmt.Fprintf(w, "limactl-mcp: copied %s into the guest and removed %s the host deleted\n", words.Count(len(rep.Pushed), "host change"), words.Count(len(rep.Removed), "path"))
+	for _, p := range rep.Conflicts {
+		fmt.Fprintf(w, "limactl-mcp: conflict: %s changed on both sides; the guest's version is kept\n", termsafe.Path(string(p)))
+	}
+	return nil
+}
+
+func logger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("LIMACTL_MCP_DEBUG") == "1" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,410 @@
+//go:build unix
+
+package guest
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/term"
+)
+
+// Terminal reaches the guest for commands that a person (or a script) runs with the caller's
+// own standard streams, as `limactl shell` does: through the instance's ControlMaster with
+// OpenSSH's client when a master answers (it handles the PTY: raw mode, window size and its
+// changes, Ctrl-C as a byte to the guest), otherwise on a connection of our own
+// (golang.org/x/crypto/ssh), where this package does the same. It is separate from Conn: it
+// starts no runner and no SFTP, so that a command starts within one ssh session's time.
+type Terminal struct {
+	target *Target
+	log    *slog.Logger
+	m      *master // nil: a connection of our own
+
+	mu     sync.Mutex
+	client *ssh.Client
+}
+
+// OpenTerminal picks how to reach the guest of t; it makes no connection yet.
+func OpenTerminal(t *Target, log *slog.Logger) *Terminal {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tm := &Terminal{target: t, log: log}
+	if m, err := newMaster(t); err == nil {
+		tm.m = m
+	} else {
+		log.Debug("not using the instance's ssh ControlMaster for the terminal; connecting directly", "reason", err)
+	}
+	return tm
+}
+
+// Via says how the terminal reaches the guest.
+func (tm *Terminal) Via() Via {
+	if tm.m != nil {
+		return ViaControlMaster
+	}
+	return ViaSSH
+}
+
+// Close ends the connection of our own, if one was made.
+func (tm *Terminal) Close() {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	if tm.client != nil {
+		_ = tm.client.Close()
+		tm.client = nil
+	}
+}
+
+// TerminalRequest is a script run in the guest with the caller's streams.
+type TerminalRequest struct {
+	// Script is a POSIX sh script, run as the guest user by the user's login shell (as
+	// `limactl shell` runs its own; an sh-compatible shell: bash, zsh, dash...).
+	Script string
+	// Secret says Script holds secrets (the values of environment variables): it then never
+	// goes on a command line, where any local user could read it (ps).
+	Secret bool
+	// TTY asks for a PTY in the guest; Stdin must then be a terminal (it is put in raw mode
+	// while the script runs, and restored after).
+	TTY bool
+	// Term is TERM for the PTY.
+	Term           string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// ExitStatus is how a script ended: its exit code, or 128+N when a signal N killed it (as a
+// shell reports it); 255 when ssh itself failed.
+type ExitStatus int
+
+// encodedCommand is a one-line command that runs script with the guest's /bin/sh: the script
+// goes base64-encoded, so that no word of it needs quoting through ssh's configuration syntax
+// (one line) or its %-tokens. It costs a few processes in the guest, so it is used only where
+// the script must not be on a command line.
+func encodedCommand(script string) string {
+	return `exec /bin/sh -c "$(echo ` + base64.StdEncoding.EncodeToString([]byte(script)) + ` | base64 -d)"`
+}
+
+// Run runs req and returns the script's exit status. When ctx ends first, the session is
+// ended (the guest program gets SIGHUP from its PTY, or the end of its input) and ctx's error
+// is returned.
+func (tm *Terminal) Run(ctx context.Context, req TerminalRequest) (ExitStatus, error) {
+	if req.TTY && ttyFd(req.Stdin) < 0 {
+		return 0, errors.New("a PTY needs a terminal on standard input")
+	}
+	if tm.m != nil {
+		return tm.runMaster(ctx, req)
+	}
+	return tm.runDirect(ctx, req)
+}
+
+// runMaster runs req through the ControlMaster, with OpenSSH's client on the caller's own
+// terminal. A secret script goes in an ssh configuration read from a FIFO (RemoteCommand),
+// never on ssh's command line, where every local user could read it (ps).
+func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitStatus, error) {
+	config, fifo := "/dev/null", ""
+	if req.Secret {
+		dir, err := os.MkdirTemp("", "limactl-mcp-shell-")
+		if err != nil {
+			return 0, err
+		}
+		defer os.RemoveAll(dir)
+		fifo = filepath.Join(dir, "ssh_config")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			return 0, fmt.Errorf("making the ssh configuration FIFO: %w", err)
+		}
+		config = fifo
+	}
+	tty := "-T"
+	if req.TTY {
+		tty = "-t"
+	}
+	m := tm.m
+	args := []string{
+		"-F", config,
+		"-o", "ControlMaster=no",
+		"-o", "ControlPath=" + strconv.Quote(strings.ReplaceAll(m.sock, "%", "%%")),
+		"-o", "ControlPersist=no",
+		"-o", "ProxyCommand=false",
+		"-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no",
+		"-o", "UserKnownHostsFile=/dev/null",
+		"-o", "LogLevel=ERROR",
+		tty, "-a", "-x", "-e", "none",
+		"-l", m.user, "-p", m.port, "--", m.host,
+	}
+	if !req.Secret {
+		args = append(args, req.Script)
+	}
+	cmd := exec.Command(m.ssh, args...)
+	// Not in a process group of its own: with a PTY, ssh reads the terminal, which only the
+	// foreground process group may. Its environment is ours minus everything but what ssh
+	// itself needs (nothing is sent to the guest but TERM, with the PTY request).
+	cmd.Env = sshEnv(req.Term)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, req.Stdout, req.Stderr
+	// Streams that are not files are copied: do not wait for the copy forever once ssh is gone
+	// (the master may hold the other ends a little longer).
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	// ssh opens its configuration at once; a FIFO hands the command over without it ever
+	// being on disk. If ssh exits without reading it, opening the read end unblocks the writer.
+	wrote := make(chan error, 1)
+	if fifo == "" {
+		wrote <- nil
+	} else {
+		go func() {
+			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
+				wrote <- err
+				return
+			}
+			_, err = io.WriteString(f, "RemoteCommand "+encodedCommand(req.Script)+"\n")
+			f.Close()
+			wrote <- err
+		}()
+	}
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-waitc:
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case werr = <-waitc:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			werr = <-waitc
+		}
+	}
+	if fifo != "" {
+		if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			r.Close()
+		}
+	}
+	<-wrote
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+		return 0, nil
+	case errors.As(werr, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return ExitStatus(128 + int(ws.Signal())), nil
+		}
+		return ExitStatus(ee.ExitCode()), nil
+	}
+	return 0, werr
+}
+
+// ttyFd is the descriptor of r when it is a terminal, else -1.
+func ttyFd(r io.Reader) int {
+	f, ok := r.(*os.File)
+	if !ok || f == nil || !term.IsTerminal(int(f.Fd())) {
+		return -1
+	}
+	return int(f.Fd())
+}
+
+// sshEnv is the environment of the ssh client: what it needs to run, and TERM.
+func sshEnv(termName string) []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	if termName != "" {
+		env = append(env, "TERM="+termName)
+	}
+	return env
+}
+
+// dial makes (once) the connection of our own.
+func (tm *Terminal) dial(ctx context.Context) (*ssh.Client, error) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	if tm.client != nil {
+		return tm.client, nil
+	}
+	t := tm.target
+	cfg := &ssh.ClientConfig{
+		User:            t.User,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(t.Signers...)},
+		HostKeyCallback: t.HostKeyCallback,
+		Timeout:         15 * time.Second,
+	}
+	cfg.Ciphers = []string{"chacha20-poly1305@openssh.com", "aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr"}
+	if cfg.HostKeyCallback == nil {
+		cfg.HostKeyCallback = ssh.InsecureIgnoreHostKey() //nolint:gosec // see Target.HostKeyCallback
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", t.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the ssh server of instance %q at %s: %w", t.Name, t.Addr, err)
+	}
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	_ = nc.SetDeadline(time.Now().Add(cfg.Timeout))
+	sc, chans, reqs, err := ssh.NewClientConn(nc, t.Addr, cfg)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("ssh handshake with instance %q at %s failed: %w", t.Name, t.Addr, err)
+	}
+	_ = nc.SetDeadline(time.Time{})
+	tm.client = ssh.NewClient(sc, chans, reqs)
+	return tm.client, nil
+}
+
+// runDirect runs req in a session of a connection of our own.
+func (tm *Terminal) runDirect(ctx context.Context, req TerminalRequest) (ExitStatus, error) {
+	client, err := tm.dial(ctx)
+	if err != nil {
+		return 0, err
+	}
+	s, err := client.NewSession()
+	if err != nil {
+		return 0, fmt.Errorf("cannot open an ssh session: %w", err)
+	}
+	defer s.Close()
+	s.Stdout, s.Stderr = req.Stdout, req.Stderr
+	if req.TTY {
+		fd := ttyFd(req.Stdin)
+		w, h, err := term.GetSize(fd)
+		if err != nil {
+			w, h = 80, 24
+		}
+		modes := ssh.TerminalModes{ssh.ECHO: 1, ssh.TTY_OP_ISPEED: 38400, ssh.TTY_OP_OSPEED: 38400}
+		if err := s.RequestPty(req.Term, h, w, modes); err != nil {
+			return 0, fmt.Errorf("the guest refused a PTY: %w", err)
+		}
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			return 0, fmt.Errorf("cannot put the terminal in raw mode: %w", err)
+		}
+		defer term.Restore(fd, old) //nolint:errcheck // nothing to do if the terminal is gone
+		stopResize := watchResize(fd, s)
+		defer stopResize()
+	}
+	if req.Stdin != nil {
+		stdin, err := s.StdinPipe()
+		if err != nil {
+			return 0, err
+		}
+		// The copy ends with our process (a read on a terminal cannot be interrupted); at the
+		// end of our input the guest program sees the end of its own.
+		go func() {
+			_, _ = io.Copy(stdin, req.Stdin)
+			_ = stdin.Close()
+		}()
+	}
+	if err := s.Start(req.Script); err != nil {
+		return 0, err
+	}
+	waitc := make(chan error, 1)
+	go func() { waitc <- s.Wait() }()
+	select {
+	case err = <-waitc:
+	case <-ctx.Done():
+		_ = s.Signal(ssh.SIGHUP)
+		_ = s.Close()
+		return 0, ctx.Err()
+	}
+	var ee *ssh.ExitError
+	var missing *ssh.ExitMissingError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee):
+		if sig := ee.Signal(); sig != "" {
+			return ExitStatus(128 + signalNumber(sig)), nil
+		}
+		return ExitStatus(ee.ExitStatus()), nil
+	case errors.As(err, &missing):
+		return 255, nil
+	}
+	return 0, err
+}
+
+// signalNumber is the number of an ssh signal name ("INT"), 0 when unknown.
+func signalNumber(name string) int {
+	for _, s := range []struct {
+		name string
+		n    syscall.Signal
+	}{{"HUP", syscall.SIGHUP}, {"INT", syscall.SIGINT}, {"QUIT", syscall.SIGQUIT}, {"KILL", syscall.SIGKILL},
+		{"TERM", syscall.SIGTERM}, {"PIPE", syscall.SIGPIPE}, {"ABRT", syscall.SIGABRT}, {"SEGV", syscall.SIGSEGV}} {
+		if s.name == name {
+			return int(s.n)
+		}
+	}
+	return 0
+}
+
+// Output runs script in the guest without a terminal and returns its standard output; its
+// standard error is in the error of a script that fails.
+func (tm *Terminal) Output(ctx context.Context, script string) (string, error) {
+	var stdout, stderr strings.Builder
+	if tm.m != nil {
+		// Through the master, the command is ours (no secret in it): on the command line.
+		c := tm.m.command("--", tm.m.host, script)
+		c.Stdout, c.Stderr = &stdout, &stderr
+		p, err := tm.m.start(c)
+		if err != nil {
+			return "", err
+		}
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			p.kill()
+			<-p.done
+			return "", ctx.Err()
+		}
+		if p.err != nil {
+			return stdout.String(), fmt.Errorf("%w (%s)", p.err, strings.TrimSpace(stderr.String()))
+		}
+		return stdout.String(), nil
+	}
+	client, err := tm.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	s, err := client.NewSession()
+	if err != nil {
+		return "", fmt.Errorf("cannot open an ssh session: %w", err)
+	}
+	defer s.Close()
+	s.Stdout, s.Stderr = &stdout, &stderr
+	if err := s.Start(script); err != nil {
+		return "", err
+	}
+	waitc := make(chan error, 1)
+	go func() { waitc <- s.Wait() }()
+	select {
+	case err = <-waitc:
+	case <-ctx.Done():
+		_ = s.Close()
+		return "", ctx.Err()
+	}
+	if err != nil {
+		return stdout.String(), fmt.Errorf("%w (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
