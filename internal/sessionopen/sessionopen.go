@@ -41,8 +41,8 @@ type Options struct {
 	// ConnectStopped makes a connection to an instance that is not running too: it looks the
 	// instance up again at every connect, so it works once the instance runs (serve).
 	ConnectStopped bool
-	// Cached looks the instance up with instance.InspectCached (shell: no limactl process when
-	// nothing changed).
+	// Cached looks the instance up with instance.InspectCached (no limactl process when nothing
+	// changed: a command's start is not delayed by one).
 	Cached bool
 }
 
@@ -91,15 +91,11 @@ func (t *Target) Session(workdir string) (*staging.Session, error) {
 type Opener func(ctx context.Context, name string) (*Target, error)
 
 // HostOpener is the Opener of the commands that work on staged sessions from the host
-// (review, status, sync, discard): they only read and write files, so the guest runner starts
-// without the user's login shell; the connection's warnings go to logOut.
-func HostOpener(logOut io.Writer) Opener { return hostOpener(logOut, false) }
-
-// FastHostOpener is HostOpener for a command that must start at once (shell): the instance is
-// looked up with instance.InspectCached.
-func FastHostOpener(logOut io.Writer) Opener { return hostOpener(logOut, true) }
-
-func hostOpener(logOut io.Writer, cached bool) Opener {
+// (review, status, sync, discard, shell): they only read and write files, so the guest runner
+// starts without the user's login shell; the instance is looked up with
+// instance.InspectCached (no limactl process when nothing changed); the connection's warnings
+// go to logOut.
+func HostOpener(logOut io.Writer) Opener {
 	return func(ctx context.Context, name string) (*Target, error) {
 		limactl, err := instance.Limactl()
 		if err != nil {
@@ -110,7 +106,7 @@ func hostOpener(logOut io.Writer, cached bool) Opener {
 			level = slog.LevelDebug // how the connection went, and how long each step took
 		}
 		log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-		return Open(ctx, limactl, name, Options{Logger: log, NoLoginShell: true, Cached: cached})
+		return Open(ctx, limactl, name, Options{Logger: log, NoLoginShell: true, Cached: true})
 	}
 }
 

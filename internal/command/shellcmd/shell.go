@@ -52,7 +52,7 @@ type Options struct {
 	Excludes       []string
 	IncludeIgnored bool
 
-	// Open opens the instance (default: sessionopen.FastHostOpener(IO.ErrOut)).
+	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
 	// LookupEnv reads the host's environment (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
@@ -94,7 +94,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	open := opts.Open
 	if open == nil {
-		open = sessionopen.FastHostOpener(ios.ErrOut)
+		open = sessionopen.HostOpener(ios.ErrOut)
 	}
 	t, err := open(ctx, opts.Instance)
 	if err != nil {
