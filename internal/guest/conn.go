@@ -166,7 +166,46 @@ func (c *Conn) handoff(old *link) {
 	c.mu.Unlock()
 	c.log.Debug("connected to the guest", "via", l.via, "handoff", true, "took", time.Since(t0).Round(time.Millisecond))
 	cancel()
+	c.retire(old)
+}
 
+// offMaster moves the Conn from l, a link through the master that refused a new session (why),
+// to a connection of its own, and returns the link to use. Calls in flight on l finish there;
+// l is retired once idle.
+func (c *Conn) offMaster(ctx context.Context, l *link, why error) (*link, error) {
+	c.mu.Lock()
+	cur := c.cur
+	c.mu.Unlock()
+	if cur != nil && cur != l {
+		return cur, nil // moved already (another call, or the handoff)
+	}
+	t0 := time.Now()
+	nl, err := c.dialDirect(ctx, l.target)
+	if err != nil {
+		return nil, fmt.Errorf("%v, and a connection of our own failed: %w", why, err)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		nl.close()
+		return nil, ErrClosed
+	}
+	if c.cur != nil && c.cur != l {
+		cur := c.cur
+		c.mu.Unlock()
+		nl.close()
+		return cur, nil
+	}
+	c.cur = nl
+	c.mu.Unlock()
+	c.log.Debug("connected to the guest", "via", nl.via, "reason", why, "took", time.Since(t0).Round(time.Millisecond))
+	go c.retire(l)
+	return nl, nil
+}
+
+// retire closes old, a link no longer current, once no runner call is pending on it and a
+// grace period has passed (an SFTP client handed out before the move may still be in use).
+func (c *Conn) retire(old *link) {
 	const grace = 30 * time.Second
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

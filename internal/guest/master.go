@@ -89,6 +89,25 @@ func (m *master) args(tail ...string) []string {
 	return append(a, tail...)
 }
 
+// errMasterFull: the master's connection refused a new session. The guest's sshd allows
+// MaxSessions (10) per connection, and every process riding the master holds one or two
+// (`limactl shell`, our servers before their handoff, review, status, shell...). The command
+// did not run: the caller goes on over a connection of its own.
+var errMasterFull = errors.New("the instance's ssh ControlMaster refused a new session (the guest's sshd allows 10 per connection)")
+
+// masterRefused says whether ssh's stderr (an exit of 255) is the master refusing a session:
+// "mux_client_request_session: session request failed: Session open refused by peer".
+func masterRefused(stderr string) bool {
+	return strings.Contains(stderr, "mux_client_request_session") && strings.Contains(stderr, "session request failed")
+}
+
+// refusedExit says whether a process that exited with err and printed stderr was the master
+// refusing its session.
+func refusedExit(err error, stderr string) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == 255 && masterRefused(stderr)
+}
+
 // proc is one ssh client process through the master.
 type proc struct {
 	cmd  *exec.Cmd

@@ -194,3 +194,68 @@ func TestControlMasterHandoff(t *testing.T) {
 		t.Fatalf("Stream after the handoff = %q, %v", out, err)
 	}
 }
+
+// A master whose connection has no session left (sshd's MaxSessions: 10 in a Lima guest, and
+// every process riding the master holds one or two): a stream, a terminal's command and its
+// probe go on over a connection of their own, with their input whole (nothing was read by the
+// refused attempt) and without the master's refusal on stderr; the command's own exit code
+// stays its own.
+func TestControlMasterFull(t *testing.T) {
+	srv := sshd.StartWith(t, sshd.Config{MaxSessions: 3})
+	sock := startMaster(t, srv)
+	ctx := context.Background()
+	c := guest.New(masterTarget(srv, sock), guest.Options{})
+	defer c.Close()
+	if via, err := c.Via(ctx); err != nil || via != guest.ViaControlMaster {
+		t.Fatalf("Via = %q, %v; want %q first", via, err, guest.ViaControlMaster)
+	}
+	// c holds two sessions (SFTP, the runner); a third process takes the last one.
+	hold := exec.Command("ssh", "-F", "/dev/null", "-o", "ControlPath="+sock, "-o", "ControlMaster=no", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-T", "-l", srv.User, "127.0.0.1", "echo holding; sleep 120")
+	stdout, err := hold.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hold.Process.Kill(); _ = hold.Wait() })
+	if _, err := stdout.Read(make([]byte, 8)); err != nil {
+		t.Fatalf("the session that fills the master did not start: %v", err)
+	}
+	// The master is full now: plain OpenSSH says so.
+	out, err := exec.Command("ssh", "-F", "/dev/null", "-o", "ControlPath="+sock, "-o", "ControlMaster=no", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-T", "-l", srv.User, "127.0.0.1", "true").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "session request failed") {
+		t.Fatalf("the master is not full: %v %s", err, out)
+	}
+
+	input := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB: more than a pipe holds
+	got, err := c.Stream(ctx, "wc -c; echo done", strings.NewReader(input))
+	if err != nil || strings.Fields(string(got))[0] != strconv.Itoa(len(input)) || !strings.HasSuffix(string(got), "done\n") {
+		t.Fatalf("Stream with a full master = %q, %v; want all %d bytes read", got, err, len(input))
+	}
+	if via, err := c.Via(ctx); err != nil || via != guest.ViaSSH {
+		t.Fatalf("after the refusal: Via = %q, %v; want %q", via, err, guest.ViaSSH)
+	}
+	if res, err := c.Exec(ctx, guest.ExecRequest{Argv: []string{"true"}, Dir: "/"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("Exec after moving off the master = %+v, %v", res, err)
+	}
+
+	tm := guest.OpenTerminal(func() *guest.Target { tg := guesttest.Target(srv); tg.ControlPath = sock; return tg }(), nil)
+	defer tm.Close()
+	if tm.Via() != guest.ViaControlMaster {
+		t.Fatalf("the terminal does not try the master first: %s", tm.Via())
+	}
+	var so, se strings.Builder
+	st, err := tm.Run(ctx, guest.TerminalRequest{Script: "echo ran; echo err >&2; exit 3", Stdout: &so, Stderr: &se})
+	if err != nil || st != 3 || so.String() != "ran\n" || se.String() != "err\n" {
+		t.Fatalf("Run with a full master = %d, %v, stdout %q, stderr %q; want 3, ran, err", st, err, so.String(), se.String())
+	}
+	if tm.Via() != guest.ViaSSH {
+		t.Errorf("the terminal stayed on the full master")
+	}
+	if o, err := tm.Output(ctx, "echo probe"); err != nil || o != "probe\n" {
+		t.Fatalf("Output = %q, %v", o, err)
+	}
+}

@@ -3,6 +3,7 @@
 package guest
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -107,9 +108,56 @@ func (tm *Terminal) Run(ctx context.Context, req TerminalRequest) (ExitStatus, e
 		return 0, errors.New("a PTY needs a terminal on standard input")
 	}
 	if tm.m != nil {
-		return tm.runMaster(ctx, req)
+		st, err := tm.runMaster(ctx, req)
+		if !errors.Is(err, errMasterFull) {
+			return st, err
+		}
+		// Nothing ran; this terminal goes on over a connection of its own.
+		tm.log.Debug("the ControlMaster refused a session; connecting directly", "reason", err)
+		tm.m = nil
 	}
 	return tm.runDirect(ctx, req)
+}
+
+// refusalFilter passes ssh's stderr on to w, except the master's refusal of the session (its
+// first line) and what ssh prints after it, which the caller answers by going on over a
+// connection of its own.
+type refusalFilter struct {
+	w       io.Writer
+	first   []byte // the first line, until it is complete
+	decided bool
+	refused bool
+}
+
+func (f *refusalFilter) Write(p []byte) (int, error) {
+	if f.refused {
+		return len(p), nil // ssh's own last words after the refusal (its try without the master)
+	}
+	if f.decided {
+		return f.w.Write(p)
+	}
+	f.first = append(f.first, p...)
+	i := bytes.IndexByte(f.first, '\n')
+	if i < 0 && len(f.first) < 4096 {
+		return len(p), nil
+	}
+	f.decide()
+	return len(p), nil
+}
+
+func (f *refusalFilter) decide() {
+	if f.decided {
+		return
+	}
+	f.decided = true
+	if masterRefused(string(f.first)) {
+		f.refused = true
+		return
+	}
+	if len(f.first) > 0 {
+		_, _ = f.w.Write(f.first)
+	}
+	f.first = nil
 }
 
 // runMaster runs req through the ControlMaster, with OpenSSH's client on the caller's own
@@ -155,7 +203,11 @@ func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitSta
 	// foreground process group may. Its environment is ours minus everything but what ssh
 	// itself needs (nothing is sent to the guest but TERM, with the PTY request).
 	cmd.Env = sshEnv(req.Term)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, req.Stdout, req.Stderr
+	stderr := &refusalFilter{w: req.Stderr}
+	if stderr.w == nil {
+		stderr.w = io.Discard
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, req.Stdout, stderr
 	// Streams that are not files are copied: do not wait for the copy forever once ssh is gone
 	// (the master may hold the other ends a little longer).
 	cmd.WaitDelay = 2 * time.Second
@@ -199,8 +251,12 @@ func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitSta
 		}
 	}
 	<-wrote
+	stderr.decide()
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
+	}
+	if stderr.refused && refusedExit(werr, string(stderr.first)) {
+		return 0, errMasterFull
 	}
 	var ee *exec.ExitError
 	switch {
@@ -377,10 +433,17 @@ func (tm *Terminal) Output(ctx context.Context, script string) (string, error) {
 			<-p.done
 			return "", ctx.Err()
 		}
-		if p.err != nil {
+		switch {
+		case p.err != nil && refusedExit(p.err, stderr.String()):
+			tm.log.Debug("the ControlMaster refused a session; connecting directly", "reason", errMasterFull)
+			tm.m = nil
+			stdout.Reset()
+			stderr.Reset()
+		case p.err != nil:
 			return stdout.String(), fmt.Errorf("%w (%s)", p.err, strings.TrimSpace(stderr.String()))
+		default:
+			return stdout.String(), nil
 		}
-		return stdout.String(), nil
 	}
 	client, err := tm.dial(ctx)
 	if err != nil {

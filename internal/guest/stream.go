@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
 )
@@ -20,6 +21,14 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 		return nil, err
 	}
 	out, err := l.stream(ctx, script, in)
+	if errors.Is(err, errMasterFull) {
+		// Nothing ran: go on over a connection of our own (for this and later calls). in
+		// was not read (ssh exits at the refusal, before the session).
+		if l, err = c.offMaster(ctx, l, err); err != nil {
+			return nil, err
+		}
+		return l.stream(ctx, script, in)
+	}
 	if errors.Is(err, errNoSession) && l.client != nil {
 		c.drop(l, err)
 	}
@@ -57,17 +66,39 @@ func (l *link) stream(ctx context.Context, script string, in io.Reader) ([]byte,
 }
 
 // streamMaster is Stream in an ssh client process through the instance's ControlMaster.
+//
+// The master may refuse the session (errMasterFull), and the caller then gives in to a
+// connection of our own: in must still be unread. So the script first prints a marker on
+// stdout, and in is read only once the marker came back, that is, once the session runs.
 func streamMaster(ctx context.Context, m *master, script string, in io.Reader) ([]byte, error) {
-	c := m.command("--", m.host, script)
+	c := m.command("--", m.host, "printf "+streamStarted+"; "+script)
 	stdout := &cappedBuffer{limit: MaxStreamOutput, stop: func() { _ = c.Process.Kill() }}
+	gate := &startGate{w: stdout, started: make(chan struct{})}
 	stderr := headtail.New(2000, 2000)
-	c.Stdout, c.Stderr = stdout, stderr
+	c.Stdout, c.Stderr = gate, stderr
+	var stdin io.WriteCloser
 	if in != nil {
-		c.Stdin = in
+		var err error
+		if stdin, err = c.StdinPipe(); err != nil {
+			return nil, err
+		}
 	}
 	p, err := m.start(c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoSession, err)
+	}
+	if in != nil {
+		// Our own copy, not exec's: its Wait would wait for a copy that waits for the gate.
+		go func() {
+			defer stdin.Close()
+			select {
+			case <-gate.started:
+				if gate.seen {
+					_, _ = io.Copy(stdin, in)
+				}
+			case <-p.done:
+			}
+		}()
 	}
 	select {
 	case <-p.done:
@@ -77,7 +108,64 @@ func streamMaster(ctx context.Context, m *master, script string, in io.Reader) (
 		<-p.done
 		return nil, ctx.Err()
 	}
+	gate.finish()
+	if o := stderr.Output(); err != nil && !gate.seen && refusedExit(err, string(o.Head)) {
+		return nil, errMasterFull
+	}
 	return streamResult(stdout, stderr, err)
+}
+
+// streamStarted is what a script run through the master prints first (see streamMaster).
+const streamStarted = "LIMACTL-MCP-STREAM:"
+
+// startGate passes a script's stdout on to w without the streamStarted marker in front of
+// it (whatever the user's shell printed before it stays), and opens once it has seen it.
+type startGate struct {
+	w       io.Writer
+	started chan struct{} // closed when the marker was seen, or the process is gone
+	seen    bool
+	once    sync.Once
+	pending []byte // what may be the start of the marker
+	passed  bool
+}
+
+func (g *startGate) Write(p []byte) (int, error) {
+	if g.passed {
+		return g.w.Write(p)
+	}
+	n := len(p)
+	g.pending = append(g.pending, p...)
+	if i := bytes.Index(g.pending, []byte(streamStarted)); i >= 0 {
+		rest := append(g.pending[:i:i], g.pending[i+len(streamStarted):]...)
+		g.pending, g.passed, g.seen = nil, true, true
+		g.close()
+		if _, err := g.w.Write(rest); err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
+	// Not yet: keep no more than the marker's length minus one at the end (it may go on in the
+	// next write); the rest is output of the user's shell before the script.
+	if keep := len(streamStarted) - 1; len(g.pending) > keep {
+		head := g.pending[:len(g.pending)-keep]
+		g.pending = append([]byte(nil), g.pending[len(g.pending)-keep:]...)
+		if _, err := g.w.Write(head); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+func (g *startGate) close() { g.once.Do(func() { close(g.started) }) }
+
+// finish is called once the process is gone: the gate opens (for nothing), and what was held
+// back as a possible start of the marker is passed on.
+func (g *startGate) finish() {
+	g.close()
+	if !g.passed && len(g.pending) > 0 {
+		_, _ = g.w.Write(g.pending)
+		g.pending = nil
+	}
 }
 
 // streamResult is what a script run by Stream gave: its stdout, or an error with the head

@@ -116,6 +116,25 @@ func statusOf(t *testing.T, dir string) map[string]any {
 	return nil
 }
 
+// stagedGuestPath is where dir is staged in the guest, "" while it is not (yet).
+func stagedGuestPath(t *testing.T, dir string) string {
+	t.Helper()
+	out, _, code := plugin(t, dir, "status", instanceName, "--json")
+	var st struct {
+		Sessions []map[string]any `json:"sessions"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		return ""
+	}
+	for _, s := range st.Sessions {
+		if s["workdir"] == dir {
+			gp, _ := s["guest_path"].(string)
+			return gp
+		}
+	}
+	return ""
+}
+
 func readHost(t *testing.T, p string) string {
 	t.Helper()
 	data, err := os.ReadFile(p)

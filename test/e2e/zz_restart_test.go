@@ -22,7 +22,8 @@ import (
 
 // TestServeRestart (keep it LAST: it stops the VM) stops the instance under an open session:
 // calls then fail with an error that says so and how to start it; once the instance runs again,
-// the same session reconnects by itself.
+// the same session reconnects by itself. A review applying and a `limactl mcp shell` command
+// running when the VM stops lose nothing either.
 func TestServeRestart(t *testing.T) {
 	t.Cleanup(func() {
 		// Whatever happened, leave the VM running for whatever comes next.
@@ -64,6 +65,24 @@ func TestServeRestart(t *testing.T) {
 	}
 	t.Logf("stopping the VM %s after review --yes started (fetching the 60 MB file: %v)", time.Since(t0).Round(100*time.Millisecond), fetching)
 
+	// And `limactl mcp shell` running a command when the VM stops: it ends (no hang), the host
+	// is untouched, and what the command did before the stop is pending after the restart.
+	sdir := project(t, map[string]string{"a.txt": "a\n"})
+	shell := mcpShellCmd(t, sdir, nil, instanceName, "--", "sh", "-c", "echo before-the-stop > work.txt && sleep 600")
+	var shellOut lockedBuffer
+	shell.Stdout, shell.Stderr = &shellOut, &shellOut
+	mustT(t, shell.Start())
+	shellDone := make(chan error, 1)
+	go func() { shellDone <- shell.Wait() }()
+	for t1 := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		if gp := stagedGuestPath(t, sdir); gp != "" && strings.TrimSpace(guestShell(t, "test -e "+shq(gp+"/work.txt")+" && echo yes || true")) == "yes" {
+			break
+		}
+		if time.Since(t1) > 2*time.Minute {
+			t.Fatalf("the shell's command did not write work.txt in the guest:\n%s", shellOut.String())
+		}
+	}
+
 	t0 = time.Now()
 	if err := vm.Stop(ctxT(t, 3*time.Minute)); err != nil {
 		t.Fatal(err)
@@ -76,6 +95,18 @@ func TestServeRestart(t *testing.T) {
 		}
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("review hangs once the VM is stopped:\n%s", reviewOut.String())
+	}
+	select {
+	case err := <-shellDone:
+		t.Logf("limactl mcp shell while the VM stopped: %v\n%s", err, shellOut.String())
+		if err == nil {
+			t.Errorf("limactl mcp shell exited 0 although the VM stopped under its command:\n%s", shellOut.String())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("limactl mcp shell hangs once the VM is stopped:\n%s", shellOut.String())
+	}
+	if _, err := os.Stat(filepath.Join(sdir, "work.txt")); err == nil {
+		t.Errorf("work.txt reached the host without a review")
 	}
 	if fi, err := os.Stat(filepath.Join(rdir, "big.bin")); err == nil && fi.Size() != 60000000 {
 		t.Errorf("big.bin half-written on the host: %d bytes", fi.Size())
@@ -157,5 +188,12 @@ func TestServeRestart(t *testing.T) {
 	}
 	if got := readHost(t, filepath.Join(rdir, "keep.txt")); got != "new\n" {
 		t.Errorf("keep.txt after the restart's review: %q", got)
+	}
+	// The shell's work survived the stop, pending; a review brings it over.
+	if out, stderr, code := plugin(t, sdir, "review", instanceName, "--yes"); code != 0 {
+		t.Errorf("review of the shell's work after the restart: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if got := readHost(t, filepath.Join(sdir, "work.txt")); got != "before-the-stop\n" {
+		t.Errorf("work.txt after the restart's review: %q", got)
 	}
 }

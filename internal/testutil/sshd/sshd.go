@@ -67,6 +67,22 @@ type Server struct {
 // is printed.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Config{})
+}
+
+// Config changes how StartWith's sshd is set up.
+type Config struct {
+	// MaxSessions is sshd's MaxSessions, the sessions one connection may have open (default
+	// 64; Lima's guests have OpenSSH's default, 10).
+	MaxSessions int
+}
+
+// StartWith is Start with cfg.
+func StartWith(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = 64
+	}
 
 	if _, err := os.Stat(sshdPath); err != nil {
 		t.Fatalf("sshd: %s not found (%v); install OpenSSH server: apt-get install openssh-server openssh-sftp-server", sshdPath, err)
@@ -135,7 +151,7 @@ func Start(t testing.TB) *Server {
 		srv.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
 		cfgPath := filepath.Join(dir, "sshd_config")
-		if err := os.WriteFile(cfgPath, []byte(config(dir, port, srv.User, subsystem)), 0o644); err != nil {
+		if err := os.WriteFile(cfgPath, []byte(config(dir, port, srv.User, subsystem, cfg.MaxSessions)), 0o644); err != nil {
 			t.Fatalf("sshd: %v", err)
 		}
 		proc, err = startProcess(cfgPath, logPath)
@@ -309,7 +325,7 @@ func childPIDs(pid int) []int {
 	return out
 }
 
-func config(dir string, port int, login, subsystem string) string {
+func config(dir string, port int, login, subsystem string, maxSessions int) string {
 	lines := []string{
 		"ListenAddress 127.0.0.1",
 		"Port " + strconv.Itoa(port),
@@ -324,7 +340,7 @@ func config(dir string, port int, login, subsystem string) string {
 		"PermitRootLogin prohibit-password",
 		"AllowUsers " + login,
 		"Subsystem sftp " + subsystem,
-		"MaxSessions 64",
+		"MaxSessions " + strconv.Itoa(maxSessions),
 		"MaxStartups 100",
 		"PrintMotd no",
 		"PrintLastLog no",
