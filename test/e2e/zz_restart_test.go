@@ -8,7 +8,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -99,8 +101,14 @@ func TestServeRestart(t *testing.T) {
 	select {
 	case err := <-shellDone:
 		t.Logf("limactl mcp shell while the VM stopped: %v\n%s", err, shellOut.String())
-		if err == nil {
-			t.Errorf("limactl mcp shell exited 0 although the VM stopped under its command:\n%s", shellOut.String())
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 255 {
+			t.Errorf("limactl mcp shell whose VM stopped under its command: %v, want exit 255:\n%s", err, shellOut.String())
+		}
+		for _, want := range []string{"the connection to the guest was lost", "nothing was applied to the host", "limactl mcp review " + instanceName} {
+			if !strings.Contains(shellOut.String(), want) {
+				t.Errorf("limactl mcp shell whose VM stopped does not say %q:\n%s", want, shellOut.String())
+			}
 		}
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("limactl mcp shell hangs once the VM is stopped:\n%s", shellOut.String())

@@ -175,6 +175,12 @@ func Run(ctx context.Context, opts *Options) error {
 		t0 := time.Now()
 		status, probe, err := runCommand(ctx, tm, sess, guestDir, opts, env, tty, termName)
 		log.Debug("command done", "via", tm.Via(), "status", status, "probe", probe, "took", time.Since(t0).Round(time.Millisecond))
+		var lost errConnectionLost
+		if errors.As(err, &lost) && ctx.Err() == nil {
+			fmt.Fprintf(ios.ErrOut, "limactl-mcp: %v\nlimactl-mcp: nothing was applied to the host; what the command did until then stays in the guest copy: once %q runs again (`limactl list`), review it with `limactl mcp review %s --workdir %s`\n",
+				lost, name, name, termsafe.String(shellquote.Quote(workdir)))
+			return 0, probe, exitcode.With(sshFailed, exitcode.ErrSilent)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, probe, interrupted(ios.ErrOut, name, workdir)
@@ -290,10 +296,23 @@ func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, 
 	}
 	out, err := tm.Output(ctx, probe.After(time.Since(t0)))
 	if err != nil {
+		if status == sshFailed {
+			// ssh's own failure, most likely: the guest is gone (the VM stopped) or the
+			// connection broke. The command's work so far is in the guest copy.
+			return status, staging.ProbeResult{CopyPresent: true, Changed: true}, errConnectionLost{err}
+		}
 		return status, staging.ProbeResult{CopyPresent: true, Changed: true}, nil
 	}
 	return status, staging.ParseProbe(strings.Split(out, "\n")), nil
 }
+
+// sshFailed is the status ssh exits with when it fails itself (and a command's own 255).
+const sshFailed = 255
+
+// errConnectionLost: the command ended with ssh's 255 and the guest no longer answers.
+type errConnectionLost struct{ err error }
+
+func (e errConnectionLost) Error() string { return "the connection to the guest was lost: " + e.err.Error() }
 
 // stage stages workdir into the guest (or resumes or restages its session), with progress on
 // stderr.
