@@ -339,39 +339,14 @@ func (c *Conn) dialMaster(ctx context.Context, t *Target, m *master) (*link, err
 
 // dialDirect makes a connection of our own to the guest's sshd.
 func (c *Conn) dialDirect(ctx context.Context, t *Target) (*link, error) {
-	cfg := &ssh.ClientConfig{
-		User:            t.User,
-		Auth:            []ssh.AuthMethod{ssh.PublicKeys(t.Signers...)},
-		HostKeyCallback: t.HostKeyCallback,
-		Timeout:         15 * time.Second,
-	}
-	// ChaCha20-Poly1305 first: guests often run without AES instructions (an emulated CPU,
-	// a baseline CPU model), where AES-GCM is several times slower for the guest's sshd.
-	cfg.Ciphers = []string{"chacha20-poly1305@openssh.com", "aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr"}
-	if cfg.HostKeyCallback == nil {
-		cfg.HostKeyCallback = ssh.InsecureIgnoreHostKey() //nolint:gosec // see Target.HostKeyCallback
-	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", t.Addr)
+	client, err := sshClient(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the ssh server of instance %q at %s: %w", t.Name, t.Addr, err)
+		return nil, err
 	}
-	// The handshake, sftp and the runner's start take no context: closing the connection
-	// ends them when ctx ends (Close, or the caller giving up).
-	abort := context.AfterFunc(ctx, func() { nc.Close() })
+	// sftp and the runner's start take no context: closing the connection ends them when ctx
+	// ends (Close, or the caller giving up).
+	abort := context.AfterFunc(ctx, func() { client.Close() })
 	defer abort()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = nc.SetDeadline(dl)
-	} else {
-		_ = nc.SetDeadline(time.Now().Add(cfg.Timeout))
-	}
-	sc, chans, reqs, err := ssh.NewClientConn(nc, t.Addr, cfg)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("ssh handshake with instance %q at %s failed: %w", t.Name, t.Addr, err)
-	}
-	_ = nc.SetDeadline(time.Time{})
-	client := ssh.NewClient(sc, chans, reqs)
 	l := &link{target: t, via: ViaSSH, client: client, done: make(chan struct{})}
 	go func() {
 		_ = client.Wait()

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -301,32 +300,11 @@ func (tm *Terminal) dial(ctx context.Context) (*ssh.Client, error) {
 	if tm.client != nil {
 		return tm.client, nil
 	}
-	t := tm.target
-	cfg := &ssh.ClientConfig{
-		User:            t.User,
-		Auth:            []ssh.AuthMethod{ssh.PublicKeys(t.Signers...)},
-		HostKeyCallback: t.HostKeyCallback,
-		Timeout:         15 * time.Second,
-	}
-	cfg.Ciphers = []string{"chacha20-poly1305@openssh.com", "aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr"}
-	if cfg.HostKeyCallback == nil {
-		cfg.HostKeyCallback = ssh.InsecureIgnoreHostKey() //nolint:gosec // see Target.HostKeyCallback
-	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", t.Addr)
+	client, err := sshClient(ctx, tm.target)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the ssh server of instance %q at %s: %w", t.Name, t.Addr, err)
+		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { nc.Close() })
-	defer stop()
-	_ = nc.SetDeadline(time.Now().Add(cfg.Timeout))
-	sc, chans, reqs, err := ssh.NewClientConn(nc, t.Addr, cfg)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("ssh handshake with instance %q at %s failed: %w", t.Name, t.Addr, err)
-	}
-	_ = nc.SetDeadline(time.Time{})
-	tm.client = ssh.NewClient(sc, chans, reqs)
+	tm.client = client
 	return tm.client, nil
 }
 

@@ -312,7 +312,9 @@ const sshFailed = 255
 // errConnectionLost: the command ended with ssh's 255 and the guest no longer answers.
 type errConnectionLost struct{ err error }
 
-func (e errConnectionLost) Error() string { return "the connection to the guest was lost: " + e.err.Error() }
+func (e errConnectionLost) Error() string {
+	return "the connection to the guest was lost: " + e.err.Error()
+}
 
 // stage stages workdir into the guest (or resumes or restages its session), with progress on
 // stderr.
