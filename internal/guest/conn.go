@@ -405,14 +405,17 @@ func (l *link) close() {
 	if l.runner != nil {
 		l.runner.close()
 	}
-	if l.sftp != nil {
-		_ = l.sftp.Close()
-	}
+	// The transport first: the SFTP client's Close waits for its reader to see the end of
+	// the stream, which would otherwise take a round trip to the guest (its sftp-server
+	// seeing our end, then exiting).
 	if l.client != nil {
 		_ = l.client.Close()
 	}
 	for _, p := range l.procs {
 		p.kill()
+	}
+	if l.sftp != nil {
+		_ = l.sftp.Close()
 	}
 }
 
