@@ -197,7 +197,8 @@ func (m *master) sftp(ctx context.Context) (*sftp.Client, *proc, error) {
 	return client, p, nil
 }
 
-// output runs cmd through the master and returns its stdout.
+// output runs cmd through the master and returns its stdout; errMasterFull when the master
+// refused the session (nothing ran).
 func (m *master) output(ctx context.Context, cmd string) (string, error) {
 	c := m.command("--", m.host, cmd)
 	var stderr strings.Builder
@@ -215,8 +216,11 @@ func (m *master) output(ctx context.Context, cmd string) (string, error) {
 		<-p.done
 		return "", ctx.Err()
 	}
-	if p.err != nil {
-		return "", fmt.Errorf("%s: %w (%s)", cmd, p.err, strings.TrimSpace(stderr.String()))
+	switch {
+	case p.err != nil && refusedExit(p.err, stderr.String()):
+		return "", errMasterFull
+	case p.err != nil:
+		return "", fmt.Errorf("%w (%s)", p.err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
 }

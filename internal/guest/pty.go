@@ -395,34 +395,16 @@ func signalNumber(name string) int {
 // Output runs script in the guest without a terminal and returns its standard output; its
 // standard error is in the error of a script that fails.
 func (tm *Terminal) Output(ctx context.Context, script string) (string, error) {
-	var stdout, stderr strings.Builder
 	if tm.m != nil {
 		// Through the master, the command is ours (no secret in it): on the command line.
-		c := tm.m.command("--", tm.m.host, script)
-		c.Stdout, c.Stderr = &stdout, &stderr
-		p, err := tm.m.start(c)
-		if err != nil {
-			return "", err
+		out, err := tm.m.output(ctx, script)
+		if !errors.Is(err, errMasterFull) {
+			return out, err
 		}
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			p.kill()
-			<-p.done
-			return "", ctx.Err()
-		}
-		switch {
-		case p.err != nil && refusedExit(p.err, stderr.String()):
-			tm.log.Debug("the ControlMaster refused a session; connecting directly", "reason", errMasterFull)
-			tm.m = nil
-			stdout.Reset()
-			stderr.Reset()
-		case p.err != nil:
-			return stdout.String(), fmt.Errorf("%w (%s)", p.err, strings.TrimSpace(stderr.String()))
-		default:
-			return stdout.String(), nil
-		}
+		tm.log.Debug("the ControlMaster refused a session; connecting directly", "reason", err)
+		tm.m = nil
 	}
+	var stdout, stderr strings.Builder
 	client, err := tm.dial(ctx)
 	if err != nil {
 		return "", err

@@ -24,8 +24,8 @@ type cached struct {
 	Seen     map[string]string `json:"seen"`
 }
 
-// InspectCached is Inspect for a command that must start within a fraction of a second
-// (`shell`): `limactl list` costs a limactl process. It returns the running instance as the
+// InspectCached is Inspect for the commands, which must start within a fraction of a second
+// (serve's first answer, shell): `limactl list` costs a limactl process. It returns the running instance as the
 // last Inspect saw it when nothing Inspect's answer depends on has changed since: the same
 // host agent still runs (its pid file, and that process), and limactl, the instance's
 // lima.yaml and Lima's default.yaml and override.yaml are the same files (size and time).

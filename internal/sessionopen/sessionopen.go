@@ -41,18 +41,12 @@ type Options struct {
 	// ConnectStopped makes a connection to an instance that is not running too: it looks the
 	// instance up again at every connect, so it works once the instance runs (serve).
 	ConnectStopped bool
-	// Cached looks the instance up with instance.InspectCached (no limactl process when nothing
-	// changed: a command's start is not delayed by one).
-	Cached bool
 }
 
-// Open finds the instance called name with limactl and makes its Target.
+// Open finds the instance called name (instance.InspectCached: no limactl process when
+// nothing its answer depends on changed) and makes its Target.
 func Open(ctx context.Context, limactl, name string, opts Options) (*Target, error) {
-	inspect := instance.Inspect
-	if opts.Cached {
-		inspect = instance.InspectCached
-	}
-	inst, err := inspect(ctx, limactl, name)
+	inst, err := instance.InspectCached(ctx, limactl, name)
 	if err != nil {
 		return nil, err
 	}
@@ -92,9 +86,7 @@ type Opener func(ctx context.Context, name string) (*Target, error)
 
 // HostOpener is the Opener of the commands that work on staged sessions from the host
 // (review, status, sync, discard, shell): they only read and write files, so the guest runner
-// starts without the user's login shell; the instance is looked up with
-// instance.InspectCached (no limactl process when nothing changed); the connection's warnings
-// go to logOut.
+// starts without the user's login shell; the connection's warnings go to logOut.
 func HostOpener(logOut io.Writer) Opener {
 	return func(ctx context.Context, name string) (*Target, error) {
 		limactl, err := instance.Limactl()
@@ -106,7 +98,7 @@ func HostOpener(logOut io.Writer) Opener {
 			level = slog.LevelDebug // how the connection went, and how long each step took
 		}
 		log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-		return Open(ctx, limactl, name, Options{Logger: log, NoLoginShell: true, Cached: true})
+		return Open(ctx, limactl, name, Options{Logger: log, NoLoginShell: true})
 	}
 }
 

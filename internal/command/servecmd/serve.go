@@ -53,7 +53,7 @@ func OpenInstance(ctx context.Context, opts *Options, log *slog.Logger) (*sessio
 			return nil, err
 		}
 	}
-	return sessionopen.Open(ctx, limactl, opts.Instance, sessionopen.Options{Logger: log, NoRunner: opts.NoRunner, ConnectStopped: true, Handoff: true, Cached: true})
+	return sessionopen.Open(ctx, limactl, opts.Instance, sessionopen.Options{Logger: log, NoRunner: opts.NoRunner, ConnectStopped: true, Handoff: true})
 }
 
 // Run serves until ctx ends (a normal way for a client to stop its server: nil) or the
