@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -70,12 +69,6 @@ func (c *Conn) Exec(ctx context.Context, req ExecRequest) (*ExecResult, error) {
 
 var errNoSession = errors.New("cannot open an ssh session")
 
-// envWord quotes a NAME=value word so that the shell still reads it as an assignment.
-func envWord(w string) string {
-	name, value, _ := strings.Cut(w, "=")
-	return name + "=" + shellquote.Quote(value)
-}
-
 // execSession runs one command in its own SSH session, the way `limactl shell` does.
 func execSession(ctx context.Context, client *ssh.Client, req ExecRequest) (*ExecResult, error) {
 	start := time.Now()
@@ -84,17 +77,7 @@ func execSession(ctx context.Context, client *ssh.Client, req ExecRequest) (*Exe
 		return nil, fmt.Errorf("%w: %v", errNoSession, err)
 	}
 	defer s.Close()
-	words := make([]string, len(req.Argv))
-	env := true
-	for i, w := range req.Argv {
-		if env && envAssignment(w) {
-			words[i] = envWord(w)
-			continue
-		}
-		env = false
-		words[i] = shellquote.Quote(w)
-	}
-	script := "cd " + shellquote.Quote(req.Dir) + ` || exit 1; exec "$SHELL" -l -c ` + shellquote.Quote(strings.Join(words, " "))
+	script := "cd " + shellquote.Quote(req.Dir) + ` || exit 1; exec "$SHELL" -l -c ` + shellquote.Quote(shellquote.JoinCommand(req.Argv))
 	stdout, stderr := headtail.New(req.HeadBytes, req.TailBytes), headtail.New(req.HeadBytes, req.TailBytes)
 	s.Stdout, s.Stderr = stdout, stderr
 	if err := s.Start(script); err != nil {
@@ -139,18 +122,4 @@ func execSession(ctx context.Context, client *ssh.Client, req ExecRequest) (*Exe
 	res.Stdout, res.Stderr = stdout.Output(), stderr.Output()
 	res.DurationMillis = time.Since(start).Milliseconds()
 	return res, ctxErr
-}
-
-// envAssignment says whether w looks like NAME=value.
-func envAssignment(w string) bool {
-	name, _, ok := strings.Cut(w, "=")
-	if !ok || name == "" {
-		return false
-	}
-	for i, r := range name {
-		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }

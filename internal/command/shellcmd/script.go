@@ -15,7 +15,7 @@ func envToPass(opts *Options, lookup func(string) (string, bool)) ([]string, err
 	seen := map[string]bool{}
 	for _, w := range opts.Env {
 		name, value, hasValue := strings.Cut(w, "=")
-		if !validName(name) {
+		if !shellquote.IsName(name) {
 			return nil, fmt.Errorf("--env %q: not a variable name (NAME or NAME=VALUE, NAME made of letters, digits and _)", w)
 		}
 		if !hasValue {
@@ -52,19 +52,6 @@ func agentEnvSet(env []string) bool {
 		}
 	}
 	return false
-}
-
-// validName says whether s is a portable environment variable name.
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // termFallback is sh that keeps TERM when the guest has its terminfo, and otherwise takes
@@ -113,24 +100,8 @@ func commandScript(dir, shell string, command, env []string, tty bool, after str
 	}
 	fmt.Fprintf(&b, "trap : INT QUIT\n%s -l", sh)
 	if len(command) > 0 {
-		fmt.Fprintf(&b, " -c %s", shellquote.Quote(joinCommand(command)))
+		fmt.Fprintf(&b, " -c %s", shellquote.Quote(shellquote.JoinCommand(command)))
 	}
 	fmt.Fprintf(&b, "\ns=$?\n%sexit $s\n", after)
 	return b.String()
-}
-
-// joinCommand quotes the words of a command for the guest's shell; leading NAME=VALUE words
-// stay assignments, as with `limactl shell INSTANCE NAME=VALUE CMD`.
-func joinCommand(words []string) string {
-	q := make([]string, len(words))
-	assign := true
-	for i, w := range words {
-		if name, value, ok := strings.Cut(w, "="); assign && ok && validName(name) {
-			q[i] = name + "=" + shellquote.Quote(value)
-			continue
-		}
-		assign = false
-		q[i] = shellquote.Quote(w)
-	}
-	return strings.Join(q, " ")
 }
