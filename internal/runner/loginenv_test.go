@@ -76,6 +76,25 @@ echo "profile chatter on stdout"
 				t.Fatalf("the delta is not remembered in %s (0600): %v %v", cache, fi, err)
 			}
 
+			// What is remembered is in a file the agent can write: garbage, an oversized file
+			// or a delta under another key is not used (a login shell runs), and is replaced.
+			for name, content := range map[string]string{
+				"garbage":   "{not json",
+				"oversized": `{"key":"` + strings.Repeat("x", 2<<20) + `"}`,
+				"other key": `{"key":"0000","set":{"FROM_PROFILE":"forged"}}`,
+			} {
+				if err := os.WriteFile(cache, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				r = start()
+				if r.hello.LoginEnv != "" {
+					t.Errorf("%s in the remembered delta: login_env %q, want \"\" (not used)", name, r.hello.LoginEnv)
+				}
+				if got := see(r); got != want1 {
+					t.Errorf("%s in the remembered delta: sees %q, want %q", name, got, want1)
+				}
+			}
+
 			// The next one uses what is remembered, at once, and sees the same.
 			r = start()
 			if r.hello.LoginEnv != "cached" {
