@@ -210,6 +210,23 @@ func (vm *VM) ensureRunning(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// An instance made from an older image (its recipe changed: hack/e2e/build-image.sh) is
+	// made again, so that a kept instance has what the tests expect (curl, python3...).
+	image := vm.imageRecipe()
+	stamp := filepath.Join(vm.baseDir, vm.Name+".image")
+	if old, _ := os.ReadFile(stamp); status != "" && image != "" && string(old) != image {
+		fmt.Fprintf(os.Stderr, "limavm: instance %q was made from another image; deleting and recreating it\n", vm.Name)
+		if out, err := vm.output(ctx, "limactl", "delete", "--force", vm.Name); err != nil {
+			return fmt.Errorf("limavm: deleting instance %q: %w\n%s", vm.Name, err, out)
+		}
+		status = ""
+	}
+	if status == "" {
+		if err := vm.start(ctx, true); err != nil {
+			return err
+		}
+		return os.WriteFile(stamp, []byte(image), 0o644)
+	}
 	switch status {
 	case "Running":
 		// It may be a leftover whose guest is gone (host suspend, killed QEMU...): check it answers.
@@ -227,16 +244,23 @@ func (vm *VM) ensureRunning(ctx context.Context) error {
 		return vm.start(ctx, false)
 	case "Stopped":
 		return vm.start(ctx, false)
-	case "":
-		return vm.start(ctx, true)
 	default:
 		// Broken (a half-created instance, a stale pid file, ...): start afresh.
 		fmt.Fprintf(os.Stderr, "limavm: instance %q is %s; deleting and recreating it\n", vm.Name, status)
 		if out, err := vm.output(ctx, "limactl", "delete", "--force", vm.Name); err != nil {
 			return fmt.Errorf("limavm: deleting %s instance %q: %w\n%s", status, vm.Name, err, out)
 		}
-		return vm.start(ctx, true)
+		if err := vm.start(ctx, true); err != nil {
+			return err
+		}
+		return os.WriteFile(stamp, []byte(image), 0o644)
 	}
+}
+
+// imageRecipe is the hash build-image.sh keeps beside the image ("" for an image made before).
+func (vm *VM) imageRecipe() string {
+	b, _ := os.ReadFile(filepath.Join(vm.KitDir, "image-"+imageFlavor, "recipe"))
+	return strings.TrimSpace(string(b))
 }
 
 // start runs `limactl start`, creating the instance from the kit's template when create is set.
