@@ -10,9 +10,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "net" {
+		os.Exit(runNet(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	login := len(os.Args) == 3 && os.Args[2] == "--login"
 	if len(os.Args) < 2 || os.Args[1] != "serve" || (len(os.Args) > 2 && !login) {
 		fmt.Fprintln(os.Stderr, "usage: limactl-mcp-runner serve [--login]   (started by limactl-mcp inside a Lima guest)")
+		fmt.Fprintln(os.Stderr, "       limactl-mcp-runner net ensure|remove|proxy ...   (the network policy, as root)")
 		os.Exit(2)
 	}
 	if err := runner.Serve(os.Stdin, os.Stdout, login); err != nil {

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+)
+
+const netUsage = `usage (as root, through sudo -n):
+  limactl-mcp-runner net ensure --user lmcp-NAME --policy none|allow:HOST[,HOST...]|open [--own DIR]
+  limactl-mcp-runner net remove --user lmcp-NAME
+  limactl-mcp-runner net proxy`
+
+// runNet runs a `net` subcommand and returns the exit code: 0, 1 on failure (the reason on
+// stderr), 2 for a bad command line.
+func runNet(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, netUsage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	layout := netpolicy.DefaultLayout()
+	fs := flag.NewFlagSet("net "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, netUsage) }
+	user := fs.String("user", "", "the agent user (lmcp-...)")
+	var err error
+	switch args[0] {
+	case "ensure":
+		spec := fs.String("policy", "", "the network policy")
+		own := fs.String("own", "", "the staged copy to hand to the user")
+		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" || *spec == "" {
+			fs.Usage()
+			return 2
+		}
+		var res netpolicy.EnsureResult
+		res, err = netpolicy.Ensure(ctx, netpolicy.EnsureOptions{User: *user, Policy: *spec, Own: *own,
+			StagingUID: netpolicy.StagingUIDFromSudo(), Layout: layout})
+		if err == nil {
+			line, _ := json.Marshal(res)
+			fmt.Fprintf(stdout, "%s\n", line)
+		}
+	case "remove":
+		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {
+			fs.Usage()
+			return 2
+		}
+		err = netpolicy.Remove(ctx, layout, *user)
+	case "proxy":
+		if len(args) != 1 {
+			fs.Usage()
+			return 2
+		}
+		err = netpolicy.RunProxy(ctx, layout)
+	default:
+		fmt.Fprintln(stderr, netUsage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "limactl-mcp-runner net %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,204 @@
+package netpolicy
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Mode is what a policy does with the agent's network traffic.
+type Mode int
+
+const (
+	// ModeOpen leaves the agent's network as the guest's: no user, no rules, no proxy.
+	ModeOpen Mode = iota
+	// ModeNone lets the agent reach guest loopback only.
+	ModeNone
+	// ModeAllow lets it reach guest loopback and, through the proxy, the listed hosts.
+	ModeAllow
+)
+
+// Policy is a parsed network policy. The zero value is open.
+type Policy struct {
+	mode Mode
+	// entries are normalized (lower case, no trailing dot, IPs in netip's form), without
+	// duplicates, in the order first given: String depends on that to round-trip.
+	entries []string
+}
+
+const specHelp = "a network policy is open, none, or allow:NAME[,NAME...] (host names, *.domain for its subdomains, or IP addresses)"
+
+// Parse reads a policy spec: "open", "none" or "allow:NAME[,NAME...]". A NAME is a host name
+// (case-insensitive, a trailing dot ignored), "*." followed by a domain, which matches that
+// domain's subdomains but not the domain itself (*.pypi.org matches files.pypi.org, not
+// pypi.org: list both to allow both), or an IP address, matched exactly. Ports are not part of
+// a policy: an allowed host is allowed on every port.
+func Parse(spec string) (Policy, error) {
+	switch spec {
+	case "open":
+		return Policy{mode: ModeOpen}, nil
+	case "none":
+		return Policy{mode: ModeNone}, nil
+	case "":
+		return Policy{}, fmt.Errorf("empty network policy: %s", specHelp)
+	}
+	list, ok := strings.CutPrefix(spec, "allow:")
+	if !ok {
+		return Policy{}, fmt.Errorf("network policy %q: %s", spec, specHelp)
+	}
+	if list == "" {
+		return Policy{}, fmt.Errorf("network policy %q lists no host: name at least one after allow:, or use none", spec)
+	}
+	p := Policy{mode: ModeAllow}
+	seen := map[string]bool{}
+	for _, raw := range strings.Split(list, ",") {
+		entry, err := normalizeEntry(raw)
+		if err != nil {
+			return Policy{}, fmt.Errorf("network policy %q: %w", spec, err)
+		}
+		if !seen[entry] {
+			seen[entry] = true
+			p.entries = append(p.entries, entry)
+		}
+	}
+	return p, nil
+}
+
+// normalizeEntry checks one NAME of an allow list and returns its canonical form.
+func normalizeEntry(raw string) (string, error) {
+	if raw == "" {
+		return "", fmt.Errorf("an empty name in the list (two commas, or a comma at an end)")
+	}
+	if strings.ContainsAny(raw, " \t\r\n") {
+		return "", fmt.Errorf("%q: names contain no spaces (separate them with commas only)", raw)
+	}
+	if addr, ok := parseIP(raw); ok {
+		return addr.String(), nil
+	}
+	if strings.Contains(raw, "://") || strings.Contains(raw, "/") {
+		return "", fmt.Errorf("%q: give a host name, not a URL", raw)
+	}
+	if strings.Contains(raw, ":") {
+		return "", fmt.Errorf("%q: ports are not part of a policy (an allowed host is allowed on every port): give the name alone", raw)
+	}
+	name := strings.TrimSuffix(strings.ToLower(raw), ".")
+	domain, wildcard := strings.CutPrefix(name, "*.")
+	if err := checkHostName(domain); err != nil {
+		return "", fmt.Errorf("%q: %w", raw, err)
+	}
+	if wildcard {
+		return "*." + domain, nil
+	}
+	return domain, nil
+}
+
+// parseIP accepts an IP address, IPv6 with or without brackets; an IPv4-mapped IPv6 address is
+// the IPv4 address.
+func parseIP(s string) (netip.Addr, bool) {
+	if inner, ok := strings.CutPrefix(s, "["); ok {
+		inner, ok = strings.CutSuffix(inner, "]")
+		if !ok {
+			return netip.Addr{}, false
+		}
+		s = inner
+	}
+	addr, err := netip.ParseAddr(s)
+	if err != nil || addr.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return addr.Unmap(), true
+}
+
+// checkHostName checks a lower-case host name without trailing dot or wildcard: labels of
+// letters, digits, '-' and '_' (found in real host names though not in RFC 952), no label
+// starting or ending with '-', and not all-numeric (which would be a mistyped IP address).
+func checkHostName(name string) error {
+	if name == "" {
+		return fmt.Errorf("no host name")
+	}
+	if len(name) > 253 {
+		return fmt.Errorf("a host name is at most 253 characters")
+	}
+	allDigits := true
+	for _, label := range strings.Split(name, ".") {
+		if label == "" {
+			return fmt.Errorf("an empty label (two dots in a row)")
+		}
+		if len(label) > 63 {
+			return fmt.Errorf("label %q is longer than 63 characters", label)
+		}
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("label %q starts or ends with '-'", label)
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			switch {
+			case c >= '0' && c <= '9':
+			case c >= 'a' && c <= 'z', c == '-', c == '_':
+				allDigits = false
+			case c == '*':
+				return fmt.Errorf("'*' is only allowed as a whole first label (*.example.com)")
+			default:
+				return fmt.Errorf("character %q is not allowed in a host name", c)
+			}
+		}
+	}
+	if allDigits {
+		return fmt.Errorf("not a valid IP address, and a host name is not all digits")
+	}
+	return nil
+}
+
+// Mode is the policy's mode.
+func (p Policy) Mode() Mode { return p.mode }
+
+// Entries are the allowed names of an allow policy, canonical.
+func (p Policy) Entries() []string { return append([]string(nil), p.entries...) }
+
+// String is the canonical spec: Parse(p.String()) is p.
+func (p Policy) String() string {
+	switch p.mode {
+	case ModeNone:
+		return "none"
+	case ModeAllow:
+		return "allow:" + strings.Join(p.entries, ",")
+	}
+	return "open"
+}
+
+// Restricted says whether the policy needs the agent user, the rules and the proxy.
+func (p Policy) Restricted() bool { return p.mode != ModeOpen }
+
+// Allows says whether the agent may reach host (a name or an IP address, as a client puts it
+// in a request, possibly with brackets or a trailing dot) under this policy.
+func (p Policy) Allows(host string) bool {
+	switch p.mode {
+	case ModeOpen:
+		return true
+	case ModeNone:
+		return false
+	}
+	if addr, ok := parseIP(host); ok {
+		want := addr.String()
+		for _, e := range p.entries {
+			if e == want {
+				return true
+			}
+		}
+		return false
+	}
+	name := strings.TrimSuffix(strings.ToLower(host), ".")
+	if checkHostName(name) != nil {
+		return false
+	}
+	for _, e := range p.entries {
+		if domain, ok := strings.CutPrefix(e, "*."); ok {
+			if strings.HasSuffix(name, "."+domain) {
+				return true
+			}
+		} else if e == name {
+			return true
+		}
+	}
+	return false
+}
