@@ -111,7 +111,9 @@ func TestNetPolicyGuest(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		_, _, _ = vm.Shell(ctx, fmt.Sprintf(`sudo -n %[1]s net remove --user %[2]s; sudo -n userdel -r %[2]s 2>/dev/null; sudo -n rm -rf %[3]s /var/log/limactl-mcp/net/%[2]s.jsonl*;
-sudo -n sed -i '/# limactl-mcp-e2e$/d' /etc/hosts; sudo -n systemctl stop limactl-mcp-netproxy 2>/dev/null; true`, netRunner, user, stage))
+sudo -n sed -i '/# limactl-mcp-e2e$/d' /etc/hosts;
+# The proxy keeps running: it serves every agent user of the guest, other sessions' too.
+true`, netRunner, user, stage))
 	})
 	guestShell(t, fmt.Sprintf("mkdir -p %[1]s/sub && echo x > %[1]s/sub/file && ln -s /etc/passwd %[1]s/link", stage))
 
