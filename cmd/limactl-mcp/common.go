@@ -28,6 +28,15 @@ func addStagingFlags(cmd *cobra.Command, excludes *[]string, includeIgnored *boo
 	cmd.Flags().BoolVar(includeIgnored, "include-ignored", false, "Also stage what .gitignore ignores (the project ignore file and --exclude still apply)")
 }
 
+// addNetworkFlag adds --network: the session's network policy, kept with the session until the
+// person changes it (docs/network.md).
+func addNetworkFlag(cmd *cobra.Command, network *string) {
+	cmd.Flags().StringVar(network, "network", "", "The agent's network `POLICY`, kept with the session: open (the guest's network, as without limactl-mcp), none (no egress but the guest's loopback), or allow:HOST[,HOST...] (only these host names, *.example.com for subdomains, through a proxy in the guest); default: the session's, else open")
+	_ = cmd.RegisterFlagCompletionFunc("network", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"open", "none", "allow:"}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+}
+
 // completeInstances completes instance names from `limactl list`.
 func completeInstances(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {

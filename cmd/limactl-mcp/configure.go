@@ -82,6 +82,7 @@ are off; it writes nothing.`,
 	f.StringVar(&opts.Workdir, "workdir", "", "Project directory (default: the current directory)")
 	_ = cmd.MarkFlagDirname("workdir")
 	f.BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
+	f.StringVar(&opts.Network, "network", "", "Start the server with this network `POLICY` (serve --network: none, allow:HOST[,HOST...] or open)")
 	f.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
 	f.BoolVar(&opts.List, "list", false, "Show which agents are configured for the project (or with --user) and write nothing")
 	cmd.MarkFlagsMutuallyExclusive("list", "dry-run")

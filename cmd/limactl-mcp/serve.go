@@ -46,6 +46,7 @@ only; logs go to standard error.`,
 	addWorkdirFlag(cmd, &opts.Workdir)
 	addStagingFlags(cmd, &opts.Excludes, &opts.IncludeIgnored)
 	f := cmd.Flags()
+	addNetworkFlag(cmd, &opts.Network)
 	f.BoolVar(&opts.Fresh, "fresh", false, "Discard the staged copy (and the agent's pending changes in it) and stage again")
 	f.BoolVar(&opts.NoRunner, "no-runner", false, "Run each command in its own ssh session and login shell (slower; for debugging)")
 	f.BoolVar(&opts.Debug, "debug", false, "Log debug messages to standard error")

@@ -62,6 +62,7 @@ unless --sync is given.`,
 	cmd.Flags().SetInterspersed(false)
 	addWorkdirFlag(cmd, &opts.Workdir)
 	addStagingFlags(cmd, &opts.Excludes, &opts.IncludeIgnored)
+	addNetworkFlag(cmd, &opts.Network)
 	f := cmd.Flags()
 	f.StringVar(&opts.Shell, "shell", "", "Shell interpreter in the guest, e.g. /bin/bash (default: the guest user's login shell)")
 	f.StringArrayVar(&opts.Env, "env", nil, "Pass the host's environment variable `NAME` to the guest, or set NAME=VALUE (repeatable)")

@@ -32,6 +32,9 @@ type Options struct {
 	// once, and a server that lives for hours does not hold sessions of the master's connection
 	// (the guest's sshd allows 10 per connection: MaxSessions), which `limactl shell` needs.
 	Handoff bool
+	// Agent, when set, makes everything the connection does in the guest run as the agent's
+	// own unprivileged user under a network policy (agent.go). It needs the runner.
+	Agent *Agent
 }
 
 // Conn is one connection to the guest, made on first use and made again after it breaks.
@@ -61,6 +64,12 @@ type link struct {
 	runner *runnerClient // nil when the runner is off or could not start
 	home   string
 	done   chan struct{} // closed when the connection is gone
+	// agent is Options.Agent; setup what the guest reported setting it up (nil without).
+	agent   *Agent
+	setup   *AgentSetup
+	closers []func() // what else ends with the link (the agent's SFTP process)
+	// systemRunner is the path of the root-owned runner, "" when the runner is the user's copy.
+	systemRunner string
 }
 
 // New returns a Conn that connects on first use.
@@ -240,6 +249,14 @@ func (c *Conn) drop(l *link, why error) {
 
 func (c *Conn) dial(ctx context.Context) (*link, error) {
 	start := time.Now()
+	if a := c.opts.Agent; a != nil {
+		if err := a.check(); err != nil {
+			return nil, err
+		}
+		if c.opts.NoRunner {
+			return nil, fmt.Errorf("network policy %s: the agent's commands need the guest runner (not --no-runner)", a.Policy)
+		}
+	}
 	t, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
@@ -274,13 +291,18 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 // process of its own. Any failure closes what was started and returns an error: the caller
 // then connects directly.
 func (c *Conn) dialMaster(ctx context.Context, t *Target, m *master) (*link, error) {
-	l := &link{target: t, via: ViaControlMaster, master: m, done: make(chan struct{})}
+	l := &link{target: t, via: ViaControlMaster, master: m, done: make(chan struct{}), agent: c.opts.Agent}
 	login := !c.opts.NoLoginShell
 	// The runner's shell starts while SFTP starts and the runner is checked; it execs the
-	// runner only once told the path of the verified file.
-	waiting, wp, err := startWaitingRunner(m, login)
-	if err != nil {
-		return nil, err
+	// runner only once told the path of the verified file. Not for an agent of its own: its
+	// runner starts once the agent is set up (startRunner).
+	var waiting *waitingRunner
+	var wp *proc
+	var err error
+	if l.agent == nil {
+		if waiting, wp, err = startWaitingRunner(m, login); err != nil {
+			return nil, err
+		}
 	}
 	t0 := time.Now()
 	sc, sp, err := m.sftp(ctx)
@@ -289,10 +311,17 @@ func (c *Conn) dialMaster(ctx context.Context, t *Target, m *master) (*link, err
 		return nil, err
 	}
 	c.log.Debug("sftp through the ControlMaster", "took", time.Since(t0).Round(time.Millisecond))
-	l.sftp, l.procs = sc, []*proc{wp, sp}
+	l.sftp, l.procs = sc, []*proc{sp}
+	if wp != nil {
+		l.procs = append(l.procs, wp)
+	}
 	// SFTP calls and the runner's upload take no context: ending the processes ends them when
 	// ctx ends (Close, or the caller giving up).
-	abort := context.AfterFunc(ctx, func() { wp.kill(); sp.kill() })
+	abort := context.AfterFunc(ctx, func() {
+		for _, p := range l.procs {
+			p.kill()
+		}
+	})
 	defer abort()
 	ok := false
 	defer func() {
@@ -321,15 +350,17 @@ func (c *Conn) dialMaster(ctx context.Context, t *Target, m *master) (*link, err
 	if l.runner, err = startRunner(ctx, l, c.log, login, waiting, home); err != nil {
 		return nil, err
 	}
-	if l.home, err = home(); err != nil {
+	if h, err := home(); err != nil {
 		return nil, err
+	} else if l.home == "" { // an agent's is its own user's (becomeAgent)
+		l.home = h
 	}
-	// The link is gone when either process is: the master went away (the VM stopped), or a
-	// side failed. The next call connects again.
+	// The link is gone when either process is (SFTP's, the runner's): the master went away (the VM stopped), or a side failed. The next call connects again.
+	watched := l.procs
 	go func() {
 		select {
-		case <-wp.done:
-		case <-sp.done:
+		case <-watched[0].done:
+		case <-watched[len(watched)-1].done:
 		}
 		close(l.done)
 	}()
@@ -347,7 +378,7 @@ func (c *Conn) dialDirect(ctx context.Context, t *Target) (*link, error) {
 	// ends (Close, or the caller giving up).
 	abort := context.AfterFunc(ctx, func() { client.Close() })
 	defer abort()
-	l := &link{target: t, via: ViaSSH, client: client, done: make(chan struct{})}
+	l := &link{target: t, via: ViaSSH, client: client, done: make(chan struct{}), agent: c.opts.Agent}
 	go func() {
 		_ = client.Wait()
 		close(l.done)
@@ -365,6 +396,11 @@ func (c *Conn) dialDirect(ctx context.Context, t *Target) (*link, error) {
 	}
 	if !c.opts.NoRunner {
 		l.runner, err = startRunner(ctx, l, c.log, !c.opts.NoLoginShell, nil, func() (string, error) { return l.home, nil })
+		if err != nil && l.agent != nil {
+			// Never the Lima user's commands in its place: they would not be under the policy.
+			l.close()
+			return nil, err
+		}
 		if err != nil {
 			// Commands still work, one SSH session each; say why it is slower.
 			c.log.Warn("the guest runner could not start; falling back to one ssh session per command", "error", err)
@@ -404,6 +440,9 @@ func (c *Conn) keepalive(l *link) {
 func (l *link) close() {
 	if l.runner != nil {
 		l.runner.close()
+	}
+	for _, c := range l.closers {
+		c()
 	}
 	// The transport first: the SFTP client's Close waits for its reader to see the end of
 	// the stream, which would otherwise take a round trip to the guest (its sftp-server

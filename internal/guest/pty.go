@@ -21,6 +21,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/term"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
 // Terminal reaches the guest for commands that a person (or a script) runs with the caller's
@@ -36,6 +38,30 @@ type Terminal struct {
 
 	mu     sync.Mutex
 	client *ssh.Client
+
+	// agent, when set (AsAgent), runs every script as the agent's user.
+	agent *Agent
+	setup *AgentSetup
+}
+
+// AsAgent makes the terminal run its scripts as the agent's user under its network policy,
+// with the proxy settings of its environment file. setup is what Conn.Setup reported: the
+// agent must have been set up (since the VM's boot) before a script of its runs.
+func (tm *Terminal) AsAgent(a *Agent, setup *AgentSetup) {
+	tm.agent, tm.setup = a, setup
+}
+
+// asAgent wraps script for the agent's user (unchanged without one).
+func (tm *Terminal) asAgent(script string) string {
+	if tm.agent == nil {
+		return script
+	}
+	pre := ""
+	if tm.setup != nil && tm.setup.EnvFile != "" {
+		// KEY=VALUE lines, read (not sourced): the values are data.
+		pre = `while IFS= read -r kv || [ -n "$kv" ]; do case $kv in ''|'#'*) continue;; esac; export "$kv"; done < ` + shellquote.Quote(tm.setup.EnvFile) + "\n"
+	}
+	return tm.agent.as(pre + script)
 }
 
 // OpenTerminal picks how to reach the guest of t; it makes no connection yet.
@@ -106,6 +132,7 @@ func (tm *Terminal) Run(ctx context.Context, req TerminalRequest) (ExitStatus, e
 	if req.TTY && ttyFd(req.Stdin) < 0 {
 		return 0, errors.New("a PTY needs a terminal on standard input")
 	}
+	req.Script = tm.asAgent(req.Script)
 	if tm.m != nil {
 		st, err := tm.runMaster(ctx, req)
 		if !errors.Is(err, errMasterFull) {
@@ -395,6 +422,7 @@ func signalNumber(name string) int {
 // Output runs script in the guest without a terminal and returns its standard output; its
 // standard error is in the error of a script that fails.
 func (tm *Terminal) Output(ctx context.Context, script string) (string, error) {
+	script = tm.asAgent(script)
 	if tm.m != nil {
 		// Through the master, the command is ours (no secret in it): on the command line.
 		out, err := tm.m.output(ctx, script)

@@ -82,6 +82,22 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, wai
 		return nil, err
 	}
 	log.Debug("guest runner checked", "path", exe, "root-owned", ok, "took", time.Since(t0).Round(time.Millisecond))
+	if ok {
+		l.systemRunner = exe
+	}
+	if l.agent != nil {
+		// Only root's runner, started as the agent's user: the agent cannot change it, and
+		// setting the agent up needs the sudo that installed it.
+		if !ok {
+			return nil, ErrPolicyNeedsSudo
+		}
+		t0 = time.Now()
+		if err := l.becomeAgent(ctx, exe); err != nil {
+			return nil, err
+		}
+		log.Debug("agent user set up", "user", l.agent.User, "policy", l.agent.Policy, "took", time.Since(t0).Round(time.Millisecond))
+		return launchRunner(ctx, l, log, exe, login)
+	}
 	if !ok {
 		// The user's copy, which the agent can write: read back before every start.
 		h, err := home()
@@ -155,7 +171,7 @@ func (w *waitingRunner) exec(ctx context.Context, log *slog.Logger, exe string) 
 
 // abandon ends a shell that was never told a path.
 func (w *waitingRunner) abandon() {
-	if !w.told {
+	if w != nil && !w.told {
 		w.r.stop()
 	}
 }
@@ -178,11 +194,30 @@ func serveArgs(login bool) string {
 	return "serve"
 }
 
-// launchRunner starts exe (a verified runner) in a new session of our own connection and reads
-// its hello.
+// launchRunner starts exe (a verified runner) in a new session and reads its hello: as the
+// agent's user when the link has one (through the master too), else over our own connection.
 func launchRunner(ctx context.Context, l *link, log *slog.Logger, exe string, login bool) (*runnerClient, error) {
 	r := newRunnerClient()
 	cmd := "exec " + shellquote.Quote(exe) + " " + serveArgs(login)
+	if l.setup != nil {
+		if l.setup.EnvFile != "" {
+			cmd += " --env-file " + shellquote.Quote(l.setup.EnvFile)
+		}
+		cmd = l.agent.as(cmd)
+	}
+	if l.master != nil {
+		stdin, stdout, p, err := l.master.pipe(cmd, r.stderr)
+		if err != nil {
+			return nil, err
+		}
+		r.stdin = stdin
+		r.stop = func() {
+			stdin.Close()
+			p.kill()
+		}
+		l.procs = append(l.procs, p)
+		return r.awaitHello(ctx, log, bufio.NewReaderSize(stdout, 64<<10))
+	}
 	s, err := l.client.NewSession()
 	if err != nil {
 		return nil, err

@@ -70,7 +70,9 @@ func systemRunner(ctx context.Context, l *link, log *slog.Logger, img *runnerIma
 		return exe, false, err
 	}
 	marker := path.Join(h, runnerDir, noSystemRunner)
-	if _, err := l.sftp.Lstat(marker); err == nil {
+	// An agent under a network policy needs root's runner: it tries whatever an earlier start
+	// recorded (and records nothing: without sudo it fails anyway).
+	if _, err := l.sftp.Lstat(marker); err == nil && l.agent == nil {
 		return exe, false, nil
 	}
 	bin, err := img.bytes()
@@ -81,6 +83,9 @@ func systemRunner(ctx context.Context, l *link, log *slog.Logger, img *runnerIma
 	if err := installSystemRunner(ctx, l, exe, bin); err != nil {
 		if ctx.Err() != nil {
 			return exe, false, ctx.Err()
+		}
+		if l.agent != nil {
+			return exe, false, fmt.Errorf("%w: installing the runner: %v", ErrPolicyNeedsSudo, err)
 		}
 		log.Info("the guest runner cannot be kept where only root can change it; using the user's copy, read back before each start", "reason", err)
 		if err := l.sftp.MkdirAll(path.Dir(marker)); err == nil {

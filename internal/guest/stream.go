@@ -37,6 +37,10 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 
 // stream is Stream on the link l, over whichever way it reaches the guest.
 func (l *link) stream(ctx context.Context, script string, in io.Reader) ([]byte, error) {
+	if l.setup != nil {
+		// The agent's link, once its user is set up (before, the Lima user installs the runner).
+		script = l.agent.as(script)
+	}
 	if l.master != nil {
 		return streamMaster(ctx, l.master, script, in)
 	}

@@ -104,5 +104,39 @@ func ensureAgentUser(ctx context.Context, name, homeBase string) (agentUser, err
 	if len(groups) > 0 {
 		return agentUser{}, fmt.Errorf("user %s is a member of %s: an agent user is in no group but its own (remove it with gpasswd -d)", name, strings.Join(groups, ","))
 	}
+	for _, f := range schedulerDenyFiles {
+		if err := denyListed(f, name); err != nil {
+			return agentUser{}, fmt.Errorf("denying %s cron and at jobs: %w", name, err)
+		}
+	}
 	return u, nil
+}
+
+// schedulerDenyFiles keep an agent user from scheduling jobs (cron's @reboot, at): after a
+// VM boot they would run before the next `net ensure` puts its rules back.
+var schedulerDenyFiles = []string{"/etc/cron.deny", "/etc/at.deny"}
+
+// denyListed adds name to the deny file path (one name per line) unless it is there.
+func denyListed(path, name string) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == name {
+			return nil
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		name = "\n" + name
+	}
+	if _, err := f.WriteString(name + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -40,6 +40,10 @@ type Proxy struct {
 
 	mu     sync.Mutex
 	active map[int]int // open connections per uid
+	// conns are the client connections being served, closed and waited for when Serve ends
+	// (nothing writes a log after it returns).
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
 }
 
 // NewProxy makes the proxy for a layout.
@@ -67,14 +71,41 @@ func (p *Proxy) Serve(ctx context.Context, listeners []net.Listener) error {
 		go func(ln net.Listener) { errc <- p.acceptLoop(ln) }(ln)
 	}
 	var err error
+	left := len(listeners)
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
+		left--
 	}
 	for _, ln := range listeners {
 		ln.Close()
 	}
+	for ; left > 0; left-- { // no accept loop adds a connection from here on
+		<-errc
+	}
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
 	return err
+}
+
+// track registers c as being served; false when Serve is ending.
+func (p *Proxy) track(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		p.conns = map[net.Conn]struct{}{}
+	}
+	p.conns[c] = struct{}{}
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, c)
 }
 
 func (p *Proxy) acceptLoop(ln net.Listener) error {
@@ -91,7 +122,13 @@ func (p *Proxy) acceptLoop(ln net.Listener) error {
 			time.Sleep(10 * time.Millisecond) // out of descriptors, say: do not spin
 			continue
 		}
-		go p.serveConn(c)
+		p.track(c)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(c)
+			p.serveConn(c)
+		}()
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
@@ -27,6 +28,11 @@ type Target struct {
 	Conn *guest.Conn
 	// ConnErr says why the instance is not running (nil when it runs).
 	ConnErr error
+
+	// newConn makes a connection like Conn with another guest identity (AgentConn).
+	newConn func(*guest.Agent) *guest.Conn
+	mu      sync.Mutex
+	agents  map[string]*guest.Conn // by agent user
 }
 
 // Options say how Open connects to the guest.
@@ -52,15 +58,48 @@ func Open(ctx context.Context, limactl, name string, opts Options) (*Target, err
 	}
 	t := &Target{Instance: inst, Store: staging.StoreFor(inst.Dir), ConnErr: inst.CheckRunning()}
 	if t.ConnErr == nil || opts.ConnectStopped {
-		t.Conn = guest.New(instance.ResolverFrom(limactl, name, inst), guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell, Handoff: opts.Handoff})
+		resolve := instance.ResolverFrom(limactl, name, inst)
+		t.newConn = func(a *guest.Agent) *guest.Conn {
+			return guest.New(resolve, guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell, Handoff: opts.Handoff, Agent: a})
+		}
+		t.Conn = t.newConn(nil)
 	}
 	return t, nil
 }
 
-// Close closes the connection, if there is one.
+// AgentConn is the connection for a session that works as agent in the guest (under a network
+// policy; nil: Conn itself), made on first use and closed with the Target. Nil when Conn is.
+func (t *Target) AgentConn(a *guest.Agent) *guest.Conn {
+	if a == nil || t.Conn == nil || t.newConn == nil {
+		return t.Conn
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.agents[a.User]; ok {
+		return c
+	}
+	if t.agents == nil {
+		t.agents = map[string]*guest.Conn{}
+	}
+	c := t.newConn(a)
+	t.agents[a.User] = c
+	return c
+}
+
+// ConnFor is the connection for the stored session st: its agent's under a network policy.
+func (t *Target) ConnFor(st *staging.State) *guest.Conn {
+	return t.AgentConn(staging.AgentOf(st))
+}
+
+// Close closes the connections, if there are any.
 func (t *Target) Close() {
 	if t.Conn != nil {
 		t.Conn.Close()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range t.agents {
+		c.Close()
 	}
 }
 
@@ -78,7 +117,7 @@ func (t *Target) Session(workdir string) (*staging.Session, error) {
 	if t.Conn == nil {
 		return nil, t.ConnErr
 	}
-	return staging.Attach(t.Conn, t.Store, st, base), nil
+	return staging.Attach(t.ConnFor(st), t.Store, st, base), nil
 }
 
 // Opener opens the Target of the instance called name.

@@ -18,4 +18,3 @@ func TestJoinCommand(t *testing.T) {
 		}
 	}
 }
-

@@ -102,7 +102,7 @@ fi`
 
 // markerPath is the guest file that proves the guest copy belongs to this session.
 func (s *Session) markerPath(home string) string {
-	return path.Join(home, ".cache", "limactl-mcp", "sessions", s.State.ID)
+	return path.Join(home, markerRel(s.State.ID))
 }
 
 func (s *Session) writeMarker(ctx context.Context) error {

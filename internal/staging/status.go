@@ -21,11 +21,13 @@ type SessionStatus struct {
 	// PendingTotal is the number of pending changes (-1 when they could not be counted).
 	PendingTotal int    `json:"pending_total"`
 	Error        string `json:"error,omitempty"`
+	// Network is the session's network policy and what its agent did on the network.
+	Network *NetworkReport `json:"network"`
 }
 
 // Statuses describes every session of the store; conn (nil when the instance is not running)
 // is used to count pending changes.
-func Statuses(ctx context.Context, conn *guest.Conn, store Store, connErr error) ([]SessionStatus, error) {
+func Statuses(ctx context.Context, connFor func(*State) *guest.Conn, store Store, connErr error) ([]SessionStatus, error) {
 	states, err := store.List()
 	if err != nil {
 		return nil, err
@@ -41,7 +43,7 @@ func Statuses(ctx context.Context, conn *guest.Conn, store Store, connErr error)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i] = sessionStatus(ctx, conn, store, st, connErr)
+			out[i] = sessionStatus(ctx, connFor(st), store, st, connErr)
 		}()
 	}
 	wg.Wait()
@@ -52,7 +54,8 @@ func Statuses(ctx context.Context, conn *guest.Conn, store Store, connErr error)
 const statusParallel = 8
 
 func sessionStatus(ctx context.Context, conn *guest.Conn, store Store, st *State, connErr error) SessionStatus {
-	ss := SessionStatus{Workdir: st.Workdir, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1}
+	ss := SessionStatus{Workdir: st.Workdir, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1,
+		Network: &NetworkReport{Policy: NetworkOf(st)}}
 	_, base, err := store.LoadID(st.ID)
 	if err != nil {
 		ss.Error = err.Error()
@@ -76,6 +79,9 @@ func sessionStatus(ctx context.Context, conn *guest.Conn, store Store, st *State
 		ss.Error = err.Error()
 	} else {
 		ss.Pending, ss.PendingTotal = cs.Counts(), len(cs.Changes)
+	}
+	if err == nil {
+		ss.Network = s.NetworkReport(ctx)
 	}
 	return ss
 }

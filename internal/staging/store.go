@@ -43,6 +43,8 @@ type State struct {
 	Patterns       []tree.Pattern `json:"patterns,omitempty"`
 	Skipped        []string       `json:"skipped,omitempty"`
 	InGitRepo      bool           `json:"in_git_repo,omitempty"`
+	// Network is the session's network policy as `--network` spells it ("": open).
+	Network string `json:"network,omitempty"`
 }
 
 // SessionID names the session of a working directory.

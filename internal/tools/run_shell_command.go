@@ -69,6 +69,7 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 			return nil, nil, fmt.Errorf("timeout_seconds must be between 1 and %d, got %d", ts.lim.MaxTimeout, timeout)
 		}
 	}
+	start := time.Now()
 	r, err := ts.conn.Exec(ctx, guest.ExecRequest{
 		Argv:      args.Command,
 		Dir:       guestDir,
@@ -101,6 +102,13 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 		res.Error = fmt.Sprintf("directory %s does not exist in the guest: create it first, or run the command in an existing directory", args.Directory)
 	case r.ExitCode != 0:
 		res.Error = fmt.Sprintf("exit status %d", r.ExitCode)
+	}
+	if res.Error != "" {
+		// A failure under a network policy may be the policy's doing: say so (a log read,
+		// only for failed commands of a session under a policy).
+		if note := ts.networkNote(ctx, start); note != "" {
+			res.Error += "; " + note
+		}
 	}
 	return nil, res, nil
 }

@@ -9,6 +9,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,15 @@ func TestServeRestart(t *testing.T) {
 	// The file tools use the same connection; make sure it is up before the stop.
 	if res, text := callTool(t, s.Session, "list_directory", map[string]any{"path": "/"}); res.IsError {
 		t.Fatalf("list_directory(/): %s", text)
+	}
+
+	// A session under a network policy: its rules are not kept in the guest across a boot, and
+	// must be back before its first command after the restart.
+	ndir := homeWorkdir(t)
+	ns := startServerIn(t, ndir, nil, "limactl-mcp", "serve", instanceName, "--network=none")
+	reachHost := fmt.Sprintf("curl -sS --noproxy '*' --max-time 20 http://host.lima.internal:%d/x 2>&1 && echo REACHED; id -un", hostServer(t))
+	if out, _, text := runShell(t, ns, reachHost); !strings.Contains(out.Stdout, "lmcp-") || strings.Contains(out.Stdout, "REACHED") {
+		t.Fatalf("policy session before the restart: %s", text)
 	}
 
 	// A review applying a large file when the VM stops: it must end with a clear error, write
@@ -187,6 +197,20 @@ func TestServeRestart(t *testing.T) {
 	if res, text := callTool(t, s.Session, "glob", map[string]any{"pattern": "host*", "path": "/etc"}); res.IsError || !strings.Contains(text, "/etc/hostname") {
 		t.Errorf("glob after the restart: isError=%v %s", res.IsError, text)
 	}
+	// The policy session's rules were gone with the boot; its first call sets them up again
+	// before the command runs: as the agent's user, with egress refused (the rule's REJECT:
+	// refused at once, never a connect or a timeout).
+	if out := guestShell(t, "sudo iptables -S 2>/dev/null | grep -c LIMACTL-MCP || true"); strings.TrimSpace(out) != "0" {
+		t.Logf("iptables after the boot, before the first call: %s", out)
+	}
+	out, _, text := runShell(t, ns, reachHost)
+	if strings.Contains(out.Stdout, "REACHED") || !strings.Contains(out.Stdout, "lmcp-") || strings.Contains(out.Stdout, "timed out") {
+		t.Errorf("the network policy after the VM restart: %s", text)
+	}
+	if n := strings.TrimSpace(guestShell(t, "sudo iptables -S | grep -c 'LIMACTL-MCP' || true")); n == "0" {
+		t.Errorf("no LIMACTL-MCP rules after the policy session's first call since the restart")
+	}
+
 	// The review interrupted by the stop: the next one finishes it.
 	if out, stderr, code := plugin(t, rdir, "review", instanceName, "--yes"); code != 0 {
 		t.Errorf("review after the restart: exit %d\n%s\n%s", code, out, stderr)

@@ -28,8 +28,10 @@ type Options struct {
 	DisableBuiltinTools bool
 	Name                string
 	// Workdir is --workdir ("": the current directory).
-	Workdir  string
-	Create   bool
+	Workdir string
+	Create  bool
+	// Network is --network: written into the server's command (serve --network=POLICY).
+	Network  string
 	Template string
 	// List shows which agents are configured (Agent: only that one) and writes nothing.
 	List bool
@@ -149,6 +151,9 @@ func configure(opts *Options) error {
 		User:                opts.User,
 		DisableBuiltinTools: opts.DisableBuiltinTools,
 		ServerName:          opts.Name,
+	}
+	if opts.Network != "" {
+		planOpts.Command = []string{"limactl", "mcp", "serve", opts.Instance, "--network=" + opts.Network}
 	}
 	changes, err := agentconfig.Plan(planOpts)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
@@ -77,6 +78,15 @@ func Run(ctx context.Context, opts *Options) error {
 			fmt.Fprintln(ios.ErrOut, "Nothing discarded.")
 			return err
 		}
+	}
+	if user := s.State.Network; user != "" && user != staging.OpenNetwork {
+		// The agent's processes end, and its rules and policy go (its log stays for the
+		// person), before its copy does: nothing of it keeps writing there.
+		if err := staging.ReleaseAgent(ctx, t.Conn, s.State); err != nil {
+			return err
+		}
+		// The copy is the Lima user's again: removed as that user.
+		s = staging.Attach(t.Conn, t.Store, s.State, s.Baseline)
 	}
 	if err := s.Discard(ctx); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
@@ -82,6 +83,8 @@ type changesetDoc struct {
 	Summary       summaryDoc `json:"summary"`
 	Items         []itemDoc  `json:"items"`
 	Ignored       []itemDoc  `json:"ignored"`
+	// Network is the session's network policy and what the agent did on the network.
+	Network *staging.NetworkReport `json:"network"`
 }
 
 type summaryDoc struct {
@@ -106,7 +109,7 @@ type itemDoc struct {
 }
 
 // changesetJSON is the changeset for scripts.
-func changesetJSON(cs *review.Changeset) changesetDoc {
+func changesetJSON(cs *review.Changeset, network *staging.NetworkReport) changesetDoc {
 	s := cs.Summary()
 	doc := changesetDoc{
 		SchemaVersion: jsonSchemaVersion,
@@ -114,6 +117,7 @@ func changesetJSON(cs *review.Changeset) changesetDoc {
 		Summary:       summaryDoc{Files: s.Files, Conflicts: s.Conflicts, Refused: s.Refused, LinesAdded: s.Added, LinesRemoved: s.Removed},
 		Items:         []itemDoc{},
 		Ignored:       []itemDoc{},
+		Network:       network,
 	}
 	for _, it := range cs.Items {
 		d := itemDoc{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks)}

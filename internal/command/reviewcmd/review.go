@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
@@ -137,14 +138,19 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// What the agent did on the network is part of what the person reviews.
+	network := sess.NetworkReport(ctx)
 	switch {
 	case opts.JSON:
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(changesetJSON(cs))
+		return enc.Encode(changesetJSON(cs, network))
 	case opts.Patch:
 		_, err := io.WriteString(ios.Out, review.Patch(cs))
 		return err
+	}
+	if network.Policy != staging.OpenNetwork && !opts.Patch {
+		fmt.Fprintln(ios.Out, termsafe.String(capitalize(network.Line())+"."))
 	}
 	if len(cs.Items) == 0 {
 		fmt.Fprintln(ios.Out, "Nothing to review: the staged copy matches the host.")
@@ -286,4 +292,11 @@ func AcceptNonConflicts(cs *review.Changeset, named ...string) []review.Decision
 		}
 	}
 	return ds
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

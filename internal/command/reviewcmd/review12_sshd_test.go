@@ -192,7 +192,10 @@ func TestReviewJSONSchema(t *testing.T) {
       "hunks": 1
     }
   ],
-  "ignored": []
+  "ignored": [],
+  "network": {
+    "policy": "open"
+  }
 }
 `
 	if got != want {

@@ -35,6 +35,8 @@ type Options struct {
 	Create         bool
 	Template       string
 	HTTP           HTTPOptions
+	// Network is --network: the session's network policy ("": the one it holds, else open).
+	Network string
 
 	// Open finds the instance and connects to it, logging to log (default: OpenInstance).
 	Open func(ctx context.Context, opts *Options, log *slog.Logger) (*sessionopen.Target, error)
@@ -95,6 +97,25 @@ func Run(ctx context.Context, opts *Options) error {
 		log.Warn(t.ConnErr.Error())
 	}
 	conn := t.Conn
+	var plan *staging.NetworkPlan
+	if len(t.Instance.Mounts()) == 0 {
+		st, _, err := t.Store.Load(workdir)
+		if err != nil && !errors.Is(err, staging.ErrNoSession) {
+			return err
+		}
+		if plan, err = staging.PlanNetwork(workdir, st, opts.Network); err != nil {
+			return err
+		}
+		if plan.Network != plan.Previous && st != nil {
+			log.Warn("the session's network policy changes", "from", plan.Previous, "to", plan.Network)
+		}
+		if plan.Network != staging.OpenNetwork {
+			log.Info("the agent's commands and tools run as a guest user of their own under network policy "+plan.Network, "user", plan.Agent.User)
+		}
+		conn = t.AgentConn(plan.Agent)
+	} else if opts.Network != "" && opts.Network != staging.OpenNetwork {
+		return fmt.Errorf("--network %s needs a staged session, and instance %q mounts host directories: use an instance started with --mount-none", opts.Network, opts.Instance)
+	}
 
 	var src tools.WorkspaceSource
 	var pending tools.PendingSource
@@ -110,8 +131,8 @@ func Run(ctx context.Context, opts *Options) error {
 			}
 		}()
 	} else {
-		st := &stager{conn: conn, store: t.Store, log: log, opts: staging.OpenOptions{
-			Instance: opts.Instance, Workdir: workdir, Fresh: opts.Fresh, Logger: log,
+		st := &stager{conn: conn, limaConn: t.Conn, plan: plan, store: t.Store, log: log, opts: staging.OpenOptions{
+			Instance: opts.Instance, Workdir: workdir, Fresh: opts.Fresh, Logger: log, GuestPath: plan.GuestPath,
 			Select: staging.SelectOptions{Excludes: opts.Excludes, IncludeIgnored: opts.IncludeIgnored},
 		}}
 		staged := tools.NewStaged(ctx, st.open)
@@ -122,6 +143,7 @@ func Run(ctx context.Context, opts *Options) error {
 		staged.Start()
 		src, pending = staged, staged
 		instructions += " The working directory is a staged copy inside the VM: your changes reach the host only after a person reviews them (limactl mcp review). Use pending_changes to see what you changed."
+		instructions += networkInstructions(plan.Network)
 	}
 	server := tools.NewServer(instructions)
 	tools.New(conn, src, tools.DefaultLimits, pending).Register(server)
@@ -150,14 +172,30 @@ func serveUnavailable(ctx context.Context, opts *Options, log *slog.Logger, why 
 // stager stages the working directory, or resumes its session, for tools.NewStaged: once at
 // the start, and again at the next call after a failure.
 type stager struct {
-	conn  *guest.Conn
-	store staging.Store
-	log   *slog.Logger
-	opts  staging.OpenOptions // without Progress
+	conn *guest.Conn
+	// limaConn is the Lima user's connection (conn, unless the session has a network policy);
+	// plan how the session works under its policy.
+	limaConn *guest.Conn
+	plan     *staging.NetworkPlan
+	store    staging.Store
+	log      *slog.Logger
+	opts     staging.OpenOptions // without Progress
 }
 
 func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*staging.Session, error) {
 	log := s.log
+	if s.plan.Release != "" {
+		// Back to "open": the agent's user hands the copy back first.
+		st, _, err := s.store.Load(s.opts.Workdir)
+		if err != nil {
+			return nil, err
+		}
+		if err := staging.ReleaseAgent(ctx, s.limaConn, st); err != nil {
+			log.Error("cannot end the session's network policy", "error", err)
+			return nil, err
+		}
+		s.plan.Release = ""
+	}
 	// Connect first, so that the staging time logged is the staging's own.
 	t0 := time.Now()
 	if _, err := s.conn.Home(ctx); err != nil {
@@ -182,6 +220,9 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 		return nil, err
 	}
 	s.opts.Fresh = false // a retry after a failure must not discard again
+	if err := sess.SetNetwork(s.plan.Network); err != nil {
+		return nil, fmt.Errorf("recording the session's network policy: %w", err)
+	}
 	n, size := sess.Baseline.Files()
 	log.Info("working directory "+string(outcome), "workdir", opts.Workdir, "guest_path", sess.State.GuestPath,
 		"files", n, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
@@ -212,4 +253,15 @@ func progressLogger(log *slog.Logger, next func(staging.Progress)) func(staging.
 			"MB", fmt.Sprintf("%.1f/%.1f", float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6),
 			"MB/s", fmt.Sprintf("%.1f", p.Rate()/1e6))
 	}
+}
+
+// networkInstructions tells the agent its network policy, so that a refusal is no surprise.
+func networkInstructions(network string) string {
+	switch {
+	case network == staging.OpenNetwork:
+		return ""
+	case network == "none":
+		return " Network policy none (set by the person): commands cannot reach any host outside the VM; the VM's own loopback works."
+	}
+	return " Network policy " + network + " (set by the person): commands reach only these hosts, through the HTTP(S) proxy set in HTTP_PROXY/HTTPS_PROXY; other hosts, DNS and direct connections are refused. If a task needs another host, say so to the person."
 }

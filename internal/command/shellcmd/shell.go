@@ -45,7 +45,9 @@ type Options struct {
 	// AgentEnv is --agent-env: pass AgentEnvNames that are set on the host.
 	AgentEnv bool
 	// Sync is --sync: bring host edits made since the last sync into a resumed copy first.
-	Sync           bool
+	Sync bool
+	// Network is --network: the session's network policy ("": the one it holds, else open).
+	Network        string
 	Yes            bool
 	NoReview       bool
 	Accessible     bool
@@ -118,9 +120,29 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	sess, err := t.Session(found)
+	var stored *staging.State
+	if err == nil {
+		stored = sess.State
+	}
+	plan, perr := staging.PlanNetwork(found, stored, opts.Network)
+	if perr != nil {
+		return perr
+	}
+	if plan.Network != plan.Previous && stored != nil {
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the session's network policy changes from %s to %s\n", plan.Previous, plan.Network)
+	}
+	if plan.Release != "" {
+		if rerr := staging.ReleaseAgent(ctx, t.Conn, stored); rerr != nil {
+			return rerr
+		}
+	}
+	if err == nil {
+		// The session works as the plan's agent (its own guest user under a policy).
+		sess = staging.Attach(t.AgentConn(plan.Agent), t.Store, sess.State, sess.Baseline)
+	}
 	switch {
 	case errors.Is(err, staging.ErrNoSession):
-		if sess, err = stage(ctx, opts, t, workdir, log); err != nil {
+		if sess, err = stage(ctx, opts, t, plan, workdir, log); err != nil {
 			return err
 		}
 	case err != nil:
@@ -159,6 +181,19 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer tm.Close()
+	if plan.Agent != nil {
+		// The agent's user, its rules and its proxy are set up (again, after a VM restart)
+		// before the command runs: the connection's setup does it.
+		setup, err := sess.AgentSetup(ctx)
+		if err != nil {
+			return fmt.Errorf("network policy %s: %w", plan.Network, err)
+		}
+		tm.AsAgent(plan.Agent, setup)
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: network policy %s: the command runs as the guest user %s\n", plan.Network, plan.Agent.User)
+	}
+	if err := sess.SetNetwork(plan.Network); err != nil {
+		return fmt.Errorf("recording the session's network policy: %w", err)
+	}
 	tty := ios.IsStdinTTY() && ios.IsStdoutTTY()
 	termName := ""
 	if tty {
@@ -197,7 +232,7 @@ func Run(ctx context.Context, opts *Options) error {
 		// The command did not run: the guest copy is gone (a recreated instance, a cleared
 		// disk). Stage again, as serve does, and run it.
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the staged copy of %s is gone from the guest; staging it again\n", termsafe.String(sess.State.Workdir))
-		if sess, err = stage(ctx, opts, t, sess.State.Workdir, log); err != nil {
+		if sess, err = stage(ctx, opts, t, plan, sess.State.Workdir, log); err != nil {
 			return err
 		}
 		if status, probe, err = run(sess); err != nil {
@@ -318,14 +353,14 @@ func (e errConnectionLost) Error() string {
 
 // stage stages workdir into the guest (or resumes or restages its session), with progress on
 // stderr.
-func stage(ctx context.Context, opts *Options, t *sessionopen.Target, workdir string, log *slog.Logger) (*staging.Session, error) {
+func stage(ctx context.Context, opts *Options, t *sessionopen.Target, plan *staging.NetworkPlan, workdir string, log *slog.Logger) (*staging.Session, error) {
 	w := opts.IO.ErrOut
 	fmt.Fprintf(w, "limactl-mcp: staging %s into instance %s…\n", termsafe.String(workdir), t.Instance.Name)
 	// Progress for trees that take a while: at most every 2 seconds, and the last step once
 	// some was shown.
 	last, shown := time.Now(), false
-	sess, outcome, err := staging.Open(ctx, t.Conn, t.Store, staging.OpenOptions{
-		Instance: t.Instance.Name, Workdir: workdir, Logger: log,
+	sess, outcome, err := staging.Open(ctx, t.AgentConn(plan.Agent), t.Store, staging.OpenOptions{
+		Instance: t.Instance.Name, Workdir: workdir, Logger: log, GuestPath: plan.GuestPath,
 		Select: staging.SelectOptions{Excludes: opts.Excludes, IncludeIgnored: opts.IncludeIgnored},
 		Progress: func(p staging.Progress) {
 			if time.Since(last) < 2*time.Second && (p.Files < p.TotalFiles || !shown) {

@@ -25,6 +25,8 @@ type sessionJSON struct {
 	Pending      map[staging.Kind]int `json:"pending"`
 	PendingTotal int                  `json:"pending_total"`
 	Error        string               `json:"error,omitempty"`
+	// Network is the session's network policy and, under one, what the agent did.
+	Network *staging.NetworkReport `json:"network"`
 }
 
 func toJSON(instance string, sts []staging.SessionStatus) statusJSON {
@@ -36,7 +38,7 @@ func toJSON(instance string, sts []staging.SessionStatus) statusJSON {
 		}
 		out.Sessions = append(out.Sessions, sessionJSON{
 			Workdir: s.Workdir, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
-			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error,
+			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error, Network: s.Network,
 		})
 	}
 	return out

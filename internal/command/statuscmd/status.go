@@ -44,7 +44,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return sessionopen.WithCommand(err, "status")
 	}
 	defer t.Close()
-	sts, err := staging.Statuses(ctx, t.Conn, t.Store, t.ConnErr)
+	sts, err := staging.Statuses(ctx, t.ConnFor, t.Store, t.ConnErr)
 	if err != nil {
 		return err
 	}
@@ -81,6 +81,9 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 			}
 			sort.Strings(parts)
 			fmt.Fprintf(w, "  pending:    %s: %s — run `limactl mcp review %s` in %s\n", words.Count(s.PendingTotal, "change"), strings.Join(parts, ", "), inst, s.Workdir)
+		}
+		if s.Network != nil && s.Network.Policy != staging.OpenNetwork {
+			fmt.Fprintf(w, "  network:    %s\n", termsafe.String(strings.TrimPrefix(s.Network.Line(), "network policy ")))
 		}
 	}
 }

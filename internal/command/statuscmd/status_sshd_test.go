@@ -126,6 +126,9 @@ func TestStatusJSONSchema(t *testing.T) {
       "bytes": 4,
       "files": 2,
       "guest_path": "GUESTPATH",
+      "network": {
+        "policy": "open"
+      },
       "pending": {
         "added": 1,
         "modified": 1

@@ -1,0 +1,338 @@
+package guest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
+)
+
+// Agent makes a connection act, in the guest, as an unprivileged user of its own under a
+// network policy: the runner, the file tools' SFTP and every script run as that user, who has
+// no sudo, so that the firewall rules and the proxy that root keeps for it (the runner's `net`
+// commands, internal/netpolicy) bind the agent and it cannot lift them. The Lima user (who has
+// passwordless sudo) only sets that up, at every connect, before anything of the agent's runs:
+// a restarted VM gets its rules back before the first command.
+type Agent struct {
+	// User is the guest user (AgentUser of the session).
+	User string
+	// Policy is the network policy, as `--network` spells it (not "open").
+	Policy string
+	// Own is the staged copy: created by root when missing and handed to User.
+	Own string
+	// Carry are files, relative to the home directories, copied from the Lima user's home to
+	// User's when User has none: the session's marker when a session comes under a policy.
+	Carry []string
+}
+
+// AgentSetup is what the guest reported when it set the agent up.
+type AgentSetup struct {
+	User    string `json:"user"`
+	UID     int    `json:"uid"`
+	Home    string `json:"home"`
+	Policy  string `json:"policy"`
+	Proxy   string `json:"proxy"`
+	EnvFile string `json:"env_file"`
+	Log     string `json:"log"`
+}
+
+// agentUserPattern is what an agent user's name must be: the guest's useradd takes it, a
+// shell word needs no quoting, and it can be told from any user Lima or a distribution makes.
+var agentUserPattern = regexp.MustCompile(`^lmcp-[a-z0-9]{1,24}$`)
+
+// noSudoExit is the exit status of the setup scripts when the Lima user has no passwordless sudo.
+const noSudoExit = "97"
+
+// exitStatus is the exit status in err of a command run in the guest (-1 when there is none).
+func exitStatus(err error) int {
+	var ee *exec.ExitError
+	var se *ssh.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	case errors.As(err, &se):
+		return se.ExitStatus()
+	}
+	return -1
+}
+
+// ErrPolicyNeedsSudo says that the guest user cannot set a network policy up.
+var ErrPolicyNeedsSudo = errors.New("a network policy needs passwordless sudo for the instance's user in the guest (Lima's default), to set up a user for the agent, its firewall rules and its proxy")
+
+func (a *Agent) check() error {
+	if !agentUserPattern.MatchString(a.User) {
+		return fmt.Errorf("agent user %q: not a name limactl-mcp makes", a.User)
+	}
+	if a.Policy == "" || a.Policy == "open" || strings.ContainsAny(a.Policy, "\n\x00") {
+		return fmt.Errorf("agent user %s: network policy %q cannot be set up", a.User, a.Policy)
+	}
+	if a.Own != "" && (!path.IsAbs(a.Own) || path.Clean(a.Own) != a.Own || a.Own == "/") {
+		return fmt.Errorf("agent user %s: the staged copy %q is not a clean absolute path", a.User, a.Own)
+	}
+	for _, c := range a.Carry {
+		if path.IsAbs(c) || path.Clean(c) != c || strings.HasPrefix(c, "..") {
+			return fmt.Errorf("agent user %s: %q is not a path inside a home directory", a.User, c)
+		}
+	}
+	return nil
+}
+
+// as wraps a shell command so that it runs as the agent's user, from its home directory.
+func (a *Agent) as(cmd string) string {
+	return "exec sudo -n -u " + a.User + " -H -- sh -c " + shellquote.Quote("cd && "+cmd)
+}
+
+// setupScript sets the agent up (as the Lima user, with sudo) and prints what `net ensure`
+// reported: a line of JSON.
+func (a *Agent) setupScript(exe string) string {
+	q := shellquote.Quote
+	var b strings.Builder
+	b.WriteString("set -e\nexe=" + q(exe) + "\n")
+	b.WriteString("if ! sudo -n true 2>/dev/null; then exit " + noSudoExit + "; fi\n")
+	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(a.Policy)
+	if a.Own != "" {
+		// A new copy's directory is made as staging makes it (the Lima user's, with sudo where
+		// that user cannot: a host path such as /Users/NAME/...); `net ensure --own` hands the
+		// Lima user's copy to the agent, and nothing else.
+		b.WriteString("if [ ! -e " + q(a.Own) + " ] && ! mkdir -p -- " + q(a.Own) + " 2>/dev/null; then sudo -n mkdir -p -- " + q(a.Own) + " && sudo -n chown \"$(id -u):$(id -g)\" -- " + q(a.Own) + "; fi\n")
+		ensure += " --own " + q(a.Own)
+	}
+	b.WriteString("out=$(" + ensure + ")\nprintf '%s\\n' \"$out\"\n")
+	if len(a.Carry) > 0 {
+		b.WriteString(`ah=$(getent passwd ` + a.User + ` | cut -d: -f6)` + "\n")
+		for _, c := range a.Carry {
+			// Read as the Lima user (no privilege: a symlink the agent planted there while it was
+			// that user leads nowhere it could not read anyway), written as the agent.
+			b.WriteString(`if [ -f "$HOME"/` + q(c) + ` ] && ! sudo -n -u ` + a.User + ` test -e "$ah"/` + q(c) + `; then head -c 4096 "$HOME"/` + q(c) +
+				` | sudo -n -u ` + a.User + ` sh -c 'mkdir -p "$(dirname "$1")" && cat > "$1"' sh "$ah"/` + q(c) + `; fi` + "\n")
+		}
+	}
+	return b.String()
+}
+
+// parseSetup reads the line `net ensure` printed (guest output: checked, not trusted).
+func (a *Agent) parseSetup(out string) (*AgentSetup, error) {
+	line := strings.TrimSpace(out)
+	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	var s AgentSetup
+	if len(line) > 4096 || json.Unmarshal([]byte(line), &s) != nil {
+		return nil, fmt.Errorf("setting up the agent user %s: unexpected answer %q", a.User, truncate(line, 200))
+	}
+	if s.User != a.User || s.UID <= 0 || !path.IsAbs(s.Home) || path.Clean(s.Home) != s.Home || s.Home == "/" || strings.ContainsAny(s.Home+s.EnvFile+s.Log, "\n\x00") ||
+		(s.EnvFile != "" && !path.IsAbs(s.EnvFile)) || (s.Log != "" && !path.IsAbs(s.Log)) {
+		return nil, fmt.Errorf("setting up the agent user %s: unexpected answer %q", a.User, truncate(line, 200))
+	}
+	return &s, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// output runs cmd as the Lima user over whichever way l reaches the guest.
+func (l *link) output(ctx context.Context, cmd string) (string, error) {
+	if l.master != nil {
+		return l.master.output(ctx, cmd)
+	}
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := runSession(l.client, cmd)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// becomeAgent sets the agent up with the verified runner exe and moves l's SFTP to the agent's
+// user; the runner is then started as that user (runnerCommand).
+func (l *link) becomeAgent(ctx context.Context, exe string) error {
+	a := l.agent
+	out, err := l.output(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)))
+	if err != nil {
+		if exitStatus(err) == 97 {
+			return ErrPolicyNeedsSudo
+		}
+		return fmt.Errorf("setting up network policy %s for the agent user %s in the guest: %w", a.Policy, a.User, err)
+	}
+	setup, err := a.parseSetup(out)
+	if err != nil {
+		return err
+	}
+	sc, p, stop, err := l.agentSFTP(ctx)
+	if err != nil {
+		return fmt.Errorf("sftp as the agent user %s: %w", a.User, err)
+	}
+	// The Lima user's SFTP goes: from now on the link is the agent's.
+	old, oldProcs := l.sftp, l.procs
+	l.sftp, l.setup, l.home = sc, setup, setup.Home
+	l.procs = nil
+	if p != nil {
+		l.procs = []*proc{p}
+	} else {
+		l.closers = append(l.closers, stop)
+	}
+	if old != nil {
+		_ = old.Close()
+	}
+	for _, op := range oldProcs {
+		op.kill()
+	}
+	return nil
+}
+
+// sftpServers are where distributions keep sftp-server (Debian and Ubuntu, Fedora, Arch and
+// Alpine, others): run as the agent's user, it is started as a command, not as sshd's
+// subsystem (which runs as the Lima user).
+var sftpServers = []string{"/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server", "/usr/lib/ssh/sftp-server", "/usr/libexec/sftp-server"}
+
+func (l *link) agentSFTP(ctx context.Context) (*sftp.Client, *proc, func(), error) {
+	var find strings.Builder
+	for _, p := range sftpServers {
+		find.WriteString("[ -x " + p + " ] && exec " + p + "; ")
+	}
+	find.WriteString("echo 'no sftp-server in the guest' >&2; exit 127")
+	cmd := l.agent.as(find.String())
+	var stderr lockedBuf
+	var stdin io.WriteCloser
+	var stdout io.Reader
+	var stop func()
+	var mp *proc
+	if l.master != nil {
+		in, out, p, err := l.master.pipe(cmd, &stderr)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		stdin, stdout, stop, mp = in, out, p.kill, p
+	} else {
+		s, err := l.client.NewSession()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if stdin, err = s.StdinPipe(); err != nil {
+			s.Close()
+			return nil, nil, nil, err
+		}
+		if stdout, err = s.StdoutPipe(); err != nil {
+			s.Close()
+			return nil, nil, nil, err
+		}
+		s.Stderr = &stderr
+		if err := s.Start(cmd); err != nil {
+			s.Close()
+			return nil, nil, nil, err
+		}
+		stop = func() { s.Close() }
+	}
+	abort := context.AfterFunc(ctx, stop)
+	defer abort()
+	sc, err := sftp.NewClientPipe(stdout, stdin, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
+	if err != nil {
+		stop()
+		return nil, nil, nil, fmt.Errorf("%w (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	return sc, mp, stop, nil
+}
+
+// lockedBuf is a bounded, goroutine-safe stderr buffer.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedBuf) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.b.Len() < 4096 {
+		w.b.Write(p[:min(len(p), 4096-w.b.Len())])
+	}
+	return len(p), nil
+}
+
+func (w *lockedBuf) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// ReleaseAgent ends the network policy of an agent user (a session going back to "open"): as
+// the Lima user, with sudo, it removes the user's firewall rules and policy and ends its
+// processes (the runner's `net remove`), hands the staged copy own back to the Lima user, and
+// carries the files carry (relative to the homes) back from the agent's home. The connection
+// must be the Lima user's (no Options.Agent).
+func (c *Conn) ReleaseAgent(ctx context.Context, user, own string, carry []string) error {
+	a := &Agent{User: user, Policy: "release", Own: own, Carry: carry}
+	if err := a.check(); err != nil {
+		return err
+	}
+	if c.opts.Agent != nil {
+		return errors.New("releasing an agent user takes the Lima user's connection")
+	}
+	l, err := c.get(ctx)
+	if err != nil {
+		return err
+	}
+	if l.systemRunner == "" {
+		return ErrPolicyNeedsSudo
+	}
+	q := shellquote.Quote
+	var b strings.Builder
+	b.WriteString("set -e\nexe=" + q(l.systemRunner) + "\n")
+	b.WriteString("if ! sudo -n true 2>/dev/null; then exit " + noSudoExit + "; fi\n")
+	b.WriteString("ah=$(getent passwd " + user + " | cut -d: -f6) || ah=\n")
+	b.WriteString(`sudo -n "$exe" net remove --user ` + user + " >/dev/null\n")
+	if own != "" {
+		// chown -R does not follow symbolic links (-P), and the agent's processes are gone.
+		b.WriteString("if [ -d " + q(own) + " ]; then sudo -n chown -R -P \"$(id -u):$(id -g)\" -- " + q(own) + "; fi\n")
+	}
+	for _, f := range carry {
+		b.WriteString(`if [ -n "$ah" ] && sudo -n -u ` + user + ` test -f "$ah"/` + q(f) + `; then mkdir -p "$(dirname "$HOME"/` + q(f) + `)"; rm -f "$HOME"/` + q(f) +
+			`; sudo -n -u ` + user + ` head -c 4096 "$ah"/` + q(f) + ` > "$HOME"/` + q(f) + "; fi\n")
+	}
+	if _, err := l.output(ctx, "sh -c "+q(b.String())); err != nil {
+		if exitStatus(err) == 97 {
+			return ErrPolicyNeedsSudo
+		}
+		return fmt.Errorf("ending the network policy of the agent user %s in the guest: %w", user, err)
+	}
+	return nil
+}
+
+// Setup is what the guest reported when the connection's agent was set up (connecting if
+// needed); nil without Options.Agent.
+func (c *Conn) Setup(ctx context.Context) (*AgentSetup, error) {
+	if c.opts.Agent == nil {
+		return nil, nil
+	}
+	l, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.setup, nil
+}
+
+// Agent is the connection's Options.Agent (nil without).
+func (c *Conn) Agent() *Agent { return c.opts.Agent }

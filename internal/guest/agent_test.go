@@ -1,0 +1,80 @@
+package guest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An agent is set up only for names and paths limactl-mcp makes.
+func TestAgentCheck(t *testing.T) {
+	good := Agent{User: "lmcp-0123456789ab", Policy: "allow:example.com", Own: "/home/me/proj", Carry: []string{".cache/limactl-mcp/sessions/0123456789ab"}}
+	if err := good.check(); err != nil {
+		t.Fatalf("good agent: %v", err)
+	}
+	bad := []Agent{
+		{User: "root", Policy: "none"},
+		{User: "lmcp-", Policy: "none"},
+		{User: "lmcp-ABC", Policy: "none"},
+		{User: "lmcp-a;rm", Policy: "none"},
+		{User: "lmcp-a", Policy: "open"},
+		{User: "lmcp-a", Policy: ""},
+		{User: "lmcp-a", Policy: "none\nrm -rf /"},
+		{User: "lmcp-a", Policy: "none", Own: "relative"},
+		{User: "lmcp-a", Policy: "none", Own: "/"},
+		{User: "lmcp-a", Policy: "none", Own: "/a/../b"},
+		{User: "lmcp-a", Policy: "none", Carry: []string{"/etc/shadow"}},
+		{User: "lmcp-a", Policy: "none", Carry: []string{"../x"}},
+	}
+	for _, a := range bad {
+		if err := a.check(); err == nil {
+			t.Errorf("%+v: accepted", a)
+		}
+	}
+}
+
+// What `net ensure` printed is guest output: anything but a well-formed answer for this user is
+// refused, never used.
+func TestAgentParseSetup(t *testing.T) {
+	a := &Agent{User: "lmcp-abc", Policy: "none"}
+	ok := `{"user":"lmcp-abc","uid":1001,"home":"/var/lib/limactl-mcp/agents/lmcp-abc","policy":"none","proxy":"127.0.0.1:3129","env_file":"/etc/limactl-mcp/net/lmcp-abc.env","log":"/var/log/limactl-mcp/net/lmcp-abc.jsonl"}`
+	s, err := a.parseSetup("some profile noise\n" + ok + "\n")
+	if err != nil || s.UID != 1001 || s.Home != "/var/lib/limactl-mcp/agents/lmcp-abc" {
+		t.Fatalf("good answer: %+v, %v", s, err)
+	}
+	for _, bad := range []string{
+		"",
+		"garbage",
+		strings.Replace(ok, `"lmcp-abc","uid"`, `"lmcp-other","uid"`, 1),
+		strings.Replace(ok, `1001`, `0`, 1),
+		strings.Replace(ok, `"home":"/var/lib/limactl-mcp/agents/lmcp-abc"`, `"home":"/"`, 1),
+		strings.Replace(ok, `"home":"/var/lib/limactl-mcp/agents/lmcp-abc"`, `"home":"relative"`, 1),
+		strings.Replace(ok, `"env_file":"/etc`, `"env_file":"etc`, 1),
+		strings.Replace(ok, `"log":"/var`, `"log":"var`, 1),
+		`{"user":"lmcp-abc","uid":1001,"home":"/h","pad":"` + strings.Repeat("x", 5000) + `"}`,
+	} {
+		if _, err := a.parseSetup(bad); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+// The agent's scripts run as its user, from its home, whatever they contain: run here through
+// sh with a stand-in sudo that checks its options and runs the rest.
+func TestAgentAs(t *testing.T) {
+	dir := t.TempDir()
+	fake := "#!/bin/sh\n[ \"$*\" != \"${*#-n -u lmcp-abc -H -- }\" ] || { echo \"bad sudo args: $*\" >&2; exit 9; }\nshift 5\nexec \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "sudo"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{User: "lmcp-abc", Policy: "none"}
+	script := `printf '%s|' "it's" "$(pwd)" 'a"b' '$HOME'`
+	cmd := exec.Command("sh", "-c", a.as(script))
+	cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "HOME=" + dir}
+	out, err := cmd.CombinedOutput()
+	if want := "it's|" + dir + `|a"b|$HOME|`; err != nil || string(out) != want {
+		t.Fatalf("got %q, %v; want %q", out, err, want)
+	}
+}

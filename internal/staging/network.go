@@ -1,0 +1,139 @@
+package staging
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+)
+
+// A session's network policy (State.Network) is the person's choice, made on the host
+// (`serve --network`, `shell --network`) and remembered with the session: "" or "open" is
+// the guest user's own network, as without limactl-mcp; any other policy puts the agent's
+// commands and tools under a guest user of the session's own (AgentUser), whose egress root
+// filters in the guest (internal/netpolicy).
+
+// OpenNetwork is the policy of a session that has none.
+const OpenNetwork = "open"
+
+// AgentUser is the guest user a session's agent acts as under a network policy.
+func AgentUser(id string) string { return "lmcp-" + id }
+
+// agentHomeRoot is where the guest keeps the agent users' homes (internal/netpolicy makes
+// them there); a new session under a policy is placed before the user exists.
+const agentHomeRoot = "/var/lib/limactl-mcp/agents"
+
+// AgentHome is the guest home directory of the agent user of session id.
+func AgentHome(id string) string { return path.Join(agentHomeRoot, AgentUser(id)) }
+
+// NetworkOf is the policy a State holds, "open" when it holds none.
+func NetworkOf(st *State) string {
+	if st == nil || st.Network == "" {
+		return OpenNetwork
+	}
+	return st.Network
+}
+
+// markerRel is the session marker's path relative to the guest user's home.
+func markerRel(id string) string { return path.Join(".cache", "limactl-mcp", "sessions", id) }
+
+// AgentFor is the guest identity a session of workdir works under with network policy
+// network (nil for "open"): its own user, the staged copy at guestPath handed to that user,
+// and the session's marker carried over from the Lima user when the session was open before.
+func AgentFor(id, network, guestPath string) *guest.Agent {
+	if network == "" || network == OpenNetwork {
+		return nil
+	}
+	return &guest.Agent{User: AgentUser(id), Policy: network, Own: guestPath, Carry: []string{markerRel(id)}}
+}
+
+// AgentOf is AgentFor of a stored session.
+func AgentOf(st *State) *guest.Agent {
+	return AgentFor(st.ID, NetworkOf(st), st.GuestPath)
+}
+
+// underHome says whether guestPath lies in the home directory home.
+func underHome(guestPath, home string) bool {
+	return home != "" && (guestPath == home || strings.HasPrefix(guestPath, strings.TrimSuffix(home, "/")+"/"))
+}
+
+// NetworkPlan is how a command that opens (or stages) the session of a working directory
+// works under a network policy: the policy chosen, who the session works as in the guest,
+// and whether an earlier policy's agent user must first hand the copy back.
+type NetworkPlan struct {
+	// Network is the policy the session will hold ("open" for none).
+	Network string
+	// Previous is the policy the session held ("open" for a new session).
+	Previous string
+	// Agent is the guest identity to connect as (nil: the Lima user).
+	Agent *guest.Agent
+	// GuestPath is where a new session under a policy is staged ("" otherwise: the usual).
+	GuestPath string
+	// Release names the agent user that must hand the copy back to the Lima user first (a
+	// session going from a policy to "open"), "" when none.
+	Release string
+}
+
+// PlanNetwork decides how the session of workdir works: under requested (as `--network` spells
+// it, already checked; "" keeps what the session holds), with st the stored session (nil when
+// there is none, or when it is being staged afresh).
+func PlanNetwork(workdir string, st *State, requested string) (*NetworkPlan, error) {
+	id := SessionID(workdir)
+	if requested != "" {
+		pol, err := netpolicy.Parse(requested)
+		if err != nil {
+			return nil, fmt.Errorf("--network: %w", err)
+		}
+		requested = pol.String()
+	}
+	p := &NetworkPlan{Previous: NetworkOf(st), Network: requested}
+	if p.Network == "" {
+		p.Network = p.Previous
+	}
+	if p.Network == OpenNetwork {
+		if p.Previous != OpenNetwork {
+			p.Release = AgentUser(id)
+		}
+		return p, nil
+	}
+	guestPath := ""
+	if st != nil {
+		guestPath = st.GuestPath
+		if p.Previous == OpenNetwork && strings.Contains(guestPath, "/"+RelocatedDir+"/") && !underHome(guestPath, AgentHome(id)) {
+			return nil, fmt.Errorf("the session of %s is staged at %s, inside the guest user's home, which the agent's own user under network policy %s cannot reach: review or discard it (limactl mcp review / discard), then start again with --network",
+				workdir, guestPath, p.Network)
+		}
+	} else {
+		guestPath, _ = GuestPathFor(workdir, AgentHome(id), id)
+		p.GuestPath = guestPath
+	}
+	p.Agent = AgentFor(id, p.Network, guestPath)
+	return p, nil
+}
+
+// SetNetwork records the session's network policy.
+func (s *Session) SetNetwork(network string) error {
+	if network == OpenNetwork {
+		network = ""
+	}
+	if s.State.Network == network {
+		return nil
+	}
+	s.State.Network = network
+	return s.store.Save(s.State, nil)
+}
+
+// ReleaseAgent hands the copy of the stored session st back from its agent user to the Lima
+// user (conn is the Lima user's connection) and ends that user's network policy.
+func ReleaseAgent(ctx context.Context, conn *guest.Conn, st *State) error {
+	return conn.ReleaseAgent(ctx, AgentUser(st.ID), st.GuestPath, []string{markerRel(st.ID)})
+}
+
+// AgentSetup sets the session's agent user up in the guest (connecting as it; again after a VM
+// restart) and returns what the guest reported; nil when the session has no network policy.
+func (s *Session) AgentSetup(ctx context.Context) (*guest.AgentSetup, error) {
+	return s.conn.Setup(ctx)
+}

@@ -1,0 +1,269 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// The network policy end to end (issue 14): a server on the host's loopback, reached from the
+// guest as host.lima.internal under two names of the test's own, one allowed and one not.
+
+// homeWorkdir makes a working directory under the host user's home, whose path the guest
+// stages as is (it collides with nothing of the guest's): /home/USER/NAME on both sides.
+func homeWorkdir(t *testing.T) string {
+	t.Helper()
+	u, err := user.Lookup(vm.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(u.HomeDir, fmt.Sprintf("mcp-e2e-%s-%d", strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-")), time.Now().UnixNano()%1e9))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// hostServer serves GET /NAME with "hello NAME" on the host's loopback and returns its port.
+func hostServer(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello %s", strings.TrimPrefix(r.URL.Path, "/"))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// testHostNames gives host.lima.internal's address two more names in the guest's /etc/hosts.
+func testHostNames(t *testing.T, names ...string) {
+	t.Helper()
+	line := "$(getent hosts host.lima.internal | awk '{print $1; exit}') " + strings.Join(names, " ") + " # limactl-mcp-e2e"
+	guestShell(t, `grep -q '# limactl-mcp-e2e' /etc/hosts || echo "`+line+`" | sudo tee -a /etc/hosts >/dev/null`)
+}
+
+// shellResult is what run_shell_command returns.
+type shellResult struct {
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	ExitCode *int   `json:"exit_code"`
+	Error    string `json:"error"`
+}
+
+func runShell(t *testing.T, s *server, script string) (shellResult, bool, string) {
+	t.Helper()
+	res, text := callTool(t, s.Session, "run_shell_command", map[string]any{"command": []string{"bash", "-c", script}, "directory": s.Dir})
+	var out shellResult
+	_ = json.Unmarshal([]byte(text), &out)
+	return out, res.IsError, text
+}
+
+func TestNetworkPolicy(t *testing.T) {
+	port := hostServer(t)
+	testHostNames(t, "allowed.test", "blocked.test")
+	dir := homeWorkdir(t)
+	if err := os.WriteFile(filepath.Join(dir, "main.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chown(filepath.Join(dir, "main.txt"), vmUID(t), vmGID(t))
+	user := staging.AgentUser(staging.SessionID(dir))
+	allowed := fmt.Sprintf("http://allowed.test:%d/ok", port)
+	blocked := fmt.Sprintf("http://blocked.test:%d/no", port)
+
+	s := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--network=allow:allowed.test")
+	discardOnCleanup(t, dir) // when a step fails before the last one discards
+
+	t.Run("agent user and same path", func(t *testing.T) {
+		out, isErr, text := runShell(t, s, "id -un; pwd; sudo -n true && echo SUDO-WORKS; echo written > new.txt")
+		if isErr || out.ExitCode == nil {
+			t.Fatalf("run_shell_command: %s", text)
+		}
+		if !strings.HasPrefix(out.Stdout, user+"\n"+dir+"\n") || strings.Contains(out.Stdout, "SUDO-WORKS") {
+			t.Fatalf("want the agent user %s in %s without sudo; got %s", user, dir, text)
+		}
+	})
+	t.Run("allowed host through the proxy", func(t *testing.T) {
+		out, _, text := runShell(t, s, "curl -sS --max-time 20 "+allowed)
+		if out.ExitCode == nil || *out.ExitCode != 0 || out.Stdout != "hello ok" {
+			t.Fatalf("allowed host: %s", text)
+		}
+	})
+	t.Run("other host refused by the proxy", func(t *testing.T) {
+		t0 := time.Now()
+		out, _, text := runShell(t, s, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "+blocked+"; echo; curl -sS --max-time 20 "+blocked)
+		if !strings.HasPrefix(out.Stdout, "403\n") || !strings.Contains(out.Stdout, "not on the allowlist") {
+			t.Fatalf("blocked host: want 403 and the proxy's reason; got %s", text)
+		}
+		if time.Since(t0) > 15*time.Second {
+			t.Errorf("the refusal took %s", time.Since(t0))
+		}
+	})
+	t.Run("direct connections, DNS and tampering refused", func(t *testing.T) {
+		t0 := time.Now()
+		script := strings.Join([]string{
+			"curl -sS --noproxy '*' --max-time 20 " + allowed + " && echo DIRECT-WORKS",
+			"curl -sS --noproxy '*' --max-time 20 http://$(getent hosts host.lima.internal | awk '{print $1}'):" + strconv.Itoa(port) + "/ip && echo DIRECT-IP-WORKS",
+			"python3 -c 'import socket; socket.getaddrinfo(\"example.com\", 80)' 2>/dev/null && echo DNS-WORKS",
+			"iptables -F 2>/dev/null && echo IPT-FLUSHED",
+			"ip6tables -F 2>/dev/null && echo IP6T-FLUSHED",
+			// (the patterns do not match this script's own command line)
+			"pkill -f 'runner-[0-9a-f]* net prox[y]' 2>/dev/null; kill -9 $(pgrep -f 'net prox[y]') 2>/dev/null; sleep 0.2; pgrep -f 'net prox[y]' >/dev/null && echo PROXY-ALIVE",
+			"echo '127.0.0.1 blocked.test' >> /etc/hosts 2>/dev/null && echo HOSTS-EDITED",
+			"ls /etc/limactl-mcp/net/ >/dev/null && echo x >> /etc/limactl-mcp/net/" + user + ".json 2>/dev/null && echo POLICY-EDITED",
+			"sudo -n iptables -F 2>/dev/null && echo SUDO-FLUSHED",
+			"true",
+		}, "\n")
+		out, _, text := runShell(t, s, script)
+		for _, bad := range []string{"DIRECT-WORKS", "DIRECT-IP-WORKS", "DNS-WORKS", "IPT-FLUSHED", "IP6T-FLUSHED", "HOSTS-EDITED", "POLICY-EDITED", "SUDO-FLUSHED"} {
+			if strings.Contains(out.Stdout, bad) {
+				t.Errorf("%s: %s", bad, text)
+			}
+		}
+		if !strings.Contains(out.Stdout, "PROXY-ALIVE") {
+			t.Errorf("the proxy is gone after the agent tried to kill it: %s", text)
+		}
+		if d := time.Since(t0); d > 40*time.Second {
+			t.Errorf("refusals took %s: something hangs instead of being refused", d)
+		}
+		// The policy still holds after all that.
+		out, _, text = runShell(t, s, "curl -sS --max-time 20 "+allowed+"; echo; curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "+blocked)
+		if out.Stdout != "hello ok\n403" {
+			t.Fatalf("after the attempts: %s", text)
+		}
+	})
+	t.Run("guest loopback stays open", func(t *testing.T) {
+		out, _, text := runShell(t, s, "cd /tmp && (python3 -m http.server 18765 --bind 127.0.0.1 >/dev/null 2>&1 & echo $! > /tmp/hs.pid); for i in $(seq 50); do curl -s --max-time 2 --noproxy '*' -o /dev/null -w '%{http_code}' http://127.0.0.1:18765/ && break; sleep 0.2; done; kill $(cat /tmp/hs.pid)")
+		if !strings.HasSuffix(out.Stdout, "200") {
+			t.Fatalf("guest loopback: %s", text)
+		}
+	})
+	t.Run("a blocked command's result says why", func(t *testing.T) {
+		out, _, text := runShell(t, s, "curl -sS --noproxy '*' --max-time 20 "+blocked)
+		if out.ExitCode == nil || *out.ExitCode == 0 || !strings.Contains(text, "network policy allow:allowed.test") {
+			t.Fatalf("want a failure that names the policy; got %s", text)
+		}
+	})
+	t.Run("file tools on the agent's copy", func(t *testing.T) {
+		res, text := callTool(t, s.Session, "write_file", map[string]any{"path": filepath.Join(dir, "tool.txt"), "content": "by the tool\n"})
+		if res.IsError {
+			t.Fatalf("write_file: %s", text)
+		}
+		out, _, text := runShell(t, s, "stat -c %U tool.txt new.txt; echo more >> tool.txt && cat tool.txt")
+		if out.Stdout != user+"\n"+user+"\nby the tool\nmore\n" {
+			t.Fatalf("tool and command files: %s", text)
+		}
+	})
+
+	t.Run("status and review show the policy and the log", func(t *testing.T) {
+		st := statusOf(t, dir)
+		nw, _ := st["network"].(map[string]any)
+		if nw == nil || nw["policy"] != "allow:allowed.test" {
+			t.Fatalf("status --json network: %v", st)
+		}
+		if blocked, _ := nw["blocked"].(float64); blocked < 2 {
+			t.Errorf("status --json: want at least 2 blocked attempts: %v", nw)
+		}
+		out, stderr, code := plugin(t, dir, "review", instanceName, "--json")
+		if code != 0 {
+			t.Fatalf("review --json: exit %d: %s", code, stderr)
+		}
+		var rv map[string]any
+		if err := json.Unmarshal([]byte(out), &rv); err != nil {
+			t.Fatalf("review --json: %v: %s", err, out)
+		}
+		if rn, _ := rv["network"].(map[string]any); rn == nil || rn["policy"] != "allow:allowed.test" {
+			t.Fatalf("review --json network: %s", out)
+		}
+		text, _, _ := plugin(t, dir, "status", instanceName)
+		if !strings.Contains(text, "allow:allowed.test") || !strings.Contains(text, "blocked") {
+			t.Errorf("status: %s", text)
+		}
+	})
+
+	// A restarted server keeps the policy: it belongs to the session.
+	s.Session.Close()
+	s = startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
+	t.Run("the policy survives a serve restart", func(t *testing.T) {
+		out, _, text := runShell(t, s, "id -un; curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "+blocked)
+		if out.Stdout != user+"\n403" {
+			t.Fatalf("after a restart: %s", text)
+		}
+	})
+	s.Session.Close()
+
+	s = startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--network=none")
+	t.Run("none blocks everything but loopback", func(t *testing.T) {
+		out, _, text := runShell(t, s, "env | grep -ci '^https\\?_proxy=' ; curl -sS --max-time 20 "+allowed+" && echo REACHED; curl -sS --noproxy '*' --max-time 20 "+allowed+" && echo REACHED-DIRECT; true")
+		if strings.Contains(out.Stdout, "REACHED") || !strings.HasPrefix(out.Stdout, "0\n") {
+			t.Fatalf("none: %s", text)
+		}
+	})
+	s.Session.Close()
+
+	// Back to open: as today, the Lima user, with the agent's work kept.
+	s = startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--network=open")
+	t.Run("open behaves as before", func(t *testing.T) {
+		out, _, text := runShell(t, s, "id -un; cat tool.txt; curl -sS --noproxy '*' --max-time 20 "+allowed+"; echo; echo again >> tool.txt; stat -c %U tool.txt")
+		if out.Stdout != vm.User+"\nby the tool\nmore\nhello ok\n"+vm.User+"\n" {
+			t.Fatalf("open: %s", text)
+		}
+	})
+	s.Session.Close()
+
+	t.Run("limactl mcp shell takes the policy", func(t *testing.T) {
+		stdout, stderr, code := mcpShell(t, dir, nil, "--network=allow:allowed.test", "--no-review", instanceName, "--", "sh", "-c", "id -un; curl -sS --max-time 20 "+allowed+"; echo; curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "+blocked)
+		if code != 0 || stdout != user+"\nhello ok\n403" {
+			t.Fatalf("shell: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+		}
+	})
+	t.Run("discard ends the agent's policy and removes its copy", func(t *testing.T) {
+		_, stderr, code := plugin(t, dir, "discard", instanceName, "--yes")
+		if code != 0 {
+			t.Fatalf("discard: exit %d: %s", code, stderr)
+		}
+		out := guestShell(t, "sudo test -e /etc/limactl-mcp/net/"+user+".json && echo POLICY-LEFT; test -e "+shq(dir)+" && echo COPY-LEFT; pgrep -u "+user+" >/dev/null && echo PROCS-LEFT; true")
+		if out != "" {
+			t.Fatalf("after discard: %s", out)
+		}
+	})
+}
+
+func vmUID(t *testing.T) int {
+	u, err := user.Lookup(vm.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(u.Uid)
+	return n
+}
+
+func vmGID(t *testing.T) int {
+	u, err := user.Lookup(vm.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(u.Gid)
+	return n
+}
