@@ -157,7 +157,11 @@ func Run(ctx context.Context, opts *Options) error {
 		printIgnored(ios.Out, cs)
 		return nil
 	}
-	decisions, err := decide(opts, name, cs, paths)
+	notice := ""
+	if network.Policy != staging.OpenNetwork {
+		notice = termsafe.String(capitalize(network.Line()) + ".")
+	}
+	decisions, err := decide(opts, name, cs, paths, notice)
 	if err != nil {
 		return err
 	}
@@ -235,7 +239,7 @@ func busyError(err error, instance, workdir string) error {
 // decide gets the decisions for a changeset with items. --yes and --dry-run accept every
 // change that is not a conflict; otherwise a person decides on a terminal; without one,
 // nothing is applied and the exit code says consent is pending.
-func decide(opts *Options, instance string, cs *review.Changeset, paths []string) ([]review.Decision, error) {
+func decide(opts *Options, instance string, cs *review.Changeset, paths []string, notice string) ([]review.Decision, error) {
 	ios := opts.IO
 	switch {
 	case opts.Yes || opts.DryRun:
@@ -243,7 +247,7 @@ func decide(opts *Options, instance string, cs *review.Changeset, paths []string
 	case ios.IsStdinTTY() && ios.IsStdoutTTY():
 		ask := opts.Decide
 		if ask == nil {
-			ask = func(cs *review.Changeset) ([]review.Decision, error) { return interactive(cs, ios, opts.Accessible) }
+			ask = func(cs *review.Changeset) ([]review.Decision, error) { return interactive(cs, ios, opts.Accessible, notice) }
 		}
 		decisions, err := ask(cs)
 		if errors.Is(err, ErrAborted) {

@@ -54,6 +54,9 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 	if r.accessible {
 		desc = ""
 	}
+	if n := r.opts.Notice; n != "" {
+		desc = strings.TrimSuffix(n+"\n"+desc, "\n")
+	}
 	hasConflict := false
 	for _, it := range items {
 		hasConflict = hasConflict || it.Conflict

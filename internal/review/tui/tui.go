@@ -23,6 +23,9 @@ import (
 type Options struct {
 	Accessible    bool // huh's accessible mode (screen readers): plain prompts, no full-screen UI
 	Width, Height int  // 0 = terminal size
+	// Notice is a line shown above the list of files: what the agent did on the network under
+	// its policy, which the person weighs with the changes.
+	Notice string
 }
 
 // ErrAborted is returned when the person pressed Ctrl-C or Esc: nothing must be applied.

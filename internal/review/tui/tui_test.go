@@ -227,6 +227,19 @@ func TestTUIAcceptAll(t *testing.T) {
 	})
 }
 
+// The network line (review's Notice) is on the screen where the person picks the files.
+func TestTUINotice(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, basicChangeset(), "-notice", "Network policy none: the agent reached 0 hosts, 3 attempts blocked (last: evil.example:443).")
+	s.waitFor("Network policy none: the agent reached 0 hosts, 3 attempts", "M README.md  +1 −1", "M logo.png")
+	s.keys("Enter")
+	s.waitFor("Apply these changes?")
+	s.keys("y")
+	if _, aborted := s.outcome(); aborted {
+		t.Fatal("aborted")
+	}
+}
+
 func TestTUIDeselectOne(t *testing.T) {
 	t.Parallel()
 	s := startTUI(t, basicChangeset())

@@ -22,6 +22,7 @@ func main() {
 	accessible := flag.Bool("accessible", false, "accessible mode")
 	width := flag.Int("width", 0, "width (0: terminal)")
 	height := flag.Int("height", 0, "height (0: terminal)")
+	notice := flag.String("notice", "", "a line above the list of files")
 	flag.Parse()
 	// As limactl-mcp's root command does, this process handles SIGINT for its whole life:
 	// the TUI's own handler comes and goes with each screen, and a second SIGINT that
@@ -42,7 +43,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	decs, err := tui.Run(&cs, os.Stdin, os.Stdout, tui.Options{Accessible: *accessible, Width: *width, Height: *height})
+	decs, err := tui.Run(&cs, os.Stdin, os.Stdout, tui.Options{Accessible: *accessible, Width: *width, Height: *height, Notice: *notice})
 	var result any = decs
 	switch {
 	case errors.Is(err, tui.ErrAborted):
