@@ -247,7 +247,9 @@ func decide(opts *Options, instance string, cs *review.Changeset, paths []string
 	case ios.IsStdinTTY() && ios.IsStdoutTTY():
 		ask := opts.Decide
 		if ask == nil {
-			ask = func(cs *review.Changeset) ([]review.Decision, error) { return interactive(cs, ios, opts.Accessible, notice) }
+			ask = func(cs *review.Changeset) ([]review.Decision, error) {
+				return interactive(cs, ios, opts.Accessible, notice)
+			}
 		}
 		decisions, err := ask(cs)
 		if errors.Is(err, ErrAborted) {
