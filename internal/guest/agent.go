@@ -10,11 +10,12 @@ import (
 	"path"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
@@ -36,16 +37,8 @@ type Agent struct {
 	Carry []string
 }
 
-// AgentSetup is what the guest reported when it set the agent up.
-type AgentSetup struct {
-	User    string `json:"user"`
-	UID     int    `json:"uid"`
-	Home    string `json:"home"`
-	Policy  string `json:"policy"`
-	Proxy   string `json:"proxy"`
-	EnvFile string `json:"env_file"`
-	Log     string `json:"log"`
-}
+// AgentSetup is what the guest reported when it set the agent up (`net ensure`'s line).
+type AgentSetup = netpolicy.EnsureResult
 
 // agentUserPattern is what an agent user's name must be: the guest's useradd takes it, a
 // shell word needs no quoting, and it can be told from any user Lima or a distribution makes.
@@ -216,13 +209,13 @@ func (l *link) agentSFTP(ctx context.Context) (*sftp.Client, *proc, func(), erro
 	}
 	find.WriteString("echo 'no sftp-server in the guest' >&2; exit 127")
 	cmd := l.agent.as(find.String())
-	var stderr lockedBuf
+	stderr := headtail.New(2048, 2048)
 	var stdin io.WriteCloser
 	var stdout io.Reader
 	var stop func()
 	var mp *proc
 	if l.master != nil {
-		in, out, p, err := l.master.pipe(cmd, &stderr)
+		in, out, p, err := l.master.pipe(cmd, stderr)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -240,7 +233,7 @@ func (l *link) agentSFTP(ctx context.Context) (*sftp.Client, *proc, func(), erro
 			s.Close()
 			return nil, nil, nil, err
 		}
-		s.Stderr = &stderr
+		s.Stderr = stderr
 		if err := s.Start(cmd); err != nil {
 			s.Close()
 			return nil, nil, nil, err
@@ -252,30 +245,10 @@ func (l *link) agentSFTP(ctx context.Context) (*sftp.Client, *proc, func(), erro
 	sc, err := sftp.NewClientPipe(stdout, stdin, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
 	if err != nil {
 		stop()
-		return nil, nil, nil, fmt.Errorf("%w (%s)", err, strings.TrimSpace(stderr.String()))
+		o := stderr.Output()
+		return nil, nil, nil, fmt.Errorf("%w (%s)", err, strings.TrimSpace(string(o.Head)+string(o.Tail)))
 	}
 	return sc, mp, stop, nil
-}
-
-// lockedBuf is a bounded, goroutine-safe stderr buffer.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedBuf) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.b.Len() < 4096 {
-		w.b.Write(p[:min(len(p), 4096-w.b.Len())])
-	}
-	return len(p), nil
-}
-
-func (w *lockedBuf) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 // ReleaseAgent ends the network policy of an agent user (a session going back to "open"): as

@@ -253,6 +253,22 @@ func (p *Proxy) log(user UserPolicy, e Entry) {
 	}
 }
 
+// open connects to host:port for the client c if the policy allows it; otherwise, or when the
+// connection fails, it answers c with why (and logs it) and returns false.
+func (p *Proxy) open(c net.Conn, user UserPolicy, policy Policy, host string, port int) (net.Conn, bool) {
+	if !policy.Allows(host) {
+		p.refuse(c, user, policy, host, port)
+		return nil, false
+	}
+	upstream, err := p.dial(host, port)
+	if err != nil {
+		p.log(user, Entry{Host: host, Port: port, Verdict: VerdictAllowed, Via: ViaProxy, Reason: "connect failed: " + err.Error()})
+		writeError(c, 502, "Bad Gateway", fmt.Sprintf("limactl-mcp network proxy: %s is allowed, but connecting to it failed: %v\n", host, err))
+		return nil, false
+	}
+	return upstream, true
+}
+
 // dial connects to an allowed host; the proxy resolves the name itself (the agent cannot).
 func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 	return p.dialer.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
@@ -265,14 +281,8 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 		writeError(c, 400, "Bad Request", "limactl-mcp network proxy: CONNECT needs host:port: "+err.Error()+"\n")
 		return
 	}
-	if !policy.Allows(host) {
-		p.refuse(c, user, policy, host, port)
-		return
-	}
-	upstream, err := p.dial(host, port)
-	if err != nil {
-		p.log(user, Entry{Host: host, Port: port, Verdict: VerdictAllowed, Via: ViaProxy, Reason: "connect failed: " + err.Error()})
-		writeError(c, 502, "Bad Gateway", fmt.Sprintf("limactl-mcp network proxy: %s is allowed, but connecting to it failed: %v\n", host, err))
+	upstream, ok := p.open(c, user, policy, host, port)
+	if !ok {
 		return
 	}
 	defer upstream.Close()
@@ -301,14 +311,8 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req requestHead, user User
 		writeError(c, 400, "Bad Request", "limactl-mcp network proxy: "+err.Error()+"\n")
 		return
 	}
-	if !policy.Allows(host) {
-		p.refuse(c, user, policy, host, port)
-		return
-	}
-	upstream, err := p.dial(host, port)
-	if err != nil {
-		p.log(user, Entry{Host: host, Port: port, Verdict: VerdictAllowed, Via: ViaProxy, Reason: "connect failed: " + err.Error()})
-		writeError(c, 502, "Bad Gateway", fmt.Sprintf("limactl-mcp network proxy: %s is allowed, but connecting to it failed: %v\n", host, err))
+	upstream, ok := p.open(c, user, policy, host, port)
+	if !ok {
 		return
 	}
 	defer upstream.Close()

@@ -185,6 +185,17 @@ func TestNetworkPolicy(t *testing.T) {
 		if blocked, _ := nw["blocked"].(float64); blocked < 2 {
 			t.Errorf("status --json: want at least 2 blocked attempts: %v", nw)
 		}
+		// The log names what was refused (through the proxy by name, directly by address)
+		// and what was reached, with bytes.
+		js, _ := json.Marshal(nw)
+		for _, want := range []string{`"host":"blocked.test"`, `"host":"allowed.test"`, `"via":"direct"`} {
+			if !strings.Contains(string(js), want) {
+				t.Errorf("status --json network lacks %s: %s", want, js)
+			}
+		}
+		if down, _ := nw["bytes_down"].(float64); down <= 0 {
+			t.Errorf("status --json: no bytes received through the proxy: %s", js)
+		}
 		out, stderr, code := plugin(t, dir, "review", instanceName, "--json")
 		if code != 0 {
 			t.Fatalf("review --json: exit %d: %s", code, stderr)
