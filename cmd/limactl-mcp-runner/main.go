@@ -10,6 +10,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == runner.SupervisorArg {
+		// The supervisor of one background process, started by a runner (internal/runner/bgsupervise.go).
+		if err := runner.Supervise(os.Args[2]); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	login := len(os.Args) == 3 && os.Args[2] == "--login"
 	if len(os.Args) < 2 || os.Args[1] != "serve" || (len(os.Args) > 2 && !login) {
 		fmt.Fprintln(os.Stderr, "usage: limactl-mcp-runner serve [--login]   (started by limactl-mcp inside a Lima guest)")
