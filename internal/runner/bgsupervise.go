@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -109,9 +110,11 @@ func Supervise(dir string) error {
 	report.Close()
 	os.Stdin.Close()
 
-	exited := make(chan struct{})
+	// The end is recorded once the output the command wrote before it exited is on disk: its
+	// exit stops the reading for a moment (a read deadline), what the pipe holds is taken, and
+	// then exit.json is written; the reading goes on while other processes hold the pipe.
+	exitc := make(chan bgExit, 1)
 	go func() {
-		defer close(exited)
 		_ = cmd.Wait()
 		ex := bgExit{Ended: nowMillis()}
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -120,12 +123,36 @@ func Supervise(dir string) error {
 		} else {
 			ex.ExitCode = ws.ExitStatus()
 		}
-		_ = writeJSONFile(filepath.Join(dir, "exit.json"), ex)
+		exitc <- ex
+		_ = r.SetReadDeadline(time.Now())
 	}()
+	recorded := false
+	record := func(ex bgExit) {
+		_ = writeJSONFile(filepath.Join(dir, "exit.json"), ex)
+		recorded = true
+	}
 	out := &segmentWriter{dir: dir, o: spec.Output}
-	_, _ = io.Copy(out, r) // until every process that holds the output has let go of it
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			_, _ = out.Write(buf[:n])
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if !recorded {
+				record(<-exitc)
+			}
+			_ = r.SetReadDeadline(time.Time{})
+			continue
+		}
+		if err != nil {
+			break // EOF: every process that held the output has let go of it
+		}
+	}
 	r.Close()
 	out.Close()
-	<-exited // a command may close its output and go on
+	if !recorded {
+		record(<-exitc) // a command may close its output and go on
+	}
 	return nil
 }
