@@ -78,10 +78,12 @@ func Run(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
+	// The agent's background processes go with the session (every server's of it).
+	stopped := endBackground(ctx, t.Conn, s.State.ID, ios.ErrOut)
 	if err := s.Discard(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(ios.Out, "Discarded %s.\n", what)
+	fmt.Fprintf(ios.Out, "Discarded %s%s.\n", what, stopped)
 	return nil
 }
 
