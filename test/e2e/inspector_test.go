@@ -231,7 +231,7 @@ func TestInspectorCLI(t *testing.T) {
 		if st["background_id"] != 1.0 || pid < 2 {
 			t.Fatalf("result: %v", st)
 		}
-		if got := guestShell(t, fmt.Sprintf("kill -0 -%d 2>/dev/null && echo alive || echo gone", int(pid))); got != "gone" {
+		if got := strings.TrimSpace(guestShell(t, fmt.Sprintf("kill -0 -%d 2>/dev/null && echo alive || echo gone", int(pid)))); got != "gone" {
 			t.Errorf("the background process after its server exited: %s", got)
 		}
 	})
