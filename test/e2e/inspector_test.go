@@ -74,6 +74,28 @@ func inspectorCLI(t *testing.T) string {
 // the test.
 func inspector(t *testing.T, bin, dir string, args ...string) json.RawMessage {
 	t.Helper()
+	stdout, stderr, err := inspectorRun(t, bin, dir, args...)
+	if err != nil {
+		t.Fatalf("mcp-inspector %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
+	}
+	return inspectorResult(t, stdout, stderr, args)
+}
+
+// inspectorResult is the result of the Inspector's JSON output.
+func inspectorResult(t *testing.T, stdout, stderr string, args []string) json.RawMessage {
+	t.Helper()
+	var out struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || len(out.Result) == 0 {
+		t.Fatalf("mcp-inspector %s: stdout is not {\"result\": ...} (%v):\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
+	}
+	return out.Result
+}
+
+// inspectorRun runs the Inspector's CLI with args against our server in dir.
+func inspectorRun(t *testing.T, bin, dir string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	argv := []string{"--cli", "--format", "json", "--connect-timeout", "120000", "--cwd", dir}
 	// The Inspector passes the server only HOME, LOGNAME, PATH, SHELL, TERM and USER of its own
 	// environment: the rest (LIMA_HOME, QEMU_SYSTEM_X86_64, ...) goes with -e.
@@ -85,18 +107,9 @@ func inspector(t *testing.T, bin, dir string, args ...string) json.RawMessage {
 	cmd := vm.Command(ctxT(t, 5*time.Minute), bin, argv...)
 	cmd.Dir = dir
 	t0 := time.Now()
-	stdout, stderr, err := runCmd(cmd)
+	stdout, stderr, err = runCmd(cmd)
 	t.Logf("mcp-inspector --cli ... %s -- %s serve %s (%s)", strings.Join(args, " "), ourBin, instanceName, time.Since(t0).Round(time.Millisecond))
-	if err != nil {
-		t.Fatalf("mcp-inspector %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
-	}
-	var out struct {
-		Result json.RawMessage `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &out); err != nil || len(out.Result) == 0 {
-		t.Fatalf("mcp-inspector %s: stdout is not {\"result\": ...} (%v):\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
-	}
-	return out.Result
+	return stdout, stderr, err
 }
 
 // inspectorCall runs tools/call of tool with --tool-arg KEY=VALUE pairs (the Inspector
@@ -131,7 +144,9 @@ func inspectorCallError(t *testing.T, bin, dir, tool string, pairs ...string) st
 	for _, p := range pairs {
 		args = append(args, "--tool-arg", p)
 	}
-	raw := inspector(t, bin, dir, args...)
+	// The Inspector exits with status 5 for an error result, and prints it.
+	stdout, stderr, _ := inspectorRun(t, bin, dir, args...)
+	raw := inspectorResult(t, stdout, stderr, args)
 	var res struct {
 		IsError bool `json:"isError"`
 		Content []struct {
