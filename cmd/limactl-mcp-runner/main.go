@@ -15,6 +15,13 @@ const usage = `usage: limactl-mcp-runner serve [--login] [--env-file FILE]   (st
        limactl-mcp-runner net ensure|remove|proxy ...            (the network policy, as root)`
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == runner.SupervisorArg {
+		// The supervisor of one background process, started by a runner (internal/runner/bgsupervise.go).
+		if err := runner.Supervise(os.Args[2]); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

@@ -57,6 +57,9 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 	if resp.Error != "" {
 		return nil // an error reply is just that
 	}
+	if req.BgStart != nil || req.BgRead != nil || req.BgList != nil || req.BgSignal != nil || req.BgEnd != nil {
+		return checkBgReply(req, resp)
+	}
 	switch {
 	case req.Exec != nil:
 		if resp.Exec == nil {

@@ -70,6 +70,27 @@ func resolve(argv []string, dir string) (path string, args []string) {
 	return shell, []string{shell, "-c", shellquote.Join(argv)}
 }
 
+// commandFor is how every command the runner runs is made, in the foreground (runExec) or the
+// background (bgstart.go): argv's leading NAME=value words set variables, a name not on PATH
+// runs through the user's shell, and the command gets the runner's environment (the login
+// environment, loginenv.go), PWD, the directory, and a process group of its own. It is nil
+// when argv holds only assignments. The caller holds envMu's read lock until the command has
+// started.
+func commandFor(argv []string, dir string) *exec.Cmd {
+	env, argv := splitEnv(argv)
+	if len(argv) == 0 {
+		return nil
+	}
+	path, args := resolve(argv, dir)
+	return &exec.Cmd{
+		Path:        path,
+		Args:        args,
+		Dir:         dir,
+		Env:         append(append(os.Environ(), "PWD="+dir), env...),
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+}
+
 // runExec runs one command in its own process group. kill is closed to kill it early.
 func runExec(req *runnerproto.ExecRequest, started func(pid int), kill <-chan struct{}) *runnerproto.ExecResult {
 	start := time.Now()
@@ -88,18 +109,11 @@ func runExec(req *runnerproto.ExecRequest, started func(pid int), kill <-chan st
 		_, _ = stderr.Write([]byte(res.StartError + "\n"))
 		return finish()
 	}
-	env, argv := splitEnv(req.Argv)
-	if len(argv) == 0 {
-		return finish()
-	}
 	envMu.RLock() // the login environment is not being replaced while the command starts
-	path, args := resolve(argv, req.Dir)
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        args,
-		Dir:         req.Dir,
-		Env:         append(append(os.Environ(), "PWD="+req.Dir), env...),
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	cmd := commandFor(req.Argv, req.Dir)
+	if cmd == nil {
+		envMu.RUnlock()
+		return finish()
 	}
 	outs, err := startCommand(cmd, stdout, stderr)
 	envMu.RUnlock()

@@ -118,6 +118,32 @@ func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 		}
 	case req.Write != nil:
 		resp.Write = runWrite(req.Write)
+	case req.BgStart != nil:
+		s.env.wait() // a background command gets the login environment like any other
+		var err error
+		if resp.BgStart, err = runBgStart(req.BgStart, selfExe()); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.BgRead != nil:
+		var err error
+		if resp.BgRead, err = runBgRead(req.BgRead); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.BgList != nil:
+		var err error
+		if resp.BgList, err = runBgList(req.BgList); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.BgSignal != nil:
+		var err error
+		if resp.BgSignal, err = runBgSignal(req.BgSignal); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.BgEnd != nil:
+		var err error
+		if resp.BgEnd, err = runBgEnd(req.BgEnd); err != nil {
+			resp.Error = err.Error()
+		}
 	default:
 		resp.Error = "unknown request"
 	}

@@ -41,6 +41,12 @@ type Request struct {
 	List   *ListRequest   `json:"list,omitempty"`
 	Read   *ReadRequest   `json:"read,omitempty"`
 	Write  *WriteRequest  `json:"write,omitempty"`
+
+	BgStart  *BgStartRequest  `json:"bg_start,omitempty"`
+	BgRead   *BgReadRequest   `json:"bg_read,omitempty"`
+	BgList   *BgListRequest   `json:"bg_list,omitempty"`
+	BgSignal *BgSignalRequest `json:"bg_signal,omitempty"`
+	BgEnd    *BgEndRequest    `json:"bg_end,omitempty"`
 }
 
 // Response answers the request with the same ID.
@@ -56,6 +62,12 @@ type Response struct {
 	List  *ListResult  `json:"list,omitempty"`
 	Read  *ReadResult  `json:"read,omitempty"`
 	Write *WriteResult `json:"write,omitempty"`
+
+	BgStart  *BgStartResult  `json:"bg_start,omitempty"`
+	BgRead   *BgReadResult   `json:"bg_read,omitempty"`
+	BgList   *BgListResult   `json:"bg_list,omitempty"`
+	BgSignal *BgSignalResult `json:"bg_signal,omitempty"`
+	BgEnd    *BgEndResult    `json:"bg_end,omitempty"`
 }
 
 // Hello is sent unsolicited (ID 0) when the runner starts.

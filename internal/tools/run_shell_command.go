@@ -19,7 +19,11 @@ var runShellCommandTool = &mcp.Tool{
 	Description: `Executes a given shell command.
 The command runs in the guest (Linux) as the guest user, with the login environment (PATH from the
 profile), in the given directory, with no standard input. It is killed, with its whole process group,
-after timeout_seconds (default 120). Long output is cut in the middle; the result says how much.`,
+after timeout_seconds (default 120). Long output is cut in the middle; the result says how much.
+With background: true it returns at once with a background_id and pid, and the command runs on (a dev
+server, a watcher, a long build): read its output with read_background_output, see what runs with
+list_background_processes, stop it with kill_background_process. Background processes end with this
+server.`,
 	Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 }
 
@@ -29,6 +33,7 @@ type RunShellCommandParams struct {
 	Description    string   `json:"description,omitempty" jsonschema:"A brief description of the command's purpose, which will be potentially shown to the user."`
 	Directory      string   `json:"directory" jsonschema:"The absolute directory in which to execute the command. Unlike Gemini's run_shell_command, this must not be a relative path, and must not be empty."`
 	TimeoutSeconds *int     `json:"timeout_seconds,omitempty" jsonschema:"Kill the command (and its process group) after this many seconds. Default 120, at most 3600."`
+	Background     *bool    `json:"background,omitempty" jsonschema:"Start the command in the background and return at once with its background_id and pid; it runs on (no timeout) until kill_background_process or the end of this server. Its output (stdout and stderr together) is read with read_background_output."`
 }
 
 // RunShellCommandResult is the output of run_shell_command: Lima's, plus how it ended.
@@ -44,6 +49,9 @@ type RunShellCommandResult struct {
 	StderrCutBytes int64 `json:"stderr_cut_bytes,omitempty" jsonschema:"bytes of stderr cut from the middle (not returned)"`
 	// Note says when output may be missing: processes the command left running held it.
 	Note string `json:"note,omitempty" jsonschema:"set when some output may be missing, and why"`
+	// BackgroundID and PID are set for a command started in the background.
+	BackgroundID *int `json:"background_id,omitempty" jsonschema:"for a command started in the background: its id, for read_background_output and kill_background_process"`
+	PID          *int `json:"pid,omitempty" jsonschema:"for a command started in the background: its process id in the guest (its process group's too)"`
 }
 
 // RunShellCommand runs a command in the guest.
@@ -61,6 +69,9 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 	guestDir, err := ws.ToGuest(args.Directory)
 	if err != nil {
 		return nil, nil, err
+	}
+	if args.Background != nil && *args.Background {
+		return ts.startBackground(ctx, ws, args, guestDir)
 	}
 	timeout := ts.lim.DefaultTimeout
 	if args.TimeoutSeconds != nil {

@@ -23,6 +23,7 @@ type Toolset struct {
 	src     WorkspaceSource
 	lim     Limits
 	pending PendingSource
+	bg      *Background // nil: no background processes
 }
 
 // WorkspaceSource gives the workspace a call works in. A staged session's source waits until
@@ -78,6 +79,13 @@ func New(conn *guest.Conn, src WorkspaceSource, lim Limits, pending PendingSourc
 	return &Toolset{conn: conn, src: src, lim: lim, pending: pending}
 }
 
+// WithBackground gives the tools background processes (run_shell_command's background, and
+// the tools that read, list and kill them).
+func (ts *Toolset) WithBackground(b *Background) *Toolset {
+	ts.bg = b
+	return ts
+}
+
 // Register adds every tool to server.
 func (ts *Toolset) Register(server *mcp.Server) {
 	mcp.AddTool(server, listDirectoryTool, ts.ListDirectory)
@@ -88,6 +96,9 @@ func (ts *Toolset) Register(server *mcp.Server) {
 	mcp.AddTool(server, searchFileContentTool, ts.SearchFileContent)
 	mcp.AddTool(server, runShellCommandTool, ts.RunShellCommand)
 	mcp.AddTool(server, pendingChangesTool, ts.PendingChanges)
+	mcp.AddTool(server, readBackgroundOutputTool, ts.ReadBackgroundOutput)
+	mcp.AddTool(server, listBackgroundProcessesTool, ts.ListBackgroundProcesses)
+	mcp.AddTool(server, killBackgroundProcessTool, ts.KillBackgroundProcess)
 	server.AddReceivingMiddleware(argHints)
 }
 

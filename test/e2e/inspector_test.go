@@ -74,6 +74,28 @@ func inspectorCLI(t *testing.T) string {
 // the test.
 func inspector(t *testing.T, bin, dir string, args ...string) json.RawMessage {
 	t.Helper()
+	stdout, stderr, err := inspectorRun(t, bin, dir, args...)
+	if err != nil {
+		t.Fatalf("mcp-inspector %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
+	}
+	return inspectorResult(t, stdout, stderr, args)
+}
+
+// inspectorResult is the result of the Inspector's JSON output.
+func inspectorResult(t *testing.T, stdout, stderr string, args []string) json.RawMessage {
+	t.Helper()
+	var out struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || len(out.Result) == 0 {
+		t.Fatalf("mcp-inspector %s: stdout is not {\"result\": ...} (%v):\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
+	}
+	return out.Result
+}
+
+// inspectorRun runs the Inspector's CLI with args against our server in dir.
+func inspectorRun(t *testing.T, bin, dir string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	argv := []string{"--cli", "--format", "json", "--connect-timeout", "120000", "--cwd", dir}
 	// The Inspector passes the server only HOME, LOGNAME, PATH, SHELL, TERM and USER of its own
 	// environment: the rest (LIMA_HOME, QEMU_SYSTEM_X86_64, ...) goes with -e.
@@ -85,18 +107,9 @@ func inspector(t *testing.T, bin, dir string, args ...string) json.RawMessage {
 	cmd := vm.Command(ctxT(t, 5*time.Minute), bin, argv...)
 	cmd.Dir = dir
 	t0 := time.Now()
-	stdout, stderr, err := runCmd(cmd)
+	stdout, stderr, err = runCmd(cmd)
 	t.Logf("mcp-inspector --cli ... %s -- %s serve %s (%s)", strings.Join(args, " "), ourBin, instanceName, time.Since(t0).Round(time.Millisecond))
-	if err != nil {
-		t.Fatalf("mcp-inspector %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
-	}
-	var out struct {
-		Result json.RawMessage `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &out); err != nil || len(out.Result) == 0 {
-		t.Fatalf("mcp-inspector %s: stdout is not {\"result\": ...} (%v):\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
-	}
-	return out.Result
+	return stdout, stderr, err
 }
 
 // inspectorCall runs tools/call of tool with --tool-arg KEY=VALUE pairs (the Inspector
@@ -123,6 +136,29 @@ func inspectorCall(t *testing.T, bin, dir, tool string, pairs ...string) map[str
 	return res.StructuredContent
 }
 
+// inspectorCallError is inspectorCall for a call that must answer with an error result; it
+// returns the error's text.
+func inspectorCallError(t *testing.T, bin, dir, tool string, pairs ...string) string {
+	t.Helper()
+	args := []string{"--method", "tools/call", "--tool-name", tool}
+	for _, p := range pairs {
+		args = append(args, "--tool-arg", p)
+	}
+	// The Inspector exits with status 5 for an error result, and prints it.
+	stdout, stderr, _ := inspectorRun(t, bin, dir, args...)
+	raw := inspectorResult(t, stdout, stderr, args)
+	var res struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || !res.IsError || len(res.Content) == 0 {
+		t.Fatalf("tools/call %s %v: not an error result (%v): %s", tool, pairs, err, raw)
+	}
+	return res.Content[0].Text
+}
+
 // TestInspectorCLI drives our server with the official MCP Inspector (CLI mode, stdio): it
 // lists the tools and calls each one with valid arguments. Every call is a fresh server process
 // that resumes the staged working directory, so the calls also see each other's work.
@@ -132,7 +168,8 @@ func TestInspectorCLI(t *testing.T) {
 	discardOnCleanup(t, dir)
 
 	// Every tool the server lists must be called below.
-	wantTools := []string{"list_directory", "read_file", "write_file", "replace", "glob", "search_file_content", "run_shell_command", "pending_changes"}
+	wantTools := []string{"list_directory", "read_file", "write_file", "replace", "glob", "search_file_content", "run_shell_command", "pending_changes",
+		"read_background_output", "list_background_processes", "kill_background_process"}
 	var list struct {
 		Tools []struct {
 			Name        string         `json:"name"`
@@ -200,6 +237,33 @@ func TestInspectorCLI(t *testing.T) {
 		st := inspectorCall(t, bin, dir, "run_shell_command", `command=["uname","-a"]`, "directory="+dir)
 		if out, _ := st["stdout"].(string); st["exit_code"] != 0.0 || !strings.HasPrefix(out, "Linux ") {
 			t.Errorf("uname -a: %v", st)
+		}
+	})
+	// Each Inspector call is a server of its own: a background process ends with it.
+	t.Run("run_shell_command background", func(t *testing.T) {
+		st := inspectorCall(t, bin, dir, "run_shell_command", `command=["sleep","300"]`, "directory="+dir, "background=true")
+		pid, _ := st["pid"].(float64)
+		if st["background_id"] != 1.0 || pid < 2 {
+			t.Fatalf("result: %v", st)
+		}
+		if got := strings.TrimSpace(guestShell(t, fmt.Sprintf("kill -0 -%d 2>/dev/null && echo alive || echo gone", int(pid)))); got != "gone" {
+			t.Errorf("the background process after its server exited: %s", got)
+		}
+	})
+	t.Run("list_background_processes", func(t *testing.T) {
+		st := inspectorCall(t, bin, dir, "list_background_processes")
+		if b, _ := json.Marshal(st["processes"]); string(b) != "[]" {
+			t.Errorf("processes of a new server: %s", b)
+		}
+	})
+	t.Run("read_background_output", func(t *testing.T) {
+		if e := inspectorCallError(t, bin, dir, "read_background_output", "id=1"); !strings.Contains(e, "no background process with id 1") {
+			t.Errorf("error: %s", e)
+		}
+	})
+	t.Run("kill_background_process", func(t *testing.T) {
+		if e := inspectorCallError(t, bin, dir, "kill_background_process", "id=1"); !strings.Contains(e, "no background process with id 1") {
+			t.Errorf("error: %s", e)
 		}
 	})
 	t.Run("pending_changes", func(t *testing.T) {

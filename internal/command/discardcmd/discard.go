@@ -79,6 +79,9 @@ func Run(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
+	// The agent's background processes go with the session (every server's of it), through
+	// the session's own connection (its agent user's, under a network policy).
+	stopped := endBackground(ctx, t.ConnFor(s.State), s.State.ID, ios.ErrOut)
 	if user := s.State.Network; user != "" && user != staging.OpenNetwork {
 		// The agent's processes end, and its rules and policy go (its log stays for the
 		// person), before its copy does: nothing of it keeps writing there.
@@ -91,7 +94,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := s.Discard(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(ios.Out, "Discarded %s.\n", what)
+	fmt.Fprintf(ios.Out, "Discarded %s%s.\n", what, stopped)
 	return nil
 }
 

@@ -145,14 +145,29 @@ func Run(ctx context.Context, opts *Options) error {
 		instructions += " The working directory is a staged copy inside the VM: your changes reach the host only after a person reviews them (limactl mcp review). Use pending_changes to see what you changed."
 		instructions += networkInstructions(plan.Network)
 	}
+	// Background processes live as long as this server: they are ended when it exits, within
+	// a bound, so that a shutdown never waits on the guest (before the connection closes: the
+	// defers run in reverse).
+	bg, err := tools.NewBackground(conn, staging.SessionID(workdir), tools.DefaultBackgroundLimits)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := bg.End(backgroundEndTimeout); err != nil {
+			log.Warn("the background processes of this server may still run in the guest (limactl mcp discard ends them)", "error", err)
+		}
+	}()
 	server := tools.NewServer(instructions)
-	tools.New(conn, src, tools.DefaultLimits, pending).Register(server)
+	tools.New(conn, src, tools.DefaultLimits, pending).WithBackground(bg).Register(server)
 	err = serveTransport(ctx, ios, log, server, &opts.HTTP)
 	if ctx.Err() != nil {
 		return nil // interrupted: a normal way for a client to stop its server
 	}
 	return err
 }
+
+// backgroundEndTimeout bounds how long serve's exit spends ending its background processes.
+const backgroundEndTimeout = 3 * time.Second
 
 // serveUnavailable serves the tools of a server whose instance cannot be found: every call
 // says why and what to do.

@@ -113,7 +113,8 @@ func testListTools(t *testing.T, env Env) {
 	for _, tool := range res.Tools {
 		byName[tool.Name] = tool
 	}
-	for _, name := range []string{"glob", "list_directory", "read_file", "run_shell_command", "search_file_content", "write_file", "replace"} {
+	for _, name := range []string{"glob", "list_directory", "read_file", "run_shell_command", "search_file_content", "write_file", "replace",
+		"read_background_output", "list_background_processes", "kill_background_process"} {
 		if byName[name] == nil {
 			t.Errorf("tool %q is missing", name)
 		}
@@ -171,7 +172,7 @@ var documentedExtras = map[string][2][]string{
 	"write_file":          {nil, nil},
 	"glob":                {nil, {"truncated"}},
 	"search_file_content": {nil, {"truncated"}},
-	"run_shell_command":   {{"timeout_seconds"}, {"note", "signal", "stderr_cut_bytes", "stdout_cut_bytes", "timed_out"}},
+	"run_shell_command":   {{"background", "timeout_seconds"}, {"background_id", "note", "pid", "signal", "stderr_cut_bytes", "stdout_cut_bytes", "timed_out"}},
 }
 
 func sorted(s []string) []string {

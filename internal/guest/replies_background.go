@@ -1,0 +1,101 @@
+package guest
+
+import (
+	"regexp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+)
+
+// Caps on what a background reply may carry (the runner's own caps, with room).
+const (
+	maxBgArgvWords = 1024
+	maxBgArgvBytes = 256 << 10
+	maxBgText      = 4096
+	maxBgOwners    = 256
+)
+
+// checkBgReply verifies a reply to a background request (see checkReply).
+func checkBgReply(req *runnerproto.Request, resp *runnerproto.Response) error {
+	switch {
+	case req.BgStart != nil:
+		r := resp.BgStart
+		if r == nil {
+			return badReply("no background start result")
+		}
+		if r.ID < 0 || r.PID < 0 || (r.ID > 0) != (r.PID > 1) || len(r.StartError) > maxBgText {
+			return badReply("a background start of id %d, pid %d", r.ID, r.PID)
+		}
+	case req.BgRead != nil:
+		r := resp.BgRead
+		if r == nil {
+			return badReply("no background output")
+		}
+		if len(r.Data) > req.BgRead.Max || r.Offset < 0 || r.Skipped < 0 || r.Next != r.Offset+int64(len(r.Data)) {
+			return badReply("background output of %d bytes at %d (next %d, skipped %d) for %d asked at %d", len(r.Data), r.Offset, r.Next, r.Skipped, req.BgRead.Max, req.BgRead.Offset)
+		}
+		if !r.Unknown {
+			return checkBgStatus(&r.Status, req.BgRead.ID)
+		}
+	case req.BgList != nil:
+		r := resp.BgList
+		if r == nil {
+			return badReply("no background list")
+		}
+		if len(r.Processes) > req.BgList.Max {
+			return badReply("%d background processes, more than the %d asked for", len(r.Processes), req.BgList.Max)
+		}
+		for i := range r.Processes {
+			if err := checkBgStatus(&r.Processes[i], 0); err != nil {
+				return err
+			}
+		}
+	case req.BgSignal != nil:
+		r := resp.BgSignal
+		if r == nil {
+			return badReply("no background signal result")
+		}
+		if !r.Unknown {
+			return checkBgStatus(&r.Status, req.BgSignal.ID)
+		}
+	case req.BgEnd != nil:
+		r := resp.BgEnd
+		if r == nil {
+			return badReply("no background end result")
+		}
+		if r.Killed < 0 || r.Removed < 0 || len(r.Owners) > maxBgOwners {
+			return badReply("a background end of %d killed, %d removed, %d owners", r.Killed, r.Removed, len(r.Owners))
+		}
+		for _, o := range r.Owners {
+			if !bgOwnerName.MatchString(o) {
+				return badReply("a background owner named %.80q", o)
+			}
+		}
+	}
+	return nil
+}
+
+// checkBgStatus verifies one process's status; id, when not 0, is the one asked for.
+func checkBgStatus(s *runnerproto.BgStatus, id int) error {
+	if s.ID < 1 || (id != 0 && s.ID != id) {
+		return badReply("the status of background process %d for %d", s.ID, id)
+	}
+	if s.PID < 2 || s.OutputBytes < 0 || s.Started < 0 || s.Ended < 0 {
+		return badReply("background process %d: pid %d, %d bytes", s.ID, s.PID, s.OutputBytes)
+	}
+	if len(s.Argv) > maxBgArgvWords || len(s.Dir) > maxBgText || len(s.Signal) > 16 {
+		return badReply("background process %d: a command of %d words", s.ID, len(s.Argv))
+	}
+	n := 0
+	for _, a := range s.Argv {
+		n += len(a)
+	}
+	if n > maxBgArgvBytes {
+		return badReply("background process %d: a command of %d bytes", s.ID, n)
+	}
+	if s.Running && (s.Lost || s.Signal != "" || s.ExitCode != 0) {
+		return badReply("background process %d: running and ended", s.ID)
+	}
+	return nil
+}
+
+var bgOwnerName = regexp.MustCompile(runnerproto.BgNamePattern)

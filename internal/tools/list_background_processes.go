@@ -1,0 +1,53 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+)
+
+var listBackgroundProcessesTool = &mcp.Tool{
+	Name:  "list_background_processes",
+	Title: "List background processes",
+	Description: `Lists the processes this server started in the background (run_shell_command with
+background: true), running or ended: id, command, pid, start, whether it runs or how it ended, and how
+much output it wrote.`,
+	Annotations: readOnly,
+}
+
+// ListBackgroundProcessesParams is the input of list_background_processes (none).
+type ListBackgroundProcessesParams struct{}
+
+// ListBackgroundProcessesResult is the output of list_background_processes.
+type ListBackgroundProcessesResult struct {
+	Processes []BackgroundStatus `json:"processes" jsonschema:"the background processes, by id"`
+}
+
+// ListBackgroundProcesses lists this server's background processes.
+func (ts *Toolset) ListBackgroundProcesses(ctx context.Context, req *mcp.CallToolRequest, _ ListBackgroundProcessesParams) (*mcp.CallToolResult, *ListBackgroundProcessesResult, error) {
+	ws, err := ts.workspace(ctx, req) // a server that cannot reach its instance says so first
+	if err != nil {
+		return nil, nil, err
+	}
+	b := ts.bg
+	if b == nil {
+		return nil, nil, errNoBackground
+	}
+	res := &ListBackgroundProcessesResult{Processes: []BackgroundStatus{}}
+	b.mu.Lock()
+	started := b.started
+	b.mu.Unlock()
+	if !started {
+		return nil, res, nil // nothing to ask the guest
+	}
+	r, err := ts.conn.BgList(ctx, guest.BgListRequest{Group: b.group(), Max: b.lim.MaxKept, Output: b.output()})
+	if err != nil {
+		return nil, nil, bgError(err)
+	}
+	for _, s := range r.Processes {
+		res.Processes = append(res.Processes, backgroundStatus(ws, s))
+	}
+	return nil, res, nil
+}
