@@ -133,6 +133,7 @@ func TestBackgroundProcesses(t *testing.T) {
 		t.Log("the guest's python3 has no http.server (python3-minimal): a web server of python3's socket module stands in")
 		webCommand = []string{"python3", "-u", "-c", miniHTTPServer}
 	}
+	t.Logf("web server: %s", strings.Join(webCommand[:4], " "))
 	web := bgStart(t, s.Session, dir, webCommand...)
 	t0 := time.Now()
 	if got := shellOK(t, s.Session, dir, "python3 -c "+shq(fetchScript("/hello.txt"))); got != "hello from the staged copy\n" {
@@ -196,6 +197,11 @@ func TestBackgroundProcesses(t *testing.T) {
 	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(s.Stderr.String(), "the ControlMaster's sessions retired"); time.Sleep(time.Second) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no handoff and retirement within 3 minutes:\n%s", s.Stderr.String())
+		}
+	}
+	for _, line := range strings.Split(s.Stderr.String(), "\n") {
+		if strings.Contains(line, "handoff=true") || strings.Contains(line, "sessions retired") {
+			t.Logf("serve: %s", line)
 		}
 	}
 	var list struct {
