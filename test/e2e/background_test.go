@@ -133,6 +133,7 @@ func TestBackgroundProcesses(t *testing.T) {
 		t.Log("the guest's python3 has no http.server (python3-minimal): a web server of python3's socket module stands in")
 		webCommand = []string{"python3", "-u", "-c", miniHTTPServer}
 	}
+	t.Logf("web server: %s", strings.Join(webCommand[:4], " "))
 	web := bgStart(t, s.Session, dir, webCommand...)
 	t0 := time.Now()
 	if got := shellOK(t, s.Session, dir, "python3 -c "+shq(fetchScript("/hello.txt"))); got != "hello from the staged copy\n" {
@@ -172,7 +173,8 @@ func TestBackgroundProcesses(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	var y bgRead
 	bgCall(t, s.Session, "read_background_output", map[string]any{"id": yes.BackgroundID, "offset": 0, "max_bytes": 24}, &y)
-	onDisk, _ := strconv.Atoi(strings.TrimSpace(guestShell(t, fmt.Sprintf("cat ~/.cache/limactl-mcp/bg/%s/*/%d/out.* | wc -c", session, yes.BackgroundID))))
+	// While it writes, segments come and go faster than a listing: a bound, not a figure.
+	onDisk, _ := strconv.Atoi(strings.TrimSpace(guestShell(t, fmt.Sprintf("cat ~/.cache/limactl-mcp/bg/%s/*/%d/out.* 2>/dev/null | wc -c", session, yes.BackgroundID))))
 	rss := strings.TrimSpace(guestShell(t, "ps -o rss= -o args= -u \"$(id -u)\" | grep '[b]g-supervise' | awk '{s+=$1; n++} END {print n, s}'"))
 	t.Logf("yes in the background: %d bytes written in ~3 s, %d kept on the guest's disk; supervisors (count, total RSS KiB): %s", y.OutputBytes, onDisk, rss)
 	if y.Output != "limactl-mcp background\nl" || y.OutputBytes < 4<<20 || onDisk > (256<<10)+(1<<20) {
@@ -190,12 +192,25 @@ func TestBackgroundProcesses(t *testing.T) {
 	if e := bgError(t, s.Session, "kill_background_process", map[string]any{"id": yes.BackgroundID}); !strings.Contains(e, "already ended") {
 		t.Errorf("a second kill: %s", e)
 	}
+	// Once it ended, what the guest keeps of its output, exactly.
+	kept := strings.Fields(guestShell(t, fmt.Sprintf("cd ~/.cache/limactl-mcp/bg/%s/*/%d && ls out.* | wc -l && cat out.* | wc -c", session, yes.BackgroundID)))
+	var final bgRead
+	bgCall(t, s.Session, "read_background_output", map[string]any{"id": yes.BackgroundID, "offset": 0, "max_bytes": 1}, &final)
+	t.Logf("yes after the kill: %d bytes written, %s segments holding %s bytes on the guest's disk", final.OutputBytes, kept[0], kept[1])
+	if n, _ := strconv.Atoi(kept[1]); n > (256<<10)+(1<<20) || n < 256<<10 {
+		t.Errorf("yes after the kill: %s bytes kept", kept[1])
+	}
 
 	// The handoff: serve moved to a connection of its own and retired the master's runner;
 	// the web server is still there, still reachable, still listed.
 	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(s.Stderr.String(), "the ControlMaster's sessions retired"); time.Sleep(time.Second) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no handoff and retirement within 3 minutes:\n%s", s.Stderr.String())
+		}
+	}
+	for _, line := range strings.Split(s.Stderr.String(), "\n") {
+		if strings.Contains(line, "handoff=true") || strings.Contains(line, "sessions retired") {
+			t.Logf("serve: %s", line)
 		}
 	}
 	var list struct {
