@@ -253,7 +253,17 @@ func faultMidCall(t *testing.T, kill string, ownConnection bool) {
 // TestFaultClientCancelsManyCalls: calls the client cancels end at once, their process
 // groups are gone from the guest, and the runner's memory returns to where it was.
 func TestFaultClientCancelsManyCalls(t *testing.T) {
-	s := startServer(t, nil, "limactl-mcp", "serve", instanceName)
+	s := startServer(t, nil, "limactl-mcp", "serve", "--debug", instanceName)
+	shellOK(t, s.Session, "/", "true")
+	// The server moves from the ControlMaster to a connection of its own after a few seconds,
+	// with a runner of its own: wait for that move, so that the runner measured is the one
+	// that serves the calls below (a slow machine would otherwise see it change under them).
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(s.Stderr.String(), "handoff=true"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no handoff to a connection of the server's own within a minute:\n%s", s.Stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	shellOK(t, s.Session, "/", "true")
 	runner := guestRunnerPID(t) // this server's: the newest, just started, idle
 	rssBefore := guestRSS(t, runner)
