@@ -19,7 +19,7 @@ func TestSessionWithoutGuest(t *testing.T) {
 	notRunning := errors.New("instance \"vm\" is stopped")
 	target := &sessionopen.Target{Instance: &instance.Instance{Name: "vm"}, Store: store, ConnErr: notRunning}
 
-	_, err := target.Session(work)
+	_, err := target.Session(work, "")
 	if err == nil || err.Error() != work+" has no staged session in instance \"vm\": an agent's `limactl mcp serve vm` run in that directory creates one" {
 		t.Errorf("no session: %v", err)
 	}
@@ -27,7 +27,7 @@ func TestSessionWithoutGuest(t *testing.T) {
 	if err := store.Save(&staging.State{ID: staging.SessionID(work), Instance: "vm", Workdir: work}, &staging.Manifest{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := target.Session(work); err != notRunning {
+	if _, err := target.Session(work, ""); err != notRunning {
 		t.Errorf("stopped instance: %v, want %v", err, notRunning)
 	}
 
@@ -39,10 +39,10 @@ func TestSessionWithoutGuest(t *testing.T) {
 		}
 		return target, nil
 	}
-	if _, _, err := sessionopen.OpenSession(context.Background(), open, "review", "other", work); err != closed {
+	if _, _, err := sessionopen.OpenSession(context.Background(), open, "review", "other", work, ""); err != closed {
 		t.Errorf("OpenSession of another instance: %v", err)
 	}
-	if _, _, err := sessionopen.OpenSession(context.Background(), open, "review", "vm", work); err != notRunning {
+	if _, _, err := sessionopen.OpenSession(context.Background(), open, "review", "vm", work, ""); err != notRunning {
 		t.Errorf("OpenSession of a stopped instance: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/agentconfig"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
 
@@ -31,7 +32,10 @@ type Options struct {
 	Workdir string
 	Create  bool
 	// Network is --network: written into the server's command (serve --network=POLICY).
-	Network  string
+	Network string
+	// Session is --session: written into the server's command (serve --session=NAME), so that
+	// this agent works on a staged copy of its own (docs/sessions.md).
+	Session  string
 	Template string
 	// List shows which agents are configured (Agent: only that one) and writes nothing.
 	List bool
@@ -152,8 +156,18 @@ func configure(opts *Options) error {
 		DisableBuiltinTools: opts.DisableBuiltinTools,
 		ServerName:          opts.Name,
 	}
-	if opts.Network != "" {
-		planOpts.Command = []string{"limactl", "mcp", "serve", opts.Instance, "--network=" + opts.Network}
+	session, err := staging.ParseSessionName(opts.Session)
+	if err != nil {
+		return err
+	}
+	if opts.Network != "" || session != "" {
+		planOpts.Command = []string{"limactl", "mcp", "serve", opts.Instance}
+		if opts.Network != "" {
+			planOpts.Command = append(planOpts.Command, "--network="+opts.Network)
+		}
+		if session != "" {
+			planOpts.Command = append(planOpts.Command, "--session="+session)
+		}
 	}
 	changes, err := agentconfig.Plan(planOpts)
 	if err != nil {
