@@ -48,6 +48,9 @@ func Run(ctx context.Context, opts *Options) error {
 	if opts.List {
 		return list(opts)
 	}
+	if _, err := staging.ParseSessionName(opts.Session); err != nil {
+		return err // before the instance is looked up: a typo is said first
+	}
 	if err := refuseHome(opts); err != nil {
 		return err
 	}

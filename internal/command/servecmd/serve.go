@@ -248,7 +248,7 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 		return nil, fmt.Errorf("recording the session's network policy: %w", err)
 	}
 	n, size := sess.Baseline.Files()
-	log.Info("working directory "+string(outcome), "workdir", opts.Workdir, "guest_path", sess.State.GuestPath,
+	log.Info("working directory "+string(outcome), "workdir", opts.Workdir, "session", staging.SessionLabel(opts.Session), "guest_path", sess.State.GuestPath,
 		"files", n, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
 	return sess, nil
 }

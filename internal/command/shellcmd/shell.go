@@ -163,6 +163,12 @@ func Run(ctx context.Context, opts *Options) error {
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: resuming the staged copy of %s in %s; host edits since %s are not in it (--sync brings them in)\n",
 			sessionopen.Which(sess, workdir), name, sess.State.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
 	}
+	if session != "" {
+		// The one place a named session's relocation shows: the command runs in the guest, on
+		// guest paths, without the tools' translation (docs/sessions.md).
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: session %s: its copy is at %s in the guest (a named session's copy cannot have the host's path, which the unnamed session's has)\n",
+			session, termsafe.String(sess.State.GuestPath))
+	}
 	if opts.AgentEnv && !agentEnvSet(env) {
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: --agent-env: none of %s is set on the host\n", strings.Join(AgentEnvNames, ", "))
 	}
