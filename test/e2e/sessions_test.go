@@ -3,11 +3,15 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
 // Two agents on one project, each on a session of its own (docs/sessions.md): they change the
@@ -16,6 +20,8 @@ import (
 // both; a sync brings host edits into one; discarding one leaves the other working.
 func TestSessionsTwoAgents(t *testing.T) {
 	dir := project(t, map[string]string{"shared.txt": "one\n", "other.txt": "x\n"})
+	discardSessionOnCleanup(t, dir, "alpha") // when a step fails before the end discards them
+	discardSessionOnCleanup(t, dir, "beta")
 	alpha := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--session", "alpha")
 	beta := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--session", "beta")
 	if got := alpha.Session.InitializeResult().Instructions; !strings.Contains(got, "Session: alpha") {
@@ -121,6 +127,59 @@ func TestSessionsTwoAgents(t *testing.T) {
 	if out, stderr, code := plugin(t, dir, "discard", "--session", "beta", instanceName, "--yes"); code != 0 {
 		t.Errorf("discard beta: exit %d\n%s%s", code, out, stderr)
 	}
+}
+
+// A named session under a network policy works as its own agent user, with its copy in that
+// user's home, while the directory's unnamed session stays open, the Lima user's, at the
+// host's path; the agent of each sees the host's path.
+func TestSessionsUnderNetworkPolicy(t *testing.T) {
+	dir := project(t, map[string]string{"main.txt": "one\n"})
+	discardSessionOnCleanup(t, dir, "")
+	discardSessionOnCleanup(t, dir, "net")
+	open := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
+	closed := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--session", "net", "--network=none")
+	id := staging.SessionIDOf(dir, "net")
+
+	if out := shellOK(t, closed.Session, dir, "id -un; pwd; echo net > main.txt"); out != staging.AgentUser(id)+"\n"+dir+"\n" {
+		t.Errorf("the named session under a policy: %q, want its agent user %s in %s", out, staging.AgentUser(id), dir)
+	}
+	if out := shellOK(t, open.Session, dir, "id -un; pwd; cat main.txt"); strings.HasPrefix(out, "lmcp-") || !strings.HasSuffix(out, "\n"+dir+"\none\n") {
+		t.Errorf("the unnamed open session: %q", out)
+	}
+	sessions := sessionsOf(t, dir)
+	if len(sessions) != 2 || sessions[0]["guest_path"] != dir || sessions[1]["session"] != "net" {
+		t.Fatalf("status --json: %v", sessions)
+	}
+	if gp, _ := sessions[1]["guest_path"].(string); !strings.HasPrefix(gp, staging.AgentHome(id)+"/") {
+		t.Errorf("the named session's copy is at %s, not in its agent user's home %s", gp, staging.AgentHome(id))
+	}
+	if nw, _ := sessions[1]["network"].(map[string]any); nw["policy"] != "none" || nw["user"] != staging.AgentUser(id) {
+		t.Errorf("the named session's network: %v", sessions[1]["network"])
+	}
+	if out, stderr, code := plugin(t, dir, "review", "--session", "net", instanceName, "--yes"); code != 0 || readHost(t, filepath.Join(dir, "main.txt")) != "net\n" {
+		t.Errorf("review --session net: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, stderr, code := plugin(t, dir, "discard", "--session", "net", instanceName, "--yes"); code != 0 {
+		t.Errorf("discard --session net: exit %d\n%s%s", code, out, stderr)
+	}
+	if out := shellOK(t, open.Session, dir, "cat main.txt"); out != "one\n" {
+		t.Errorf("the unnamed session's copy after the named one's discard: %q", out)
+	}
+}
+
+// discardSessionOnCleanup discards the session called name of dir when the test ends
+// (ignoring "no session": the test may have discarded it itself).
+func discardSessionOnCleanup(t *testing.T, dir, name string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := vm.Command(ctx, ourBin, "discard", "--session", staging.SessionLabel(name), instanceName, "--yes")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "has no staged session") {
+			t.Logf("discarding session %s of %s: %v\n%s", staging.SessionLabel(name), dir, err, out)
+		}
+	})
 }
 
 // sessionsOf is status --json's sessions of dir, in status's order.

@@ -46,6 +46,10 @@ func TestSessionsOfOneWorkdir(t *testing.T) {
 		t.Errorf("status --session beta:\n%s", text)
 	}
 
+	if text := status(t, f, false, "gamma"); text != "No session called \"gamma\" in instance \"sshd-test\". An agent running `limactl mcp serve --session gamma sshd-test` in a project directory creates one; `limactl mcp status sshd-test` lists every session.\n" {
+		t.Errorf("status --session gamma: %q", text)
+	}
+
 	// Review alpha: its change reaches the host, and says how to undo it.
 	r := run(t, f, reviewcmd.Options{Session: "alpha", Yes: true}, false)
 	if r.err != nil || !strings.Contains(r.out, "`limactl mcp review sshd-test --session alpha --undo`") || f.ReadHost("shared.txt") != "A\n" {

@@ -64,6 +64,11 @@ func Run(ctx context.Context, opts *Options) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(toJSON(t.Instance.Name, sts))
 	}
+	if opts.Session != "" && len(sts) == 0 {
+		fmt.Fprintf(ios.Out, "No session called %q in instance %q. An agent running `limactl mcp serve%s %s` in a project directory creates one; `limactl mcp status %s` lists every session.\n",
+			staging.SessionLabel(only), t.Instance.Name, staging.SessionFlag(only), t.Instance.Name, t.Instance.Name)
+		return nil
+	}
 	printStatus(ios.Out, t.Instance.Name, sts)
 	return nil
 }
