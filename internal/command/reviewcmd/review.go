@@ -151,7 +151,7 @@ func Run(ctx context.Context, opts *Options) error {
 	case opts.JSON:
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(changesetJSON(cs, network))
+		return enc.Encode(changesetJSON(cs, session, network))
 	case opts.Patch:
 		_, err := io.WriteString(ios.Out, review.Patch(cs))
 		return err

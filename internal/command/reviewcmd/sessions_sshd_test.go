@@ -57,7 +57,7 @@ func TestSessionsOfOneWorkdir(t *testing.T) {
 	}
 	// Beta: shared.txt is a conflict now; --yes applies the rest and leaves it.
 	r = run(t, f, reviewcmd.Options{Session: "beta", JSON: true}, false)
-	if r.err != nil || !strings.Contains(r.out, `"path": "shared.txt",
+	if r.err != nil || !strings.Contains(r.out, `"session": "beta",`) || !strings.Contains(r.out, `"path": "shared.txt",
       "kind": "modified",
       "conflict": true`) {
 		t.Errorf("review beta --json: %v\n%s", r.err, r.out)
