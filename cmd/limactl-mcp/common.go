@@ -22,6 +22,15 @@ func addWorkdirFlag(cmd *cobra.Command, workdir *string) {
 	cmd.Flags().StringVar(workdir, "workdir", "", "Working directory (default: the current directory)")
 }
 
+// addSessionFlag binds --session, which picks one of a working directory's staged sessions
+// (docs/sessions.md).
+func addSessionFlag(cmd *cobra.Command, session *string, usage string) {
+	cmd.Flags().StringVar(session, "session", "", usage)
+}
+
+// sessionUsage is the --session help of the commands that act on one session.
+const sessionUsage = "The working directory's session `NAME`: a separate staged copy, reviewed separately (default: the unnamed session; see docs/sessions.md)"
+
 // addStagingFlags binds the flags that shape what a session stages.
 func addStagingFlags(cmd *cobra.Command, excludes *[]string, includeIgnored *bool) {
 	cmd.Flags().StringArrayVar(excludes, "exclude", nil, "Do not stage paths matching this gitignore-style `PATTERN` (repeatable)")

@@ -358,3 +358,26 @@ func TestConfigureRerunNotesAgree(t *testing.T) {
 		t.Errorf("claude, first run: %v\n%s", err, out)
 	}
 }
+
+// --session puts the session into the server's command, so that two agents configured for one
+// project work on copies of their own; a bad name writes nothing.
+func TestConfigureSession(t *testing.T) {
+	work := t.TempDir()
+	out, err := runConfigureCmd(t, "codex", "--workdir", work, "--dry-run", "--session", "fix-a", "--network", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "+args = [\"mcp\", \"serve\", \"default\", \"--network=none\", \"--session=fix-a\"]\n"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	out, err = runConfigureCmd(t, "codex", "--workdir", work, "--dry-run", "--session", "default")
+	if err != nil || !strings.Contains(out, "+args = [\"mcp\", \"serve\", \"default\"]\n") {
+		t.Errorf("--session default is the unnamed session: %v\n%s", err, out)
+	}
+	if _, err := runConfigureCmd(t, "codex", "--workdir", work, "--session", "a b"); err == nil || !strings.Contains(err.Error(), "--session") {
+		t.Errorf("a bad name: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(work, ".codex")); !os.IsNotExist(err) {
+		t.Errorf("something was written: %v", err)
+	}
+}

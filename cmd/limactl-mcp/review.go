@@ -40,6 +40,7 @@ conflict). PATH arguments (after the instance name) limit the review to those pa
 		},
 	}
 	addWorkdirFlag(cmd, &opts.Workdir)
+	addSessionFlag(cmd, &opts.Session, sessionUsage)
 	f := cmd.Flags()
 	f.BoolVarP(&opts.Yes, "yes", "y", false, "Apply every change that is not a conflict, without asking (conflicts are listed, not applied)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "Show what would be written, and write nothing")

@@ -44,6 +44,7 @@ only; logs go to standard error.`,
 		},
 	}
 	addWorkdirFlag(cmd, &opts.Workdir)
+	addSessionFlag(cmd, &opts.Session, sessionUsage)
 	addStagingFlags(cmd, &opts.Excludes, &opts.IncludeIgnored)
 	f := cmd.Flags()
 	addNetworkFlag(cmd, &opts.Network)

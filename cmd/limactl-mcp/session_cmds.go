@@ -28,6 +28,7 @@ func newStatusCmd(ios *iostreams.IOStreams, runF func(context.Context, *statuscm
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "Print JSON")
+	addSessionFlag(cmd, &opts.Session, "Show only the sessions called `NAME` (default: every session of every working directory; \"default\": the unnamed ones)")
 	return cmd
 }
 
@@ -50,6 +51,7 @@ conflict: the guest's version is kept and it stays pending for review.`,
 		},
 	}
 	addWorkdirFlag(cmd, &opts.Workdir)
+	addSessionFlag(cmd, &opts.Session, sessionUsage)
 	return cmd
 }
 
@@ -70,6 +72,7 @@ func newDiscardCmd(ios *iostreams.IOStreams, runF func(context.Context, *discard
 		},
 	}
 	addWorkdirFlag(cmd, &opts.Workdir)
+	addSessionFlag(cmd, &opts.Session, sessionUsage)
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "Do not ask for confirmation")
 	return cmd
 }

@@ -61,6 +61,7 @@ unless --sync is given.`,
 	// Everything after INSTANCE is the command, its flags included (as in limactl shell).
 	cmd.Flags().SetInterspersed(false)
 	addWorkdirFlag(cmd, &opts.Workdir)
+	addSessionFlag(cmd, &opts.Session, sessionUsage)
 	addStagingFlags(cmd, &opts.Excludes, &opts.IncludeIgnored)
 	addNetworkFlag(cmd, &opts.Network)
 	f := cmd.Flags()

@@ -15,26 +15,33 @@ import (
 func TestStagedElsewhere(t *testing.T) {
 	old := Elsewhere
 	t.Cleanup(func() { Elsewhere = old })
-	Elsewhere = func(_ context.Context, name, workdir string) []string {
-		if workdir == "/p" {
+	Elsewhere = func(_ context.Context, name, workdir, session string) []string {
+		if workdir == "/p" && session == "" || workdir == "/s" && session == "b" {
 			return []string{"agent"}
 		}
 		return nil
 	}
 	missing := fmt.Errorf(`%w "default"`, instance.ErrNotExist)
-	err := stagedElsewhere(context.Background(), missing, "review", "default", "/p")
+	err := stagedElsewhere(context.Background(), missing, "review", "default", "/p", "")
 	if !strings.Contains(err.Error(), `/p is staged in instance "agent", not "default": name it, as in `+"`limactl mcp review agent`") || !errors.Is(err, instance.ErrNotExist) {
 		t.Errorf("got %v", err)
 	}
 	nosess := noSession{"/p has no staged session in instance \"default\""}
-	if err := stagedElsewhere(context.Background(), nosess, "sync", "default", "/p"); !strings.Contains(err.Error(), `staged in instance "agent", not "default": name it, as in `+"`limactl mcp sync agent`") || !errors.Is(err, staging.ErrNoSession) {
+	if err := stagedElsewhere(context.Background(), nosess, "sync", "default", "/p", ""); !strings.Contains(err.Error(), `staged in instance "agent", not "default": name it, as in `+"`limactl mcp sync agent`") || !errors.Is(err, staging.ErrNoSession) {
 		t.Errorf("got %v", err)
 	}
-	if err := stagedElsewhere(context.Background(), missing, "review", "default", "/q"); err != missing {
+	// A named session is looked for, and named, as itself.
+	if err := stagedElsewhere(context.Background(), nosess, "review", "default", "/s", "b"); !strings.Contains(err.Error(), "`limactl mcp review --session b agent`") {
+		t.Errorf("named session: got %v", err)
+	}
+	if err := stagedElsewhere(context.Background(), nosess, "review", "default", "/p", "b"); err != error(nosess) {
+		t.Errorf("named session staged nowhere: got %v", err)
+	}
+	if err := stagedElsewhere(context.Background(), missing, "review", "default", "/q", ""); err != missing {
 		t.Errorf("nothing elsewhere: got %v", err)
 	}
 	other := errors.New("connection refused")
-	if err := stagedElsewhere(context.Background(), other, "review", "default", "/p"); err != other {
+	if err := stagedElsewhere(context.Background(), other, "review", "default", "/p", ""); err != other {
 		t.Errorf("another error: got %v", err)
 	}
 }

@@ -103,13 +103,14 @@ func (t *Target) Close() {
 	}
 }
 
-// Session loads the staged session of workdir (an absolute, symlink-free path: see
-// internal/workdirpath) and attaches it to the connection. It does not look at the guest: an
-// error says there is no session, or why the instance is not running.
-func (t *Target) Session(workdir string) (*staging.Session, error) {
-	st, base, err := t.Store.Load(workdir)
+// Session loads the staged session called session ("" for the unnamed one) of workdir (an
+// absolute, symlink-free path: see internal/workdirpath) and attaches it to the connection.
+// It does not look at the guest: an error says there is no session (and which sessions
+// workdir has), or why the instance is not running.
+func (t *Target) Session(workdir, session string) (*staging.Session, error) {
+	st, base, err := t.Store.LoadSession(workdir, session)
 	if errors.Is(err, staging.ErrNoSession) {
-		return nil, noSession{fmt.Sprintf("%s has no staged session in instance %q: an agent's `limactl mcp serve %s` run in that directory creates one", workdir, t.Instance.Name, t.Instance.Name)}
+		return nil, t.noSession(workdir, session)
 	}
 	if err != nil {
 		return nil, err
@@ -118,6 +119,24 @@ func (t *Target) Session(workdir string) (*staging.Session, error) {
 		return nil, t.ConnErr
 	}
 	return staging.Attach(t.ConnFor(st), t.Store, st, base), nil
+}
+
+// noSession says that workdir has no session called session, how to make one, and which
+// sessions it has (they are easily taken for each other).
+func (t *Target) noSession(workdir, session string) error {
+	name := t.Instance.Name
+	msg := fmt.Sprintf("%s has no staged session in instance %q: an agent's `limactl mcp serve %s` run in that directory creates one", workdir, name, name)
+	if session != "" {
+		msg = fmt.Sprintf("%s has no staged session %q in instance %q: an agent's `limactl mcp serve%s %s` run in that directory creates one", workdir, session, name, staging.SessionFlag(session), name)
+	}
+	if others, err := t.Store.SessionsOf(workdir); err == nil && len(others) > 0 {
+		labels := make([]string, len(others))
+		for i, st := range others {
+			labels[i] = staging.SessionLabel(st.Session)
+		}
+		msg += fmt.Sprintf("; its sessions there: %s (`limactl mcp status %s` lists them, --session NAME picks one)", strings.Join(labels, ", "), name)
+	}
+	return noSession{msg}
 }
 
 // Opener opens the Target of the instance called name.
@@ -141,33 +160,34 @@ func HostOpener(logOut io.Writer) Opener {
 	}
 }
 
-// OpenSession opens the instance called name with open, and the session that the command
-// verb (review, sync, discard), run in workdir, is about: workdir's own, or that of the staged
+// OpenSession opens the instance called name with open, and the session called session ("" for
+// the unnamed one) that the command verb (review, sync, discard), run in workdir, is about: workdir's own, or that of the staged
 // project holding workdir (see Target.Find; the session's State.Workdir says which). The
 // caller closes the Target. When the instance or the session is missing and workdir is staged
 // in other instances, the error names them and the command to use (a project staged in
 // "agent" reviewed with a plain `review`, which means "default").
-func OpenSession(ctx context.Context, open Opener, verb, name, workdir string) (*Target, *staging.Session, error) {
+func OpenSession(ctx context.Context, open Opener, verb, name, workdir, session string) (*Target, *staging.Session, error) {
 	t, err := open(ctx, name)
 	if err != nil {
-		return nil, nil, stagedElsewhere(ctx, WithCommand(err, verb), verb, name, workdir)
+		return nil, nil, stagedElsewhere(ctx, WithCommand(err, verb), verb, name, workdir, session)
 	}
-	found, err := t.Find(verb, workdir)
+	found, err := t.Find(verb, workdir, session)
 	if err != nil {
 		t.Close()
 		return nil, nil, err
 	}
-	s, err := t.Session(found)
+	s, err := t.Session(found, session)
 	if err != nil {
 		t.Close()
-		return nil, nil, stagedElsewhere(ctx, err, verb, name, workdir)
+		return nil, nil, stagedElsewhere(ctx, err, verb, name, workdir, session)
 	}
 	return t, s, nil
 }
 
-// Elsewhere lists the instances, other than the one named, that hold a staged session of
-// workdir or of a directory above it. A variable, so that tests can stand in for limactl.
-var Elsewhere = func(ctx context.Context, name, workdir string) []string {
+// Elsewhere lists the instances, other than the one named, that hold the staged session called
+// session of workdir or of a directory above it. A variable, so that tests can stand in for
+// limactl.
+var Elsewhere = func(ctx context.Context, name, workdir, session string) []string {
 	limactl, err := instance.Limactl()
 	if err != nil {
 		return nil
@@ -181,7 +201,7 @@ var Elsewhere = func(ctx context.Context, name, workdir string) []string {
 		if inst.Name == name || inst.Dir == "" {
 			continue
 		}
-		if found, err := nearestStaged(staging.StoreFor(inst.Dir), workdir); err == nil && found != "" {
+		if found, err := nearestStaged(staging.StoreFor(inst.Dir), workdir, session); err == nil && found != "" {
 			out = append(out, inst.Name)
 		}
 	}
@@ -190,18 +210,19 @@ var Elsewhere = func(ctx context.Context, name, workdir string) []string {
 
 // stagedElsewhere adds to err, when the instance or the session is missing, the instances
 // that do hold workdir's session.
-func stagedElsewhere(ctx context.Context, err error, verb, name, workdir string) error {
+func stagedElsewhere(ctx context.Context, err error, verb, name, workdir, session string) error {
 	if !errors.Is(err, instance.ErrNotExist) && !errors.Is(err, staging.ErrNoSession) {
 		return err
 	}
-	others := Elsewhere(ctx, name, workdir)
+	others := Elsewhere(ctx, name, workdir, session)
+	flag := staging.SessionFlag(session)
 	switch len(others) {
 	case 0:
 		return err
 	case 1:
-		return fmt.Errorf("%s is staged in instance %q, not %q: name it, as in `limactl mcp %s %s` (%w)", workdir, others[0], name, verb, others[0], err)
+		return fmt.Errorf("%s is staged in instance %q, not %q: name it, as in `limactl mcp %s%s %s` (%w)", workdir, others[0], name, verb, flag, others[0], err)
 	}
-	return fmt.Errorf("%s is staged in instances %s, not %q: name one, as in `limactl mcp %s %s` (%w)", workdir, strings.Join(quoteAll(others), ", "), name, verb, others[0], err)
+	return fmt.Errorf("%s is staged in instances %s, not %q: name one, as in `limactl mcp %s%s %s` (%w)", workdir, strings.Join(quoteAll(others), ", "), name, verb, flag, others[0], err)
 }
 
 func quoteAll(names []string) []string {

@@ -24,11 +24,29 @@ func GuestPathFor(workdir, guestHome, id string) (p string, same bool) {
 	if !collides(workdir, path.Clean(guestHome)) {
 		return workdir, true
 	}
+	return relocated(workdir, guestHome, id), false
+}
+
+// SessionGuestPath is where the session called name of workdir is staged ("" for the unnamed
+// session: GuestPathFor). A named session cannot have the host's path, which is the unnamed
+// session's (two copies at one path would need a mount namespace per session, which the
+// guest user cannot make without root, and which a person's `limactl shell` would not be in):
+// it is relocated, to ~/limactl-mcp-staged/NAME-SESSION-ID, and the tools translate paths
+// both ways, so the agent still sees the host's.
+func SessionGuestPath(workdir, name, guestHome, id string) (p string, same bool) {
+	if name == "" {
+		return GuestPathFor(workdir, guestHome, id)
+	}
+	return relocated(path.Clean(workdir), path.Clean(guestHome), name+"-"+id), false
+}
+
+// relocated is the path under guestHome's RelocatedDir for workdir, told apart by suffix.
+func relocated(workdir, guestHome, suffix string) string {
 	name := path.Base(workdir)
 	if name == "/" || name == "." {
 		name = "root"
 	}
-	return path.Join(guestHome, RelocatedDir, name+"-"+id), false
+	return path.Join(guestHome, RelocatedDir, name+"-"+suffix)
 }
 
 func collides(workdir, guestHome string) bool {

@@ -77,11 +77,12 @@ type NetworkPlan struct {
 	Release string
 }
 
-// PlanNetwork decides how the session of workdir works: under requested (as `--network` spells
-// it, already checked; "" keeps what the session holds), with st the stored session (nil when
-// there is none, or when it is being staged afresh).
-func PlanNetwork(workdir string, st *State, requested string) (*NetworkPlan, error) {
-	id := SessionID(workdir)
+// PlanNetwork decides how the session called session ("" for the unnamed one) of workdir
+// works: under requested (as `--network` spells it, already checked; "" keeps what the session
+// holds), with st the stored session (nil when there is none, or when it is being staged
+// afresh).
+func PlanNetwork(workdir, session string, st *State, requested string) (*NetworkPlan, error) {
+	id := SessionIDOf(workdir, session)
 	if requested != "" {
 		pol, err := netpolicy.Parse(requested)
 		if err != nil {
@@ -103,11 +104,13 @@ func PlanNetwork(workdir string, st *State, requested string) (*NetworkPlan, err
 	if st != nil {
 		guestPath = st.GuestPath
 		if p.Previous == OpenNetwork && strings.Contains(guestPath, "/"+RelocatedDir+"/") && !underHome(guestPath, AgentHome(id)) {
-			return nil, fmt.Errorf("the session of %s is staged at %s, inside the guest user's home, which the agent's own user under network policy %s cannot reach: review or discard it (limactl mcp review / discard), then start again with --network",
-				workdir, guestPath, p.Network)
+			return nil, fmt.Errorf("the session of %s is staged at %s, inside the guest user's home, which the agent's own user under network policy %s cannot reach: review or discard it (limactl mcp review%s / discard%s), then start again with --network",
+				workdir, guestPath, p.Network, SessionFlag(session), SessionFlag(session))
 		}
 	} else {
-		guestPath, _ = GuestPathFor(workdir, AgentHome(id), id)
+		// In the agent user's home: a named session's relocated copy too (the Lima user's
+		// home, where an open session's relocated copy goes, is closed to the agent's user).
+		guestPath, _ = SessionGuestPath(workdir, session, AgentHome(id), id)
 		p.GuestPath = guestPath
 	}
 	p.Agent = AgentFor(id, p.Network, guestPath)

@@ -33,7 +33,9 @@ type Session struct {
 type OpenOptions struct {
 	Instance string
 	Workdir  string
-	Select   SelectOptions
+	// Session is the session's name ("" for the unnamed one; checked: ParseSessionName).
+	Session string
+	Select  SelectOptions
 	// Fresh discards an existing session and stages anew.
 	Fresh bool
 	// GuestPath overrides where the copy goes in the guest (tests; default GuestPathFor).
@@ -70,7 +72,7 @@ func Open(ctx context.Context, conn *guest.Conn, store Store, opts OpenOptions) 
 	if err := checkWorkdir(workdir); err != nil {
 		return nil, "", err
 	}
-	id := SessionID(workdir)
+	id := SessionIDOf(workdir, opts.Session)
 	wait := opts.LockWait
 	if wait == 0 {
 		wait = 10 * time.Minute
@@ -81,7 +83,7 @@ func Open(ctx context.Context, conn *guest.Conn, store Store, opts OpenOptions) 
 	}
 	defer unlock()
 
-	st, base, err := store.Load(workdir)
+	st, base, err := store.LoadID(id)
 	switch {
 	case err == nil && !opts.Fresh:
 		s := &Session{conn: conn, store: store, State: st, Baseline: base}
@@ -123,8 +125,8 @@ func stage(ctx context.Context, conn *guest.Conn, store Store, id, workdir strin
 	guestPath := opts.GuestPath
 	if guestPath == "" {
 		var same bool
-		guestPath, same = GuestPathFor(workdir, home, id)
-		if !same {
+		guestPath, same = SessionGuestPath(workdir, opts.Session, home, id)
+		if !same && opts.Session == "" {
 			log.Info("the working directory's path cannot be used in the guest; staging it elsewhere (tools translate paths)", "guest_path", guestPath)
 		}
 	}
@@ -145,7 +147,7 @@ func stage(ctx context.Context, conn *guest.Conn, store Store, id, workdir strin
 	tok := make([]byte, 16)
 	_, _ = rand.Read(tok)
 	st := &State{
-		ID: id, Instance: opts.Instance, Workdir: workdir, GuestPath: guestPath, Token: hex.EncodeToString(tok),
+		ID: id, Instance: opts.Instance, Session: opts.Session, Workdir: workdir, GuestPath: guestPath, Token: hex.EncodeToString(tok),
 		Excludes: opts.Select.Excludes, IncludeIgnored: opts.Select.IncludeIgnored, Patterns: sel.Patterns,
 		Skipped: sel.Skipped, InGitRepo: sel.InGitRepo,
 	}

@@ -11,7 +11,9 @@ import (
 
 // SessionStatus is what `status` shows of a session.
 type SessionStatus struct {
-	Workdir   string       `json:"workdir"`
+	Workdir string `json:"workdir"`
+	// Session is the session's name ("" for the unnamed one).
+	Session   string       `json:"session,omitempty"`
 	GuestPath string       `json:"guest_path"`
 	StagedAt  time.Time    `json:"staged_at"`
 	UpdatedAt time.Time    `json:"updated_at"`
@@ -32,7 +34,13 @@ func Statuses(ctx context.Context, connFor func(*State) *guest.Conn, store Store
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(states, func(i, j int) bool { return states[i].Workdir < states[j].Workdir })
+	// By working directory, and each directory's sessions together, the unnamed one first.
+	sort.Slice(states, func(i, j int) bool {
+		if states[i].Workdir != states[j].Workdir {
+			return states[i].Workdir < states[j].Workdir
+		}
+		return states[i].Session < states[j].Session
+	})
 	out := make([]SessionStatus, len(states))
 	// Each session is a scan of its copy in the guest (a round trip or more each): several at
 	// once, so that an instance with dozens of sessions answers in about the time of a few.
@@ -54,7 +62,7 @@ func Statuses(ctx context.Context, connFor func(*State) *guest.Conn, store Store
 const statusParallel = 8
 
 func sessionStatus(ctx context.Context, conn *guest.Conn, store Store, st *State, connErr error) SessionStatus {
-	ss := SessionStatus{Workdir: st.Workdir, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1,
+	ss := SessionStatus{Workdir: st.Workdir, Session: st.Session, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1,
 		Network: &NetworkReport{Policy: NetworkOf(st)}}
 	_, base, err := store.LoadID(st.ID)
 	if err != nil {

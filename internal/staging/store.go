@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 
@@ -29,8 +30,10 @@ func StoreFor(instDir string) Store {
 
 // State is what the host remembers of a session.
 type State struct {
-	ID        string `json:"id"`
-	Instance  string `json:"instance"`
+	ID       string `json:"id"`
+	Instance string `json:"instance"`
+	// Session is the session's name ("" for the unnamed one: see sessionname.go).
+	Session   string `json:"session,omitempty"`
 	Workdir   string `json:"workdir"`
 	GuestPath string `json:"guest_path"`
 	// Token is also written in the guest; a guest without it does not have this session's
@@ -66,9 +69,31 @@ func (s Store) BackupDir(id string) string { return filepath.Join(s.sessionDir(i
 // ErrNoSession is returned when a working directory has no session.
 var ErrNoSession = errors.New("no staged session")
 
-// Load reads the state and baseline of the session of workdir.
+// Load reads the state and baseline of the unnamed session of workdir.
 func (s Store) Load(workdir string) (*State, *Manifest, error) {
 	return s.LoadID(SessionID(workdir))
+}
+
+// LoadSession reads the state and baseline of the session called name ("" for the unnamed
+// one) of workdir.
+func (s Store) LoadSession(workdir, name string) (*State, *Manifest, error) {
+	return s.LoadID(SessionIDOf(workdir, name))
+}
+
+// SessionsOf lists the sessions of workdir, the unnamed one first, then by name.
+func (s Store) SessionsOf(workdir string) ([]*State, error) {
+	all, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []*State
+	for _, st := range all {
+		if st.Workdir == workdir {
+			out = append(out, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Session < out[j].Session })
+	return out, nil
 }
 
 // LoadID reads a session by ID.

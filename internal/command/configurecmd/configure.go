@@ -14,6 +14,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/agentconfig"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
 
@@ -31,7 +32,10 @@ type Options struct {
 	Workdir string
 	Create  bool
 	// Network is --network: written into the server's command (serve --network=POLICY).
-	Network  string
+	Network string
+	// Session is --session: written into the server's command (serve --session=NAME), so that
+	// this agent works on a staged copy of its own (docs/sessions.md).
+	Session  string
 	Template string
 	// List shows which agents are configured (Agent: only that one) and writes nothing.
 	List bool
@@ -43,6 +47,9 @@ type Options struct {
 func Run(ctx context.Context, opts *Options) error {
 	if opts.List {
 		return list(opts)
+	}
+	if _, err := staging.ParseSessionName(opts.Session); err != nil {
+		return err // before the instance is looked up: a typo is said first
 	}
 	if err := refuseHome(opts); err != nil {
 		return err
@@ -152,8 +159,18 @@ func configure(opts *Options) error {
 		DisableBuiltinTools: opts.DisableBuiltinTools,
 		ServerName:          opts.Name,
 	}
-	if opts.Network != "" {
-		planOpts.Command = []string{"limactl", "mcp", "serve", opts.Instance, "--network=" + opts.Network}
+	session, err := staging.ParseSessionName(opts.Session)
+	if err != nil {
+		return err
+	}
+	if opts.Network != "" || session != "" {
+		planOpts.Command = []string{"limactl", "mcp", "serve", opts.Instance}
+		if opts.Network != "" {
+			planOpts.Command = append(planOpts.Command, "--network="+opts.Network)
+		}
+		if session != "" {
+			planOpts.Command = append(planOpts.Command, "--session="+session)
+		}
 	}
 	changes, err := agentconfig.Plan(planOpts)
 	if err != nil {

@@ -25,6 +25,8 @@ type Options struct {
 	Instance string
 	// Workdir is --workdir ("": the current directory).
 	Workdir string
+	// Session is --session: the session's name ("" or "default": the unnamed session).
+	Session string
 	// Yes discards without asking.
 	Yes bool
 
@@ -39,10 +41,16 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	session, err := staging.ParseSessionName(opts.Session)
+	if err != nil {
+		return err
+	}
+	// target is what the commands we suggest say after the verb: the instance, and the session.
+	target := opts.Instance + staging.SessionFlag(session)
 	if !opts.Yes && !ios.IsStdinTTY() {
 		// Said at once, before the instance is opened or the guest is reached: there is
 		// nobody to ask, so nothing that follows could be used.
-		return exitcode.With(exitcode.Pending, fmt.Errorf("this would discard the staged copy of %s, with every change in it not yet reviewed; pass --yes to confirm without a terminal: `limactl mcp discard %s --yes` (to see the changes first: `limactl mcp review %s --dry-run`)", wd, opts.Instance, opts.Instance))
+		return exitcode.With(exitcode.Pending, fmt.Errorf("this would discard the staged copy of %s, with every change in it not yet reviewed; pass --yes to confirm without a terminal: `limactl mcp discard %s --yes` (to see the changes first: `limactl mcp review %s --dry-run`)", describe(wd, session), target, target))
 	}
 	open := opts.Open
 	if open == nil {
@@ -52,7 +60,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if ios.IsStdinTTY() || ios.IsStdoutTTY() {
 		fmt.Fprintf(ios.ErrOut, "Connecting to %s… counting the changes in the staged copy of %s…\n", termsafe.String(opts.Instance), termsafe.String(wd))
 	}
-	t, s, err := sessionopen.OpenSession(ctx, open, "discard", opts.Instance, wd)
+	t, s, err := sessionopen.OpenSession(ctx, open, "discard", opts.Instance, wd, session)
 	if err != nil {
 		return err
 	}
@@ -61,10 +69,10 @@ func Run(ctx context.Context, opts *Options) error {
 	// command, and discards nothing: removing a whole project's staged copy is never done on
 	// a guess.
 	if found := s.State.Workdir; found != wd {
-		return fmt.Errorf("%s has no staged session of its own in instance %q: it is inside the staged project %s; to discard that project's staged copy, run `limactl mcp discard %s --workdir %s`", termsafe.String(wd), t.Instance.Name, termsafe.String(found), t.Instance.Name, termsafe.String(shellquote.Quote(found)))
+		return fmt.Errorf("%s has no staged session of its own in instance %q: it is inside the staged project %s; to discard that project's staged copy, run `limactl mcp discard %s%s --workdir %s`", termsafe.String(wd), t.Instance.Name, termsafe.String(found), t.Instance.Name, staging.SessionFlag(session), termsafe.String(shellquote.Quote(found)))
 	}
 	workdir := s.State.Workdir
-	what := "the staged copy of " + workdir
+	what := "the staged copy of " + describe(workdir, session)
 	if cs, err := s.GuestChanges(ctx); err == nil && len(cs.Changes) > 0 {
 		what += fmt.Sprintf(", with %s that will be lost", words.Count(len(cs.Changes), "pending change"))
 	}
@@ -96,6 +104,14 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	fmt.Fprintf(ios.Out, "Discarded %s%s.\n", what, stopped)
 	return nil
+}
+
+// describe names the staged copy of workdir's session for a person: a named session by name.
+func describe(workdir, session string) string {
+	if session == "" {
+		return workdir
+	}
+	return fmt.Sprintf("%s (session %s)", workdir, session)
 }
 
 // confirm reads a yes or no from in. Ctrl-C (ctx cancelled) answers no at once, with ctx's

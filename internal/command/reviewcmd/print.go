@@ -78,11 +78,13 @@ func printRefused(w io.Writer, refused []string) {
 const jsonSchemaVersion = 1
 
 type changesetDoc struct {
-	SchemaVersion int        `json:"schema_version"`
-	Workdir       string     `json:"workdir"`
-	Summary       summaryDoc `json:"summary"`
-	Items         []itemDoc  `json:"items"`
-	Ignored       []itemDoc  `json:"ignored"`
+	SchemaVersion int    `json:"schema_version"`
+	Workdir       string `json:"workdir"`
+	// Session is the session's name, left out for the unnamed session.
+	Session string     `json:"session,omitempty"`
+	Summary summaryDoc `json:"summary"`
+	Items   []itemDoc  `json:"items"`
+	Ignored []itemDoc  `json:"ignored"`
 	// Network is the session's network policy and what the agent did on the network.
 	Network *staging.NetworkReport `json:"network"`
 }
@@ -109,11 +111,12 @@ type itemDoc struct {
 }
 
 // changesetJSON is the changeset for scripts.
-func changesetJSON(cs *review.Changeset, network *staging.NetworkReport) changesetDoc {
+func changesetJSON(cs *review.Changeset, session string, network *staging.NetworkReport) changesetDoc {
 	s := cs.Summary()
 	doc := changesetDoc{
 		SchemaVersion: jsonSchemaVersion,
 		Workdir:       cs.Workdir,
+		Session:       session,
 		Summary:       summaryDoc{Files: s.Files, Conflicts: s.Conflicts, Refused: s.Refused, LinesAdded: s.Added, LinesRemoved: s.Removed},
 		Items:         []itemDoc{},
 		Ignored:       []itemDoc{},

@@ -28,6 +28,8 @@ type Options struct {
 	Instance string
 	// Workdir is --workdir ("": the current directory).
 	Workdir string
+	// Session is --session: the session's name ("" or "default": the unnamed session).
+	Session string
 	// Paths limit the review to these paths (relative ones to the current directory).
 	Paths []string
 
@@ -52,6 +54,10 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	session, err := staging.ParseSessionName(opts.Session)
+	if err != nil {
+		return err
+	}
 	// The paths are checked before the instance is opened; they are made relative to the
 	// session's working directory once it is found (it may hold workdir).
 	for _, p := range opts.Paths {
@@ -73,7 +79,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		fmt.Fprintf(ios.ErrOut, "Connecting to %s… ", inst)
 	}
-	t, sess, err := sessionopen.OpenSession(ctx, open, "review", opts.Instance, workdir)
+	t, sess, err := sessionopen.OpenSession(ctx, open, "review", opts.Instance, workdir, session)
 	if err != nil {
 		if progress {
 			fmt.Fprintln(ios.ErrOut)
@@ -81,7 +87,8 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer t.Close()
-	name := t.Instance.Name
+	// name is what the commands we suggest say after `review`: the instance, and the session.
+	name := t.Instance.Name + staging.SessionFlag(session)
 	if !progress && sess.State.Workdir != workdir {
 		fmt.Fprintf(ios.ErrOut, "Reviewing %s, instance %s.\n", sessionopen.Which(sess, workdir), termsafe.String(name))
 	}
@@ -144,7 +151,7 @@ func Run(ctx context.Context, opts *Options) error {
 	case opts.JSON:
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(changesetJSON(cs, network))
+		return enc.Encode(changesetJSON(cs, session, network))
 	case opts.Patch:
 		_, err := io.WriteString(ios.Out, review.Patch(cs))
 		return err

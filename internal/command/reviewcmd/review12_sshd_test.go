@@ -218,7 +218,7 @@ func TestReviewJSONSchema(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &v); err != nil {
 		t.Fatal(err)
 	}
-	keys := map[string]bool{"refused": true, "conflict": true, "b64": true, "renamed_from": true, "collides_with": true}
+	keys := map[string]bool{"refused": true, "conflict": true, "b64": true, "renamed_from": true, "collides_with": true, "session": true}
 	var walk func(any)
 	walk = func(x any) {
 		switch x := x.(type) {

@@ -26,7 +26,9 @@ type Options struct {
 	IO       *iostreams.IOStreams
 	Instance string
 	// Workdir is --workdir ("": the current directory).
-	Workdir        string
+	Workdir string
+	// Session is --session: the session's name ("" or "default": the unnamed session).
+	Session        string
 	Excludes       []string
 	IncludeIgnored bool
 	Fresh          bool
@@ -71,6 +73,10 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	session, err := staging.ParseSessionName(opts.Session)
+	if err != nil {
+		return err
+	}
 	// The session is the real directory's; the agent was started in shown, which may reach it
 	// through a symbolic link (a symlinked parent): its paths work too, and it sees them.
 	shown, err := workdirpath.Abs(opts.Workdir)
@@ -99,11 +105,11 @@ func Run(ctx context.Context, opts *Options) error {
 	conn := t.Conn
 	var plan *staging.NetworkPlan
 	if len(t.Instance.Mounts()) == 0 {
-		st, _, err := t.Store.Load(workdir)
+		st, _, err := t.Store.LoadSession(workdir, session)
 		if err != nil && !errors.Is(err, staging.ErrNoSession) {
 			return err
 		}
-		if plan, err = staging.PlanNetwork(workdir, st, opts.Network); err != nil {
+		if plan, err = staging.PlanNetwork(workdir, session, st, opts.Network); err != nil {
 			return err
 		}
 		if plan.Network != plan.Previous && st != nil {
@@ -113,6 +119,8 @@ func Run(ctx context.Context, opts *Options) error {
 			log.Info("the agent's commands and tools run as a guest user of their own under network policy "+plan.Network, "user", plan.Agent.User)
 		}
 		conn = t.AgentConn(plan.Agent)
+	} else if session != "" {
+		return fmt.Errorf("--session %s needs a staged session, and instance %q mounts host directories (one live copy, no sessions): use an instance started with --mount-none", session, opts.Instance)
 	} else if opts.Network != "" && opts.Network != staging.OpenNetwork {
 		return fmt.Errorf("--network %s needs a staged session, and instance %q mounts host directories: use an instance started with --mount-none", opts.Network, opts.Instance)
 	}
@@ -132,7 +140,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}()
 	} else {
 		st := &stager{conn: conn, limaConn: t.Conn, plan: plan, store: t.Store, log: log, opts: staging.OpenOptions{
-			Instance: opts.Instance, Workdir: workdir, Fresh: opts.Fresh, Logger: log, GuestPath: plan.GuestPath,
+			Instance: opts.Instance, Workdir: workdir, Session: session, Fresh: opts.Fresh, Logger: log, GuestPath: plan.GuestPath,
 			Select: staging.SelectOptions{Excludes: opts.Excludes, IncludeIgnored: opts.IncludeIgnored},
 		}}
 		staged := tools.NewStaged(ctx, st.open)
@@ -142,13 +150,14 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		staged.Start()
 		src, pending = staged, staged
-		instructions += " The working directory is a staged copy inside the VM: your changes reach the host only after a person reviews them (limactl mcp review). Use pending_changes to see what you changed."
+		instructions += " The working directory is a staged copy inside the VM: your changes reach the host only after a person reviews them (limactl mcp review" + staging.SessionFlag(session) + "). Use pending_changes to see what you changed."
+		instructions += sessionInstructions(session)
 		instructions += networkInstructions(plan.Network)
 	}
 	// Background processes live as long as this server: they are ended when it exits, within
 	// a bound, so that a shutdown never waits on the guest (before the connection closes: the
 	// defers run in reverse).
-	bg, err := tools.NewBackground(conn, staging.SessionID(workdir), tools.DefaultBackgroundLimits)
+	bg, err := tools.NewBackground(conn, staging.SessionIDOf(workdir, session), tools.DefaultBackgroundLimits)
 	if err != nil {
 		return err
 	}
@@ -201,7 +210,7 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 	log := s.log
 	if s.plan.Release != "" {
 		// Back to "open": the agent's user hands the copy back first.
-		st, _, err := s.store.Load(s.opts.Workdir)
+		st, _, err := s.store.LoadSession(s.opts.Workdir, s.opts.Session)
 		if err != nil {
 			return nil, err
 		}
@@ -239,7 +248,7 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 		return nil, fmt.Errorf("recording the session's network policy: %w", err)
 	}
 	n, size := sess.Baseline.Files()
-	log.Info("working directory "+string(outcome), "workdir", opts.Workdir, "guest_path", sess.State.GuestPath,
+	log.Info("working directory "+string(outcome), "workdir", opts.Workdir, "session", staging.SessionLabel(opts.Session), "guest_path", sess.State.GuestPath,
 		"files", n, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
 	return sess, nil
 }
@@ -268,6 +277,16 @@ func progressLogger(log *slog.Logger, next func(staging.Progress)) func(staging.
 			"MB", fmt.Sprintf("%.1f/%.1f", float64(p.Bytes)/1e6, float64(p.TotalBytes)/1e6),
 			"MB/s", fmt.Sprintf("%.1f", p.Rate()/1e6))
 	}
+}
+
+// sessionInstructions tells the agent which of the working directory's sessions it works in,
+// so that it knows other agents may work on other copies of the same project ("" for the
+// unnamed session, the only one most projects have).
+func sessionInstructions(session string) string {
+	if session == "" {
+		return ""
+	}
+	return " Session: " + session + " (a staged copy of its own: other agents may work on other sessions of the same directory; a person reviews each session separately, and what they apply from another session shows up here as a change on the host side)."
 }
 
 // networkInstructions tells the agent its network policy, so that a refusal is no surprise.

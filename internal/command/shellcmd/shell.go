@@ -36,6 +36,8 @@ type Options struct {
 	Instance string
 	// Workdir is --workdir ("": the current directory).
 	Workdir string
+	// Session is --session: the session's name ("" or "default": the unnamed session).
+	Session string
 	// Command is the command to run (after INSTANCE); empty: an interactive login shell.
 	Command []string
 	// Shell is --shell: the guest shell to run (default: the guest user's login shell).
@@ -90,6 +92,10 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	session, err := staging.ParseSessionName(opts.Session)
+	if err != nil {
+		return err
+	}
 	env, err := envToPass(opts, lookup)
 	if err != nil {
 		return err
@@ -104,6 +110,8 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	defer t.Close()
 	name := t.Instance.Name
+	// reviewTarget is what the review commands we suggest say after `review`.
+	reviewTarget := name + staging.SessionFlag(session)
 	if t.ConnErr != nil {
 		return t.ConnErr
 	}
@@ -115,16 +123,16 @@ func Run(ctx context.Context, opts *Options) error {
 
 	// The session: workdir's own or its staged project's (as review and sync find it), else
 	// a new one, staged now.
-	found, err := t.Find("shell", workdir)
+	found, err := t.Find("shell", workdir, session)
 	if err != nil {
 		return err
 	}
-	sess, err := t.Session(found)
+	sess, err := t.Session(found, session)
 	var stored *staging.State
 	if err == nil {
 		stored = sess.State
 	}
-	plan, perr := staging.PlanNetwork(found, stored, opts.Network)
+	plan, perr := staging.PlanNetwork(found, session, stored, opts.Network)
 	if perr != nil {
 		return perr
 	}
@@ -142,7 +150,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	switch {
 	case errors.Is(err, staging.ErrNoSession):
-		if sess, err = stage(ctx, opts, t, plan, workdir, log); err != nil {
+		if sess, err = stage(ctx, opts, t, plan, workdir, session, log); err != nil {
 			return err
 		}
 	case err != nil:
@@ -154,6 +162,12 @@ func Run(ctx context.Context, opts *Options) error {
 	default:
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: resuming the staged copy of %s in %s; host edits since %s are not in it (--sync brings them in)\n",
 			sessionopen.Which(sess, workdir), name, sess.State.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
+	}
+	if session != "" {
+		// The one place a named session's relocation shows: the command runs in the guest, on
+		// guest paths, without the tools' translation (docs/sessions.md).
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: session %s: its copy is at %s in the guest (a named session's copy cannot have the host's path, which the unnamed session's has)\n",
+			session, termsafe.String(sess.State.GuestPath))
 	}
 	if opts.AgentEnv && !agentEnvSet(env) {
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: --agent-env: none of %s is set on the host\n", strings.Join(AgentEnvNames, ", "))
@@ -213,12 +227,12 @@ func Run(ctx context.Context, opts *Options) error {
 		var lost errConnectionLost
 		if errors.As(err, &lost) && ctx.Err() == nil {
 			fmt.Fprintf(ios.ErrOut, "limactl-mcp: %v\nlimactl-mcp: nothing was applied to the host; what the command did until then stays in the guest copy: once %q runs again (`limactl list`), review it with `limactl mcp review %s --workdir %s`\n",
-				lost, name, name, termsafe.String(shellquote.Quote(workdir)))
+				lost, name, reviewTarget, termsafe.String(shellquote.Quote(workdir)))
 			return 0, probe, exitcode.With(sshFailed, exitcode.ErrSilent)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return 0, probe, interrupted(ios.ErrOut, name, workdir)
+				return 0, probe, interrupted(ios.ErrOut, reviewTarget, workdir)
 			}
 			return 0, probe, fmt.Errorf("running the command in instance %q: %w", name, err)
 		}
@@ -232,7 +246,7 @@ func Run(ctx context.Context, opts *Options) error {
 		// The command did not run: the guest copy is gone (a recreated instance, a cleared
 		// disk). Stage again, as serve does, and run it.
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the staged copy of %s is gone from the guest; staging it again\n", termsafe.String(sess.State.Workdir))
-		if sess, err = stage(ctx, opts, t, plan, sess.State.Workdir, log); err != nil {
+		if sess, err = stage(ctx, opts, t, plan, sess.State.Workdir, session, log); err != nil {
 			return err
 		}
 		if status, probe, err = run(sess); err != nil {
@@ -244,9 +258,9 @@ func Run(ctx context.Context, opts *Options) error {
 		done = nil
 	}
 	if ctx.Err() != nil {
-		return interrupted(ios.ErrOut, name, workdir)
+		return interrupted(ios.ErrOut, reviewTarget, workdir)
 	}
-	reviewCmd := "limactl mcp review " + name
+	reviewCmd := "limactl mcp review " + reviewTarget
 	if sess.State.Workdir != workdir {
 		reviewCmd += " --workdir " + shellquote.Quote(sess.State.Workdir)
 	}
@@ -258,13 +272,13 @@ func Run(ctx context.Context, opts *Options) error {
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the changes stay pending in the guest copy; review them with `%s`\n", termsafe.String(reviewCmd))
 		return done
 	}
-	return review(ctx, opts, t, workdir, status, done)
+	return review(ctx, opts, t, workdir, session, status, done)
 }
 
 // review reviews the session: on a terminal, the interactive review; with --yes, every change
 // that is not a conflict; otherwise the summary and the command to run, with no write. What it
 // prints goes to stderr unless the review is interactive: stdout is the command's.
-func review(ctx context.Context, opts *Options, t *sessionopen.Target, workdir string, status guest.ExitStatus, done error) error {
+func review(ctx context.Context, opts *Options, t *sessionopen.Target, workdir, session string, status guest.ExitStatus, done error) error {
 	ios := opts.IO
 	rios := ios
 	if opts.Yes || !(ios.IsStdinTTY() && ios.IsStdoutTTY()) {
@@ -275,7 +289,7 @@ func review(ctx context.Context, opts *Options, t *sessionopen.Target, workdir s
 		run = reviewcmd.Run
 	}
 	ropts := &reviewcmd.Options{
-		IO: rios, Instance: t.Instance.Name, Workdir: workdir, Yes: opts.Yes, Accessible: opts.Accessible,
+		IO: rios, Instance: t.Instance.Name, Workdir: workdir, Session: session, Yes: opts.Yes, Accessible: opts.Accessible,
 		// The instance is open already: the review goes on with it.
 		Open: func(context.Context, string) (*sessionopen.Target, error) { return t, nil },
 	}
@@ -351,16 +365,16 @@ func (e errConnectionLost) Error() string {
 	return "the connection to the guest was lost: " + e.err.Error()
 }
 
-// stage stages workdir into the guest (or resumes or restages its session), with progress on
-// stderr.
-func stage(ctx context.Context, opts *Options, t *sessionopen.Target, plan *staging.NetworkPlan, workdir string, log *slog.Logger) (*staging.Session, error) {
+// stage stages workdir into the guest as the session called session (or resumes or restages
+// it), with progress on stderr.
+func stage(ctx context.Context, opts *Options, t *sessionopen.Target, plan *staging.NetworkPlan, workdir, session string, log *slog.Logger) (*staging.Session, error) {
 	w := opts.IO.ErrOut
 	fmt.Fprintf(w, "limactl-mcp: staging %s into instance %s…\n", termsafe.String(workdir), t.Instance.Name)
 	// Progress for trees that take a while: at most every 2 seconds, and the last step once
 	// some was shown.
 	last, shown := time.Now(), false
 	sess, outcome, err := staging.Open(ctx, t.AgentConn(plan.Agent), t.Store, staging.OpenOptions{
-		Instance: t.Instance.Name, Workdir: workdir, Logger: log, GuestPath: plan.GuestPath,
+		Instance: t.Instance.Name, Workdir: workdir, Session: session, Logger: log, GuestPath: plan.GuestPath,
 		Select: staging.SelectOptions{Excludes: opts.Excludes, IncludeIgnored: opts.IncludeIgnored},
 		Progress: func(p staging.Progress) {
 			if time.Since(last) < 2*time.Second && (p.Files < p.TotalFiles || !shown) {

@@ -15,7 +15,9 @@ type statusJSON struct {
 }
 
 type sessionJSON struct {
-	Workdir   string    `json:"workdir"`
+	Workdir string `json:"workdir"`
+	// Session is the session's name, left out for the unnamed session.
+	Session   string    `json:"session,omitempty"`
 	GuestPath string    `json:"guest_path"`
 	StagedAt  time.Time `json:"staged_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -37,7 +39,7 @@ func toJSON(instance string, sts []staging.SessionStatus) statusJSON {
 			pending = map[staging.Kind]int{}
 		}
 		out.Sessions = append(out.Sessions, sessionJSON{
-			Workdir: s.Workdir, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
+			Workdir: s.Workdir, Session: s.Session, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
 			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error, Network: s.Network,
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ type Options struct {
 	IO       *iostreams.IOStreams
 	Instance string
 	JSON     bool
+	// Session is --session: show only the sessions of this name ("": every session;
+	// "default": the unnamed ones).
+	Session string
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
@@ -31,6 +35,10 @@ type Options struct {
 // Run shows the status.
 func Run(ctx context.Context, opts *Options) error {
 	ios := opts.IO
+	only, err := staging.ParseSessionName(opts.Session)
+	if err != nil {
+		return err
+	}
 	open := opts.Open
 	if open == nil {
 		open = sessionopen.HostOpener(ios.ErrOut)
@@ -48,10 +56,18 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.Session != "" {
+		sts = slices.DeleteFunc(sts, func(s staging.SessionStatus) bool { return s.Session != only })
+	}
 	if opts.JSON {
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(toJSON(t.Instance.Name, sts))
+	}
+	if opts.Session != "" && len(sts) == 0 {
+		fmt.Fprintf(ios.Out, "No session called %q in instance %q. An agent running `limactl mcp serve%s %s` in a project directory creates one; `limactl mcp status %s` lists every session.\n",
+			staging.SessionLabel(only), t.Instance.Name, staging.SessionFlag(only), t.Instance.Name, t.Instance.Name)
+		return nil
 	}
 	printStatus(ios.Out, t.Instance.Name, sts)
 	return nil
@@ -63,7 +79,11 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 		return
 	}
 	for _, s := range sts {
-		fmt.Fprintf(w, "%s\n", s.Workdir)
+		if s.Session != "" {
+			fmt.Fprintf(w, "%s  [session %s]\n", s.Workdir, s.Session)
+		} else {
+			fmt.Fprintf(w, "%s\n", s.Workdir)
+		}
 		if s.GuestPath != s.Workdir {
 			fmt.Fprintf(w, "  guest path: %s\n", s.GuestPath)
 		}
@@ -80,7 +100,7 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 				parts = append(parts, fmt.Sprintf("%d %s", n, k))
 			}
 			sort.Strings(parts)
-			fmt.Fprintf(w, "  pending:    %s: %s — run `limactl mcp review %s` in %s\n", words.Count(s.PendingTotal, "change"), strings.Join(parts, ", "), inst, s.Workdir)
+			fmt.Fprintf(w, "  pending:    %s: %s — run `limactl mcp review %s%s` in %s\n", words.Count(s.PendingTotal, "change"), strings.Join(parts, ", "), inst, staging.SessionFlag(s.Session), s.Workdir)
 		}
 		if s.Network != nil && s.Network.Policy != staging.OpenNetwork {
 			fmt.Fprintf(w, "  network:    %s\n", termsafe.String(strings.TrimPrefix(s.Network.Line(), "network policy ")))

@@ -153,12 +153,20 @@ func TestStatusJSONSchema(t *testing.T) {
 		t.Errorf("--json of no sessions:\n%s", out)
 	}
 
+	// A named session beside the unnamed one: it has the key "session", which the unnamed
+	// one leaves out.
+	f.AddSession("alpha")
+	namedOut := run(t, f.Opener(), true)
+	if strings.Count(namedOut, `"session": "alpha"`) != 1 || strings.Count(namedOut, `"session"`) != 1 {
+		t.Errorf("--json with a named session:\n%s", namedOut)
+	}
+
 	doc, err := os.ReadFile("../../../docs/status-json.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := map[string]bool{}
-	for _, out := range []string{got, stoppedOut} {
+	for _, out := range []string{got, stoppedOut, namedOut} {
 		var v map[string]any
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
@@ -19,6 +20,8 @@ type Options struct {
 	Instance string
 	// Workdir is --workdir ("": the current directory).
 	Workdir string
+	// Session is --session: the session's name ("" or "default": the unnamed session).
+	Session string
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
@@ -31,6 +34,10 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	session, err := staging.ParseSessionName(opts.Session)
+	if err != nil {
+		return err
+	}
 	open := opts.Open
 	if open == nil {
 		open = sessionopen.HostOpener(ios.ErrOut)
@@ -39,7 +46,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if ios.IsStdoutTTY() {
 		fmt.Fprintf(ios.ErrOut, "Connecting to %s… comparing %s with its staged copy…\n", termsafe.String(opts.Instance), termsafe.String(workdir))
 	}
-	t, s, err := sessionopen.OpenSession(ctx, open, "sync", opts.Instance, workdir)
+	t, s, err := sessionopen.OpenSession(ctx, open, "sync", opts.Instance, workdir, session)
 	if err != nil {
 		return err
 	}
@@ -53,7 +60,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	fmt.Fprintf(ios.Out, "Copied %s into the guest and removed %s the host deleted.\n", words.Count(len(rep.Pushed), "host change"), words.Count(len(rep.Removed), "path"))
 	for _, p := range rep.Conflicts {
-		fmt.Fprintf(ios.Out, "conflict: %s changed on both sides; the guest's version is kept (see `limactl mcp review`)\n", termsafe.Path(string(p)))
+		fmt.Fprintf(ios.Out, "conflict: %s changed on both sides; the guest's version is kept (see `limactl mcp review %s%s`)\n", termsafe.Path(string(p)), t.Instance.Name, staging.SessionFlag(session))
 	}
 	return nil
 }

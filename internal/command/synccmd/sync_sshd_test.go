@@ -27,8 +27,8 @@ func TestSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "Copied 2 host changes into the guest and removed 1 path the host deleted.\n" +
-		"conflict: both.txt changed on both sides; the guest's version is kept (see `limactl mcp review`)\n" +
-		"conflict: \"tab\\tname.txt\" changed on both sides; the guest's version is kept (see `limactl mcp review`)\n"
+		"conflict: both.txt changed on both sides; the guest's version is kept (see `limactl mcp review sshd-test`)\n" +
+		"conflict: \"tab\\tname.txt\" changed on both sides; the guest's version is kept (see `limactl mcp review sshd-test`)\n"
 	if out.String() != want || errOut.Len() != 0 {
 		t.Errorf("stdout %q, stderr %q; want stdout %q", out, errOut, want)
 	}

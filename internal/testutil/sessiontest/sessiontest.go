@@ -64,6 +64,30 @@ func New(t *testing.T, files map[string]string) *Fixture {
 	return f
 }
 
+// AddSession stages the session called name of the fixture's working directory where a
+// command would put it (a named session is relocated in the guest user's home) and returns
+// its guest path; removed from the guest when the test ends.
+func (f *Fixture) AddSession(name string) string {
+	f.T.Helper()
+	id := staging.SessionIDOf(f.Workdir, name)
+	conn := guesttest.Connect(f.T, f.Srv, guest.Options{NoLoginShell: true})
+	s, _, err := staging.Open(context.Background(), conn, f.Store, staging.OpenOptions{Instance: Instance, Workdir: f.Workdir, Session: name})
+	if err != nil {
+		f.T.Fatalf("staging session %s: %v", name, err)
+	}
+	f.T.Cleanup(func() {
+		f.Srv.Run(f.T, "rm", "-rf", s.State.GuestPath, path.Join(f.Srv.Home, ".cache", "limactl-mcp", "sessions", id))
+	})
+	return s.State.GuestPath
+}
+
+// GuestAt runs a shell script in the guest directory dir (a session's copy) and returns its
+// output.
+func (f *Fixture) GuestAt(dir, script string) string {
+	f.T.Helper()
+	return f.Srv.Run(f.T, "bash", "-c", "cd "+dir+" && "+script)
+}
+
 // Opener opens the fixture's instance as sessionopen.HostOpener does a Lima instance: every
 // call connects anew (the command closes its Target).
 func (f *Fixture) Opener() sessionopen.Opener {

@@ -1,0 +1,203 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// Two agents on one project, each on a session of its own (docs/sessions.md): they change the
+// same file differently; the person reviews session alpha and applies it, then session beta's
+// review shows that file as a conflict (alpha's apply is a host edit to beta); status lists
+// both; a sync brings host edits into one; discarding one leaves the other working.
+func TestSessionsTwoAgents(t *testing.T) {
+	dir := project(t, map[string]string{"shared.txt": "one\n", "other.txt": "x\n"})
+	discardSessionOnCleanup(t, dir, "alpha") // when a step fails before the end discards them
+	discardSessionOnCleanup(t, dir, "beta")
+	alpha := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--session", "alpha")
+	beta := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--session", "beta")
+	if got := alpha.Session.InitializeResult().Instructions; !strings.Contains(got, "Session: alpha") {
+		t.Errorf("alpha's instructions do not name its session: %q", got)
+	}
+
+	// Each agent sees the host's path (its copy is elsewhere in the guest; the tools
+	// translate), and its own copy.
+	if out := strings.TrimSpace(shellOK(t, alpha.Session, dir, "echo A > shared.txt && pwd")); out != dir {
+		t.Errorf("alpha's pwd = %q, want the host's path %s", out, dir)
+	}
+	shellOK(t, beta.Session, dir, "echo B > shared.txt && echo new > b-only.txt")
+	if out := shellOK(t, alpha.Session, dir, "cat shared.txt; ls"); out != "A\nother.txt\nshared.txt\n" {
+		t.Errorf("alpha sees beta's work: %q", out)
+	}
+
+	// status lists both sessions of the directory, at different guest paths.
+	sessions := sessionsOf(t, dir)
+	if len(sessions) != 2 || sessions[0]["session"] != "alpha" || sessions[1]["session"] != "beta" {
+		t.Fatalf("status --json: %v", sessions)
+	}
+	if sessions[0]["guest_path"] == sessions[1]["guest_path"] || sessions[0]["guest_path"] == dir {
+		t.Errorf("guest paths: %v and %v", sessions[0]["guest_path"], sessions[1]["guest_path"])
+	}
+	if sessions[0]["pending_total"] != 1.0 || sessions[1]["pending_total"] != 2.0 {
+		t.Errorf("pending: %v and %v", sessions[0]["pending_total"], sessions[1]["pending_total"])
+	}
+	out, stderr, code := plugin(t, dir, "status", instanceName)
+	if code != 0 || !strings.Contains(out, dir+"  [session alpha]") || !strings.Contains(out, "review "+instanceName+" --session beta") {
+		t.Errorf("status: exit %d\n%s%s", code, out, stderr)
+	}
+
+	// Review alpha: its change reaches the host.
+	if out, stderr, code := plugin(t, dir, "review", "--session", "alpha", instanceName, "--yes"); code != 0 {
+		t.Fatalf("review alpha: exit %d\n%s%s", code, out, stderr)
+	}
+	if got := readHost(t, filepath.Join(dir, "shared.txt")); got != "A\n" {
+		t.Fatalf("after alpha's review, shared.txt = %q", got)
+	}
+	// Beta's review: shared.txt is a conflict (the host changed it since beta staged it),
+	// b-only.txt is not.
+	out, stderr, code = plugin(t, dir, "review", "--session", "beta", instanceName, "--json")
+	if code != 0 {
+		t.Fatalf("review beta --json: exit %d\n%s%s", code, out, stderr)
+	}
+	var cs struct {
+		Items []struct {
+			Path     string `json:"path"`
+			Conflict bool   `json:"conflict"`
+		} `json:"items"`
+	}
+	mustT(t, json.Unmarshal([]byte(out), &cs))
+	conflicts := map[string]bool{}
+	for _, it := range cs.Items {
+		conflicts[it.Path] = it.Conflict
+	}
+	if len(cs.Items) != 2 || !conflicts["shared.txt"] || conflicts["b-only.txt"] {
+		t.Errorf("beta's changeset: %s", out)
+	}
+	out, stderr, code = plugin(t, dir, "review", "--session", "beta", instanceName, "--yes")
+	if code != 0 || !strings.Contains(out, "shared.txt") {
+		t.Fatalf("review beta --yes: exit %d\n%s%s", code, out, stderr)
+	}
+	if got := readHost(t, filepath.Join(dir, "shared.txt")); got != "A\n" {
+		t.Errorf("beta's --yes overwrote the conflict: shared.txt = %q", got)
+	}
+	if got := readHost(t, filepath.Join(dir, "b-only.txt")); got != "new\n" {
+		t.Errorf("b-only.txt = %q", got)
+	}
+
+	// A host edit reaches beta's copy with sync --session beta; alpha's copy stays as it was.
+	mustT(t, os.WriteFile(filepath.Join(dir, "other.txt"), []byte("y\n"), 0o644))
+	if out, stderr, code := plugin(t, dir, "sync", "--session", "beta", instanceName); code != 0 {
+		t.Fatalf("sync beta: exit %d\n%s%s", code, out, stderr)
+	}
+	if got := shellOK(t, beta.Session, dir, "cat other.txt"); got != "y\n" {
+		t.Errorf("beta's other.txt after sync = %q", got)
+	}
+	if got := shellOK(t, alpha.Session, dir, "cat other.txt"); got != "x\n" {
+		t.Errorf("alpha's other.txt after beta's sync = %q", got)
+	}
+
+	// A session that does not exist: the error names the ones that do.
+	if _, stderr, code := plugin(t, dir, "review", "--session", "gamma", instanceName, "--yes"); code == 0 || !strings.Contains(stderr, "its sessions there: alpha, beta") {
+		t.Errorf("review of a missing session: exit %d: %s", code, stderr)
+	}
+
+	// Discard alpha: beta stays, and its agent works on.
+	if out, stderr, code := plugin(t, dir, "discard", "--session", "alpha", instanceName, "--yes"); code != 0 {
+		t.Fatalf("discard alpha: exit %d\n%s%s", code, out, stderr)
+	}
+	if s := sessionsOf(t, dir); len(s) != 1 || s[0]["session"] != "beta" {
+		t.Errorf("after discarding alpha, status: %v", s)
+	}
+	if got := shellOK(t, beta.Session, dir, "cat shared.txt"); got != "B\n" {
+		t.Errorf("beta's shared.txt after alpha's discard = %q", got)
+	}
+	// `shell --session beta` runs on beta's copy, at its guest path.
+	out, stderr, code = plugin(t, dir, "shell", "--session", "beta", "--no-review", instanceName, "--", "cat", "shared.txt")
+	if code != 0 || out != "B\n" {
+		t.Errorf("shell --session beta: exit %d: %q\n%s", code, out, stderr)
+	}
+	if out, stderr, code := plugin(t, dir, "discard", "--session", "beta", instanceName, "--yes"); code != 0 {
+		t.Errorf("discard beta: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// A named session under a network policy works as its own agent user, with its copy in that
+// user's home, while the directory's unnamed session stays open, the Lima user's, at the
+// host's path; the agent of each sees the host's path.
+func TestSessionsUnderNetworkPolicy(t *testing.T) {
+	dir := project(t, map[string]string{"main.txt": "one\n"})
+	discardSessionOnCleanup(t, dir, "")
+	discardSessionOnCleanup(t, dir, "net")
+	open := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
+	closed := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--session", "net", "--network=none")
+	id := staging.SessionIDOf(dir, "net")
+
+	if out := shellOK(t, closed.Session, dir, "id -un; pwd; echo net > main.txt"); out != staging.AgentUser(id)+"\n"+dir+"\n" {
+		t.Errorf("the named session under a policy: %q, want its agent user %s in %s", out, staging.AgentUser(id), dir)
+	}
+	if out := shellOK(t, open.Session, dir, "id -un; pwd; cat main.txt"); strings.HasPrefix(out, "lmcp-") || !strings.HasSuffix(out, "\n"+dir+"\none\n") {
+		t.Errorf("the unnamed open session: %q", out)
+	}
+	sessions := sessionsOf(t, dir)
+	if len(sessions) != 2 || sessions[0]["guest_path"] != dir || sessions[1]["session"] != "net" {
+		t.Fatalf("status --json: %v", sessions)
+	}
+	if gp, _ := sessions[1]["guest_path"].(string); !strings.HasPrefix(gp, staging.AgentHome(id)+"/") {
+		t.Errorf("the named session's copy is at %s, not in its agent user's home %s", gp, staging.AgentHome(id))
+	}
+	if nw, _ := sessions[1]["network"].(map[string]any); nw["policy"] != "none" || nw["user"] != staging.AgentUser(id) {
+		t.Errorf("the named session's network: %v", sessions[1]["network"])
+	}
+	if out, stderr, code := plugin(t, dir, "review", "--session", "net", instanceName, "--yes"); code != 0 || readHost(t, filepath.Join(dir, "main.txt")) != "net\n" {
+		t.Errorf("review --session net: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, stderr, code := plugin(t, dir, "discard", "--session", "net", instanceName, "--yes"); code != 0 {
+		t.Errorf("discard --session net: exit %d\n%s%s", code, out, stderr)
+	}
+	if out := shellOK(t, open.Session, dir, "cat main.txt"); out != "one\n" {
+		t.Errorf("the unnamed session's copy after the named one's discard: %q", out)
+	}
+}
+
+// discardSessionOnCleanup discards the session called name of dir when the test ends
+// (ignoring "no session": the test may have discarded it itself).
+func discardSessionOnCleanup(t *testing.T, dir, name string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := vm.Command(ctx, ourBin, "discard", "--session", staging.SessionLabel(name), instanceName, "--yes")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "has no staged session") {
+			t.Logf("discarding session %s of %s: %v\n%s", staging.SessionLabel(name), dir, err, out)
+		}
+	})
+}
+
+// sessionsOf is status --json's sessions of dir, in status's order.
+func sessionsOf(t *testing.T, dir string) []map[string]any {
+	t.Helper()
+	out, stderr, code := plugin(t, dir, "status", instanceName, "--json")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	var st struct {
+		Sessions []map[string]any `json:"sessions"`
+	}
+	mustT(t, json.Unmarshal([]byte(out), &st))
+	var mine []map[string]any
+	for _, s := range st.Sessions {
+		if s["workdir"] == dir {
+			mine = append(mine, s)
+		}
+	}
+	return mine
+}
