@@ -144,6 +144,26 @@ func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 		if resp.BgEnd, err = runBgEnd(req.BgEnd); err != nil {
 			resp.Error = err.Error()
 		}
+	case req.CkptCreate != nil:
+		var err error
+		if resp.CkptCreate, err = runCkptCreate(req.CkptCreate); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.CkptList != nil:
+		var err error
+		if resp.CkptList, err = runCkptList(req.CkptList); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.CkptRestore != nil:
+		var err error
+		if resp.CkptRestore, err = runCkptRestore(req.CkptRestore); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.CkptManifest != nil:
+		var err error
+		if resp.CkptManifest, err = runCkptManifest(req.CkptManifest); err != nil {
+			resp.Error = err.Error()
+		}
 	default:
 		resp.Error = "unknown request"
 	}
