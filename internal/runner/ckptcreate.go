@@ -35,7 +35,7 @@ func runCkptCreate(req *runnerproto.CkptCreateRequest) (*runnerproto.CkptCreateR
 	if len(req.Label) > maxCkptLabel {
 		return nil, fmt.Errorf("a checkpoint label has at most %d bytes", maxCkptLabel)
 	}
-	s, err := openCkptStore(req.Tree.Session)
+	s, err := openCkptStore(req.Tree.Session, true)
 	if err != nil {
 		return nil, err
 	}

@@ -1,13 +1,18 @@
 package runner
 
 import (
+	"errors"
+
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // runCkptList lists a session's checkpoints, oldest first.
 func runCkptList(req *runnerproto.CkptListRequest) (*runnerproto.CkptListResult, error) {
-	s, err := openCkptStore(req.Session)
+	s, err := openCkptStore(req.Session, false)
+	if errors.Is(err, errNoCkptStore) {
+		return &runnerproto.CkptListResult{Checkpoints: []runnerproto.CkptInfo{}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +29,10 @@ func runCkptList(req *runnerproto.CkptListRequest) (*runnerproto.CkptListResult,
 
 // runCkptManifest returns what a checkpoint holds, for a review against it on the host.
 func runCkptManifest(req *runnerproto.CkptManifestRequest) (*runnerproto.CkptManifestResult, error) {
-	s, err := openCkptStore(req.Session)
+	s, err := openCkptStore(req.Session, false)
+	if errors.Is(err, errNoCkptStore) {
+		return &runnerproto.CkptManifestResult{Unknown: true, Entries: []tree.Entry{}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,10 @@ import (
 // os.Root of the tree, so no symlink (the agent's, or one swapped in meanwhile) leads a write
 // outside it; paths with a .git component and what the ignore rules skip are left alone.
 func runCkptRestore(req *runnerproto.CkptRestoreRequest) (*runnerproto.CkptRestoreResult, error) {
-	s, err := openCkptStore(req.Tree.Session)
+	s, err := openCkptStore(req.Tree.Session, false)
+	if errors.Is(err, errNoCkptStore) {
+		return &runnerproto.CkptRestoreResult{Unknown: true, Changes: []runnerproto.CkptChange{}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

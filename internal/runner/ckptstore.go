@@ -80,8 +80,11 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: %s (remove its directory to start over; the staged copy is not affected)", errCkptCorrupt, fmt.Sprintf(format, args...))
 }
 
-// openCkptStore is the store of session, made if missing.
-func openCkptStore(session string) (*ckptStore, error) {
+// errNoCkptStore says a session has no store yet (nothing was ever checkpointed).
+var errNoCkptStore = errors.New("no checkpoint store")
+
+// openCkptStore is the store of session, made if missing (unless !create: errNoCkptStore).
+func openCkptStore(session string, create bool) (*ckptStore, error) {
 	if !bgName.MatchString(session) {
 		return nil, fmt.Errorf("checkpoint session %q is not a valid name", session)
 	}
@@ -90,6 +93,11 @@ func openCkptStore(session string) (*ckptStore, error) {
 		return nil, err
 	}
 	s := &ckptStore{dir: filepath.Join(home, ckptBaseDir, session)}
+	if !create {
+		if _, err := os.Lstat(s.dir); errors.Is(err, os.ErrNotExist) {
+			return nil, errNoCkptStore
+		}
+	}
 	for _, d := range []string{s.dir, s.objectDir(), filepath.Join(s.dir, "manifests")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("making the checkpoint store: %w", err)
