@@ -298,7 +298,7 @@ func TestCheckpointHostileStore(t *testing.T) {
 		// A manifest with a path out of the tree is refused before anything is written.
 		f, _ := os.Create(filepath.Join(store, "manifests", c.Checkpoint.ID+".gz"))
 		zw := gzip.NewWriter(f)
-		fmt.Fprintf(zw, `{"info":{"id":%q},"entries":[{"p":"../escape","t":"file","m":420,"s":1,"h":"%s"}]}`, c.Checkpoint.ID, hex.EncodeToString(sum[:]))
+		fmt.Fprintf(zw, "%s\ninfo {\"id\":%q}\nf 644 9 0 0 0 %s \"../escape\"\n", manifestHeader, c.Checkpoint.ID, hex.EncodeToString(sum[:]))
 		zw.Close()
 		f.Close()
 		if _, e := ckptRestore(t, r, root, c.Checkpoint.ID); !strings.Contains(e, "damaged") || !strings.Contains(e, "bad path") {
@@ -306,6 +306,17 @@ func TestCheckpointHostileStore(t *testing.T) {
 		}
 		if _, err := os.Lstat(filepath.Join(filepath.Dir(root), "escape")); err == nil {
 			t.Fatal("the restore wrote outside the tree")
+		}
+		// A manifest that is not one, or is cut, is an error, not a panic.
+		for _, text := range []string{"{}", manifestHeader + "\ninfo {\"id\":\"1\"}\nf 644", manifestHeader + "\ninfo {\"id\":\"1\"}\nl \"a\" \"unterminated"} {
+			f, _ := os.Create(filepath.Join(store, "manifests", c.Checkpoint.ID+".gz"))
+			zw := gzip.NewWriter(f)
+			zw.Write([]byte(text))
+			zw.Close()
+			f.Close()
+			if _, e := ckptRestore(t, r, root, c.Checkpoint.ID); !strings.Contains(e, "damaged") {
+				t.Fatalf("restore from manifest %q: %q", text, e)
+			}
 		}
 		// A list that is not JSON is an error, not a panic.
 		os.WriteFile(filepath.Join(store, "list.json"), []byte("{nonsense"), 0o600)

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"compress/gzip"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -214,54 +213,6 @@ func randomHex() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// writeManifest stores a checkpoint's manifest.
-func (s *ckptStore) writeManifest(m *ckptManifest) error {
-	return writeAtomic(s.manifestPath(m.Info.ID), func(w io.Writer) error {
-		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
-		if err := json.NewEncoder(zw).Encode(m); err != nil {
-			return err
-		}
-		return zw.Close()
-	})
-}
-
-// readManifest reads and checks checkpoint id's manifest.
-func (s *ckptStore) readManifest(id string, maxEntries int) (*ckptManifest, error) {
-	if !ckptIDPattern.MatchString(id) {
-		return nil, fmt.Errorf("%q is not a checkpoint id", id)
-	}
-	f, err := os.OpenFile(s.manifestPath(id), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, corrupt("checkpoint %s has no manifest", id)
-		}
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, corrupt("checkpoint %s's manifest is not a regular file", id)
-	}
-	zr, err := gzip.NewReader(io.LimitReader(f, maxCkptManifest))
-	if err != nil {
-		return nil, corrupt("checkpoint %s's manifest: %v", id, err)
-	}
-	var m ckptManifest
-	dec := json.NewDecoder(io.LimitReader(zr, maxCkptManifest))
-	if err := dec.Decode(&m); err != nil {
-		return nil, corrupt("checkpoint %s's manifest: %v", id, err)
-	}
-	if m.Info.ID != id {
-		return nil, corrupt("checkpoint %s's manifest says it is %q", id, m.Info.ID)
-	}
-	if maxEntries <= 0 || maxEntries > ckptHardMaxEntry {
-		maxEntries = ckptHardMaxEntry
-	}
-	if err := checkManifestEntries(m.Entries, maxEntries); err != nil {
-		return nil, corrupt("checkpoint %s: %v", id, err)
-	}
-	return &m, nil
 }
 
 var hexHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
