@@ -12,10 +12,10 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/configurecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/restorecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/servecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/statuscmd"
-	"github.com/limactl-mcp/limactl-mcp/internal/command/restorecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/synccmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 )
