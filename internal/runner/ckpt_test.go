@@ -345,8 +345,20 @@ func TestCheckpointLimits(t *testing.T) {
 		if len(last.Pruned) != 1 || last.Pruned[0] != "2" {
 			t.Fatalf("pruned %v", last.Pruned)
 		}
-		if ents, _ := os.ReadDir(filepath.Join(home, ckptBaseDir, "s1", "objects")); len(ents) != 2 {
-			t.Fatalf("%d objects kept, want 2", len(ents))
+		// Their content goes within ckptGCEvery prunes.
+		objects := func() int {
+			ents, _ := os.ReadDir(filepath.Join(home, ckptBaseDir, "s1", "objects"))
+			return len(ents)
+		}
+		for i := 5; i <= 2+ckptGCEvery; i++ {
+			if n := objects(); n > testCkptLimits.MaxAuto+ckptGCEvery {
+				t.Fatalf("%d objects kept after %d checkpoints", n, i-1)
+			}
+			mustWrite(t, filepath.Join(root, "f"), fmt.Sprint("v", i), 0o644)
+			last = ckptCreate(t, r, root, "", true)
+		}
+		if n := objects(); n != 2 {
+			t.Fatalf("%d objects kept after a collection, want 2", n)
 		}
 		// A checkpoint that does not fit in the store is refused, and says so.
 		big := strings.Repeat("x", 1000)

@@ -16,6 +16,10 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
+// ckptGCEvery is how many checkpoints are pruned before the content only they referred to is
+// collected.
+const ckptGCEvery = 8
+
 // checkCkptLimits refuses limits that would not bound the store.
 func checkCkptLimits(l runnerproto.CkptLimits) error {
 	if l.MaxEntries < 1 || l.MaxEntries > ckptHardMaxEntry || l.MaxStoreBytes < 1 || l.MaxAuto < 1 || l.MaxAuto > 1000 || l.MaxLabelled < 1 || l.MaxLabelled > 1000 {
@@ -126,21 +130,25 @@ func runCkptCreate(req *runnerproto.CkptCreateRequest) (*runnerproto.CkptCreateR
 	l.Next++
 	l.StoreBytes += stored
 	pruned := pruneList(l, req.Limits)
-	if len(pruned) > 0 || l.StoreBytes > req.Limits.MaxStoreBytes {
-		// Automatic checkpoints go first, oldest first, until the store fits.
-		for l.StoreBytes > req.Limits.MaxStoreBytes {
-			id := oldestAuto(l, info.ID)
-			if id == "" {
-				break
-			}
-			pruned = append(pruned, id)
-			removeFromList(l, id)
-			size, err := s.collectGarbageWith(l, m)
-			if err != nil {
-				return nil, err
-			}
-			l.StoreBytes = size
+	l.PrunedSinceGC += len(pruned)
+	// The content only pruned checkpoints referred to is removed now and then, not at every
+	// prune: a collection reads every kept manifest. So at most ckptGCEvery checkpoints' worth
+	// of stale content waits, and the store's size counts it until then.
+	if l.PrunedSinceGC >= ckptGCEvery || l.StoreBytes > req.Limits.MaxStoreBytes {
+		size, err := s.collectGarbageWith(l, m)
+		if err != nil {
+			return nil, err
 		}
+		l.StoreBytes, l.PrunedSinceGC = size, 0
+	}
+	// Automatic checkpoints go first, oldest first, until the store fits.
+	for l.StoreBytes > req.Limits.MaxStoreBytes {
+		id := oldestAuto(l, info.ID)
+		if id == "" {
+			break
+		}
+		pruned = append(pruned, id)
+		removeFromList(l, id)
 		size, err := s.collectGarbageWith(l, m)
 		if err != nil {
 			return nil, err

@@ -70,6 +70,8 @@ type ckptList struct {
 	Next        int                    `json:"next"`
 	StoreBytes  int64                  `json:"store_bytes"`
 	Checkpoints []runnerproto.CkptInfo `json:"checkpoints"`
+	// PrunedSinceGC counts the checkpoints pruned since their content was last collected.
+	PrunedSinceGC int `json:"pruned_since_gc,omitempty"`
 }
 
 // errCkptCorrupt marks a store that does not make sense.
@@ -168,7 +170,7 @@ func (s *ckptStore) readList() (*ckptList, error) {
 		}
 		seen[c.ID] = true
 	}
-	if l.Next < 1 || l.Next > 999_999_999 || l.StoreBytes < 0 {
+	if l.Next < 1 || l.Next > 999_999_999 || l.StoreBytes < 0 || l.PrunedSinceGC < 0 {
 		return nil, corrupt("list.json's counters are out of range")
 	}
 	return &l, nil
