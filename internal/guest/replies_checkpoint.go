@@ -8,7 +8,7 @@ import (
 // Caps on checkpoint replies (the runner's, so the agent's, to forge).
 const (
 	maxCkptListed = 4096 // checkpoints in a list
-	maxCkptText   = 1024 // bytes of an id or label
+	maxCkptText   = 1024 // bytes of a label
 )
 
 // checkCkptReply verifies a checkpoint reply against its request.
@@ -82,11 +82,24 @@ func checkCkptReply(req *runnerproto.Request, resp *runnerproto.Response) error 
 }
 
 func checkCkptInfo(c *runnerproto.CkptInfo) error {
-	if c.ID == "" || len(c.ID) > maxCkptText || len(c.Label) > maxCkptText {
-		return badReply("a checkpoint id or label of %d+%d bytes", len(c.ID), len(c.Label))
+	if !isCkptID(c.ID) || len(c.Label) > maxCkptText {
+		return badReply("a checkpoint id %.20q or a label of %d bytes", c.ID, len(c.Label))
 	}
 	if c.Files < 0 || c.Dirs < 0 || c.Symlinks < 0 || c.Bytes < 0 || c.Stored < 0 {
 		return badReply("negative counts for checkpoint %.40q", c.ID)
 	}
 	return nil
+}
+
+// isCkptID says whether id is a checkpoint id: a decimal number of at most 9 digits, not 0.
+func isCkptID(id string) bool {
+	if id == "" || len(id) > 9 || id[0] == '0' {
+		return false
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,7 +37,7 @@ func (ts *Toolset) checkpointSession(ctx context.Context, req *mcp.CallToolReque
 
 // CheckpointInfo describes one checkpoint to the agent.
 type CheckpointInfo struct {
-	ID    string `json:"id" jsonschema:"the checkpoint's id, for restore_checkpoint"`
+	ID    int    `json:"id" jsonschema:"the checkpoint's id, for restore_checkpoint"`
 	Label string `json:"label,omitempty" jsonschema:"the label it was given"`
 	Auto  bool   `json:"auto,omitempty" jsonschema:"taken automatically, before a person applied a review or synced host edits into the copy"`
 	Time  string `json:"time" jsonschema:"when it was taken (RFC 3339)"`
@@ -47,8 +48,9 @@ type CheckpointInfo struct {
 }
 
 func checkpointInfo(c guest.CkptInfo) CheckpointInfo {
+	id, _ := strconv.Atoi(c.ID) // checked: a number (guest/replies_checkpoint.go)
 	return CheckpointInfo{
-		ID: c.ID, Label: c.Label, Auto: c.Auto, Files: c.Files, Bytes: c.Bytes, StoredBytes: c.Stored,
+		ID: id, Label: c.Label, Auto: c.Auto, Files: c.Files, Bytes: c.Bytes, StoredBytes: c.Stored,
 		Time: time.UnixMilli(c.TimeMillis).UTC().Format(time.RFC3339),
 	}
 }

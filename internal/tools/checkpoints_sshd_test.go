@@ -40,9 +40,9 @@ func TestCheckpointTools(t *testing.T) {
 	})
 	cs := serve(t, tools.New(conn, src, tools.DefaultLimits, src), nil)
 
-	toolsuite.MustError(t, cs, "restore_checkpoint", map[string]any{"id": "1"}, "has none")
+	toolsuite.MustError(t, cs, "restore_checkpoint", map[string]any{"id": 1}, "has none")
 	r := toolsuite.MustOK(t, cs, "checkpoint", map[string]any{"label": "before refactor"})
-	if r.Structured["id"] != "1" || r.Structured["label"] != "before refactor" || r.Structured["files"] != float64(3) {
+	if r.Structured["id"] != float64(1) || r.Structured["label"] != "before refactor" || r.Structured["files"] != float64(3) {
 		t.Fatalf("checkpoint: %v", r.Structured)
 	}
 	listing := func() string {
@@ -52,7 +52,7 @@ func TestCheckpointTools(t *testing.T) {
 
 	toolsuite.MustOK(t, cs, "write_file", map[string]any{"path": host + "/a.txt", "content": "broken\n"})
 	toolsuite.MustOK(t, cs, "run_shell_command", map[string]any{"directory": host, "command": []string{"sh", "-c", "rm src/b.go && chmod 600 run.sh && ln -s /etc x && mkdir -p new/dir"}})
-	r = toolsuite.MustOK(t, cs, "restore_checkpoint", map[string]any{"id": "1"})
+	r = toolsuite.MustOK(t, cs, "restore_checkpoint", map[string]any{"id": 1})
 	if got := fmt.Sprint(r.Structured["changes"]); !strings.Contains(got, "change:content path:"+host+"/a.txt") || !strings.Contains(got, "change:created path:"+host+"/src/b.go") || r.Structured["total"] != float64(6) {
 		t.Errorf("restore: %v", r.Structured)
 	}
@@ -70,6 +70,6 @@ func TestCheckpointTools(t *testing.T) {
 	if cps := r.Structured["checkpoints"].([]any); len(cps) != 1 || cps[0].(map[string]any)["label"] != "before refactor" {
 		t.Errorf("list: %v", r.Structured)
 	}
-	toolsuite.MustError(t, cs, "restore_checkpoint", map[string]any{"id": "7"}, "list_checkpoints")
+	toolsuite.MustError(t, cs, "restore_checkpoint", map[string]any{"id": 7}, "list_checkpoints")
 	toolsuite.MustError(t, cs, "checkpoint", map[string]any{"label": strings.Repeat("x", 201)}, "at most 200 bytes")
 }

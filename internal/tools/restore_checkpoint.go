@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -21,7 +22,7 @@ pending. Background processes keep running. Returns what was changed back.`,
 
 // RestoreCheckpointParams is the input of restore_checkpoint.
 type RestoreCheckpointParams struct {
-	ID string `json:"id" jsonschema:"the checkpoint's id (from checkpoint or list_checkpoints)"`
+	ID int `json:"id" jsonschema:"the checkpoint's id (from checkpoint or list_checkpoints)"`
 }
 
 // RestoredChange is one path a restore changed.
@@ -32,15 +33,15 @@ type RestoredChange struct {
 
 // RestoreCheckpointResult is the output of restore_checkpoint.
 type RestoreCheckpointResult struct {
-	ID      string           `json:"id" jsonschema:"the checkpoint restored"`
+	ID      int              `json:"id" jsonschema:"the checkpoint restored"`
 	Changes []RestoredChange `json:"changes" jsonschema:"what was changed back"`
 	Total   int              `json:"total" jsonschema:"how many paths were changed (changes may list fewer)"`
 }
 
 // RestoreCheckpoint restores the staged copy to a checkpoint.
 func (ts *Toolset) RestoreCheckpoint(ctx context.Context, req *mcp.CallToolRequest, args RestoreCheckpointParams) (*mcp.CallToolResult, *RestoreCheckpointResult, error) {
-	if args.ID == "" {
-		return nil, nil, errors.New("id is required: the checkpoint to restore (list_checkpoints lists them)")
+	if args.ID < 1 {
+		return nil, nil, errors.New("id is required: the checkpoint to restore, a number from checkpoint or list_checkpoints")
 	}
 	ws, err := ts.workspace(ctx, req)
 	if err != nil {
@@ -50,7 +51,7 @@ func (ts *Toolset) RestoreCheckpoint(ctx context.Context, req *mcp.CallToolReque
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := sess.RestoreCheckpoint(ctx, args.ID, false)
+	r, err := sess.RestoreCheckpoint(ctx, strconv.Itoa(args.ID), false)
 	if err != nil {
 		return nil, nil, checkpointError(err)
 	}

@@ -64,7 +64,7 @@ func TestBenchmarkCheckpoints(t *testing.T) {
 	t.Logf("first checkpoint: %v", r)
 	const runs = 5
 	var cps, restores []time.Duration
-	lastID := r["id"].(string)
+	lastID := r["id"]
 	for round := range runs {
 		change10(round)
 		d, r := timed("checkpoint", map[string]any{})
@@ -72,7 +72,7 @@ func TestBenchmarkCheckpoints(t *testing.T) {
 		if round == 0 {
 			t.Logf("checkpoint after 10 changes: %v", r)
 		}
-		lastID = r["id"].(string)
+		lastID = r["id"]
 	}
 	for round := range runs {
 		change10(100 + round)
@@ -85,7 +85,7 @@ func TestBenchmarkCheckpoints(t *testing.T) {
 	noop, _ := timed("restore_checkpoint", map[string]any{"id": lastID})
 	change10(200)
 	t0 := time.Now()
-	out, stderr, code := plugin(t, dir, "review", instanceName, "--since", lastID)
+	out, stderr, code := plugin(t, dir, "review", instanceName, "--since", fmt.Sprint(lastID))
 	since := time.Since(t0)
 	if code != 0 {
 		t.Fatalf("review --since: exit %d\n%s\n%s", code, out, stderr)

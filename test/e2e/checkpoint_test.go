@@ -38,7 +38,7 @@ func TestCheckpointEndToEnd(t *testing.T) {
 	shellOK(t, s.Session, dir, "chmod 640 docs/readme.md && chmod 750 pkg/b")
 
 	r := toolsuite.MustOK(t, s.Session, "checkpoint", map[string]any{"label": "clean"})
-	id := r.Structured["id"].(string)
+	id := fmt.Sprint(r.Structured["id"])
 	t.Logf("checkpoint: %v", r.Structured)
 	clean := guestTreeListing(t, dir)
 
@@ -68,7 +68,7 @@ func TestCheckpointEndToEnd(t *testing.T) {
 	}
 
 	// The agent restores.
-	r = toolsuite.MustOK(t, s.Session, "restore_checkpoint", map[string]any{"id": id})
+	r = toolsuite.MustOK(t, s.Session, "restore_checkpoint", map[string]any{"id": r.Structured["id"]})
 	t.Logf("restore: %v", r.Structured)
 	if got := guestTreeListing(t, dir); got != clean {
 		t.Fatalf("after restore_checkpoint:\n%s\nwant:\n%s", got, clean)
@@ -102,8 +102,9 @@ func TestCheckpointEndToEnd(t *testing.T) {
 		Sessions []struct {
 			Workdir     string
 			Checkpoints []struct {
-				ID, Label string
-				Auto      bool
+				ID    int
+				Label string
+				Auto  bool
 			}
 		}
 	}

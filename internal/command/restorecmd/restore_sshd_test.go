@@ -39,8 +39,9 @@ func TestRestoreStatusAndReviewSince(t *testing.T) {
 	var st struct {
 		Sessions []struct {
 			Checkpoints []struct {
-				ID, Label string
-				Files     int
+				ID    int
+				Label string
+				Files int
 			}
 		}
 	}

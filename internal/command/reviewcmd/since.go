@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ type sinceJSON struct {
 }
 
 type sinceCheckpointJSON struct {
-	ID    string `json:"id"`
+	ID    int    `json:"id"`
 	Label string `json:"label,omitempty"`
 	Auto  bool   `json:"auto,omitempty"`
 	Time  string `json:"time"`
@@ -56,7 +57,8 @@ func runSince(ctx context.Context, opts *Options, sess *staging.Session, paths [
 	cp := since.Checkpoint
 	switch {
 	case opts.JSON:
-		j := sinceJSON{Checkpoint: sinceCheckpointJSON{ID: cp.ID, Label: cp.Label, Auto: cp.Auto, Time: time.UnixMilli(cp.TimeMillis).UTC().Format(time.RFC3339)}, Changes: []sinceChangeJSON{}}
+		id, _ := strconv.Atoi(cp.ID) // checked: a number (guest/replies_checkpoint.go)
+		j := sinceJSON{Checkpoint: sinceCheckpointJSON{ID: id, Label: cp.Label, Auto: cp.Auto, Time: time.UnixMilli(cp.TimeMillis).UTC().Format(time.RFC3339)}, Changes: []sinceChangeJSON{}}
 		for _, c := range changes {
 			j.Changes = append(j.Changes, sinceChangeJSON{Path: c.Path, Kind: c.Kind})
 		}

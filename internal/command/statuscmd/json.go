@@ -1,6 +1,7 @@
 package statuscmd
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -34,7 +35,7 @@ type sessionJSON struct {
 }
 
 type checkpointJSON struct {
-	ID          string `json:"id"`
+	ID          int    `json:"id"`
 	Label       string `json:"label,omitempty"`
 	Auto        bool   `json:"auto,omitempty"`
 	Time        string `json:"time"`
@@ -52,7 +53,8 @@ func toJSON(instance string, sts []staging.SessionStatus) statusJSON {
 		}
 		cps := make([]checkpointJSON, 0, len(s.Checkpoints))
 		for _, c := range s.Checkpoints {
-			cps = append(cps, checkpointJSON{ID: c.ID, Label: c.Label, Auto: c.Auto, Time: time.UnixMilli(c.TimeMillis).UTC().Format(time.RFC3339Nano),
+			id, _ := strconv.Atoi(c.ID) // checked: a number (guest/replies_checkpoint.go)
+			cps = append(cps, checkpointJSON{ID: id, Label: c.Label, Auto: c.Auto, Time: time.UnixMilli(c.TimeMillis).UTC().Format(time.RFC3339Nano),
 				Files: c.Files, Bytes: c.Bytes, StoredBytes: c.Stored})
 		}
 		out.Sessions = append(out.Sessions, sessionJSON{
