@@ -37,8 +37,9 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 	}
 	tr := runnerproto.CkptTree{Session: "bench", Root: root}
 	lim := runnerproto.CkptLimits{MaxEntries: 200_000, MaxStoreBytes: 8 << 30, MaxAuto: 10, MaxLabelled: 1000}
+	cache := newCkptCache()
 	create := func() string {
-		res, err := runCkptCreate(&runnerproto.CkptCreateRequest{Tree: tr, Limits: lim})
+		res, err := runCkptCreate(&runnerproto.CkptCreateRequest{Tree: tr, Limits: lim}, cache)
 		if err != nil || res.Checkpoint == nil {
 			b.Fatalf("%v %+v", err, res)
 		}
@@ -67,7 +68,7 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 			b.StopTimer()
 			change10(1000 + i)
 			b.StartTimer()
-			if res, err := runCkptRestore(&runnerproto.CkptRestoreRequest{Tree: tr, ID: id, MaxChanges: 100}); err != nil || res.Total != 10 {
+			if res, err := runCkptRestore(&runnerproto.CkptRestoreRequest{Tree: tr, ID: id, MaxChanges: 100}, cache); err != nil || res.Total != 10 {
 				b.Fatalf("%v %+v", err, res)
 			}
 		}

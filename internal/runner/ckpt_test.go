@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -296,10 +295,8 @@ func TestCheckpointHostileStore(t *testing.T) {
 		}
 
 		// A manifest with a path out of the tree is refused before anything is written.
-		f, _ := os.Create(filepath.Join(store, "manifests", c.Checkpoint.ID+".gz"))
-		zw := gzip.NewWriter(f)
-		fmt.Fprintf(zw, "%s\ninfo {\"id\":%q}\nf 644 9 0 0 0 %s \"../escape\"\n", manifestHeader, c.Checkpoint.ID, hex.EncodeToString(sum[:]))
-		zw.Close()
+		f, _ := os.Create(filepath.Join(store, "manifests", c.Checkpoint.ID))
+		fmt.Fprintf(f, "%s\ninfo {\"id\":%q}\nf 644 9 0 0 0 %s \"../escape\"\n", manifestHeader, c.Checkpoint.ID, hex.EncodeToString(sum[:]))
 		f.Close()
 		if _, e := ckptRestore(t, r, root, c.Checkpoint.ID); !strings.Contains(e, "damaged") || !strings.Contains(e, "bad path") {
 			t.Fatalf("restore from a manifest with ../: %q", e)
@@ -309,11 +306,7 @@ func TestCheckpointHostileStore(t *testing.T) {
 		}
 		// A manifest that is not one, or is cut, is an error, not a panic.
 		for _, text := range []string{"{}", manifestHeader + "\ninfo {\"id\":\"1\"}\nf 644", manifestHeader + "\ninfo {\"id\":\"1\"}\nl \"a\" \"unterminated"} {
-			f, _ := os.Create(filepath.Join(store, "manifests", c.Checkpoint.ID+".gz"))
-			zw := gzip.NewWriter(f)
-			zw.Write([]byte(text))
-			zw.Close()
-			f.Close()
+			os.WriteFile(filepath.Join(store, "manifests", c.Checkpoint.ID), []byte(text), 0o600)
 			if _, e := ckptRestore(t, r, root, c.Checkpoint.ID); !strings.Contains(e, "damaged") {
 				t.Fatalf("restore from manifest %q: %q", text, e)
 			}

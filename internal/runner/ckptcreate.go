@@ -32,14 +32,14 @@ func checkCkptLimits(l runnerproto.CkptLimits) error {
 // for every file whose size, mtime, ctime and inode are unchanged (and whose object is still
 // there), copies the content of the others into the store, then writes the manifest and the
 // list, pruning the oldest checkpoints beyond the limits.
-func runCkptCreate(req *runnerproto.CkptCreateRequest) (*runnerproto.CkptCreateResult, error) {
+func runCkptCreate(req *runnerproto.CkptCreateRequest, cache *ckptCache) (*runnerproto.CkptCreateResult, error) {
 	if err := checkCkptLimits(req.Limits); err != nil {
 		return nil, err
 	}
 	if len(req.Label) > maxCkptLabel {
 		return nil, fmt.Errorf("a checkpoint label has at most %d bytes", maxCkptLabel)
 	}
-	s, err := openCkptStore(req.Tree.Session, true)
+	s, err := openCkptStore(req.Tree.Session, true, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +175,7 @@ func runCkptCreate(req *runnerproto.CkptCreateRequest) (*runnerproto.CkptCreateR
 	for _, id := range pruned {
 		_ = os.Remove(s.manifestPath(id))
 	}
+	s.cache.putObjectNames(s.objectDir(), objects)
 	res.Checkpoint = &info
 	res.Pruned = pruned
 	res.StoreBytes = l.StoreBytes

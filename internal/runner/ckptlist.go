@@ -8,8 +8,8 @@ import (
 )
 
 // runCkptList lists a session's checkpoints, oldest first.
-func runCkptList(req *runnerproto.CkptListRequest) (*runnerproto.CkptListResult, error) {
-	s, err := openCkptStore(req.Session, false)
+func runCkptList(req *runnerproto.CkptListRequest, cache *ckptCache) (*runnerproto.CkptListResult, error) {
+	s, err := openCkptStore(req.Session, false, cache)
 	if errors.Is(err, errNoCkptStore) {
 		return &runnerproto.CkptListResult{Checkpoints: []runnerproto.CkptInfo{}}, nil
 	}
@@ -28,8 +28,8 @@ func runCkptList(req *runnerproto.CkptListRequest) (*runnerproto.CkptListResult,
 }
 
 // runCkptManifest returns what a checkpoint holds, for a review against it on the host.
-func runCkptManifest(req *runnerproto.CkptManifestRequest) (*runnerproto.CkptManifestResult, error) {
-	s, err := openCkptStore(req.Session, false)
+func runCkptManifest(req *runnerproto.CkptManifestRequest, cache *ckptCache) (*runnerproto.CkptManifestResult, error) {
+	s, err := openCkptStore(req.Session, false, cache)
 	if errors.Is(err, errNoCkptStore) {
 		return &runnerproto.CkptManifestResult{Unknown: true, Entries: []tree.Entry{}}, nil
 	}

@@ -23,8 +23,8 @@ import (
 // place), and modes, symlinks and directories are put back. Every change goes through an
 // os.Root of the tree, so no symlink (the agent's, or one swapped in meanwhile) leads a write
 // outside it; paths with a .git component and what the ignore rules skip are left alone.
-func runCkptRestore(req *runnerproto.CkptRestoreRequest) (*runnerproto.CkptRestoreResult, error) {
-	s, err := openCkptStore(req.Tree.Session, false)
+func runCkptRestore(req *runnerproto.CkptRestoreRequest, cache *ckptCache) (*runnerproto.CkptRestoreResult, error) {
+	s, err := openCkptStore(req.Tree.Session, false, cache)
 	if errors.Is(err, errNoCkptStore) {
 		return &runnerproto.CkptRestoreResult{Unknown: true, Changes: []runnerproto.CkptChange{}}, nil
 	}

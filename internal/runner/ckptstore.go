@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -48,7 +49,8 @@ var ckptIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,8}$`)
 
 // ckptStore is one session's store.
 type ckptStore struct {
-	dir string
+	dir   string
+	cache *ckptCache // nil: none
 }
 
 // ckptEntry is a manifest's entry: a tree.Entry and the identity of the file it was read from,
@@ -85,7 +87,7 @@ func corrupt(format string, args ...any) error {
 var errNoCkptStore = errors.New("no checkpoint store")
 
 // openCkptStore is the store of session, made if missing (unless !create: errNoCkptStore).
-func openCkptStore(session string, create bool) (*ckptStore, error) {
+func openCkptStore(session string, create bool, cache *ckptCache) (*ckptStore, error) {
 	if !bgName.MatchString(session) {
 		return nil, fmt.Errorf("checkpoint session %q is not a valid name", session)
 	}
@@ -93,7 +95,7 @@ func openCkptStore(session string, create bool) (*ckptStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ckptStore{dir: filepath.Join(home, ckptBaseDir, session)}
+	s := &ckptStore{dir: filepath.Join(home, ckptBaseDir, session), cache: cache}
 	if !create {
 		if _, err := os.Lstat(s.dir); errors.Is(err, os.ErrNotExist) {
 			return nil, errNoCkptStore
@@ -113,7 +115,7 @@ func openCkptStore(session string, create bool) (*ckptStore, error) {
 func (s *ckptStore) objectDir() string { return filepath.Join(s.dir, "objects") }
 
 func (s *ckptStore) manifestPath(id string) string {
-	return filepath.Join(s.dir, "manifests", id+".gz")
+	return filepath.Join(s.dir, "manifests", id)
 }
 
 // lock takes the store's lock; the returned function releases it.
@@ -272,6 +274,9 @@ func hasGitComponent(p string) bool {
 
 // objectNames lists the stored objects (names only: one directory read, no stat each).
 func (s *ckptStore) objectNames() (map[string]bool, error) {
+	if names := s.cache.objectNames(s.objectDir()); names != nil {
+		return maps.Clone(names), nil
+	}
 	d, err := os.Open(s.objectDir())
 	if err != nil {
 		return nil, err
@@ -323,7 +328,7 @@ func (s *ckptStore) collectGarbage(l *ckptList) (int64, error) {
 	if ms, err := os.ReadDir(filepath.Join(s.dir, "manifests")); err == nil {
 		listed := map[string]bool{}
 		for _, c := range l.Checkpoints {
-			listed[c.ID+".gz"] = true
+			listed[c.ID] = true
 		}
 		for _, d := range ms {
 			if !listed[d.Name()] {
