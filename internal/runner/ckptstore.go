@@ -25,7 +25,7 @@ import (
 //
 //	lock              held (flock, exclusive) while a checkpoint is taken, restored or pruned
 //	list.json         the checkpoints, oldest first, the next id and the store's size
-//	manifests/ID.gz   one checkpoint: every entry's path, type, mode, size, link target,
+//	manifests/ID      one checkpoint: every entry's path, type, mode, size, link target,
 //	                  content hash, and the (mtime, ctime, inode) it had when it was read
 //	objects/SHA256    a file's content, a copy (never a hard link to a file of the tree: a
 //	                  write in place would change the object)
