@@ -12,6 +12,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/configurecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/restorecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/servecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/statuscmd"
@@ -108,6 +109,22 @@ func TestSessionCommandFlags(t *testing.T) {
 	}
 	if want := (discardcmd.Options{IO: ios, Instance: "agent", Yes: true}); !reflect.DeepEqual(*d, want) {
 		t.Errorf("discard: %+v", *d)
+	}
+	var rs *restorecmd.Options
+	if err := execute(t, newRestoreCmd(ios, capture(&rs)), "agent", "3", "--workdir", "w", "--dry-run"); err != nil {
+		t.Fatal(err)
+	}
+	if want := (restorecmd.Options{IO: ios, Instance: "agent", Checkpoint: "3", Workdir: "w", DryRun: true}); !reflect.DeepEqual(*rs, want) {
+		t.Errorf("restore: %+v", *rs)
+	}
+	if err := execute(t, newRestoreCmd(ios, capture(&rs)), "3"); err != nil || rs.Instance != "default" || rs.Checkpoint != "3" {
+		t.Errorf("restore CHECKPOINT: %v %+v", err, rs)
+	}
+	if err := execute(t, newRestoreCmd(ios, nil)); err == nil {
+		t.Error("restore without a checkpoint was accepted")
+	}
+	if err := execute(t, newReviewCmd(ios, nil), "--since", "3", "--yes"); err == nil {
+		t.Error("review --since --yes was accepted")
 	}
 	for _, cmd := range []*cobra.Command{newStatusCmd(ios, nil), newSyncCmd(ios, nil), newDiscardCmd(ios, nil)} {
 		if err := execute(t, cmd, "a", "b"); err == nil {

@@ -26,7 +26,8 @@ conflict). PATH arguments (after the instance name) limit the review to those pa
   limactl mcp review agent --dry-run       # what --yes would do
   limactl mcp review agent --patch | git apply --check
   limactl mcp review agent src/ --yes      # accept everything under src/
-  limactl mcp review agent --undo          # restore what the last apply changed`,
+  limactl mcp review agent --undo          # restore what the last apply changed
+  limactl mcp review agent --since 3       # what the agent changed in the guest since checkpoint 3`,
 		ValidArgsFunction: completeInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Instance = instanceArg(args)
@@ -48,5 +49,9 @@ conflict). PATH arguments (after the instance name) limit the review to those pa
 	f.BoolVar(&opts.JSON, "json", false, "Print the changeset as JSON, and write nothing")
 	f.BoolVar(&opts.Accessible, "accessible", false, "Plain prompts for screen readers instead of the full-screen interface")
 	f.BoolVar(&opts.Undo, "undo", false, "Restore what the last apply overwrote or deleted")
+	f.StringVar(&opts.Since, "since", "", "Show only what changed in the guest copy since this checkpoint (summary, --patch or --json), and write nothing")
+	cmd.MarkFlagsMutuallyExclusive("since", "yes")
+	cmd.MarkFlagsMutuallyExclusive("since", "undo")
+	cmd.MarkFlagsMutuallyExclusive("since", "dry-run")
 	return cmd
 }

@@ -56,6 +56,7 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 		newConfigureCmd(ios, nil),
 		newStatusCmd(ios, nil),
 		newSyncCmd(ios, nil),
+		newRestoreCmd(ios, nil),
 		newDiscardCmd(ios, nil),
 		newReviewCmd(ios, nil),
 		newShellCmd(ios, nil),

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/restorecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/statuscmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/synccmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
@@ -74,5 +75,35 @@ func newDiscardCmd(ios *iostreams.IOStreams, runF func(context.Context, *discard
 	addWorkdirFlag(cmd, &opts.Workdir)
 	addSessionFlag(cmd, &opts.Session, sessionUsage)
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "Do not ask for confirmation")
+	return cmd
+}
+
+// newRestoreCmd is `restore`; runF, when a test gives one, runs instead of restorecmd.Run.
+func newRestoreCmd(ios *iostreams.IOStreams, runF func(context.Context, *restorecmd.Options) error) *cobra.Command {
+	opts := &restorecmd.Options{IO: ios}
+	cmd := &cobra.Command{
+		Use:   "restore [INSTANCE] CHECKPOINT",
+		Short: "Put the guest copy of a staged session back to one of its checkpoints (the host is not touched)",
+		Long: `Put the guest copy of a staged session back exactly as a checkpoint saved it: entries made since
+are removed, files, modes, symlinks and directories come back. Only the copy in the guest changes;
+the host is never touched, and the pending changes then follow what the copy holds. The copy as it
+was is checkpointed first, so a restore can be undone with another restore. ` + "`limactl mcp status`" + `
+lists the checkpoints.`,
+		Example: `  limactl mcp restore agent 3
+  limactl mcp restore agent 3 --dry-run`,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeInstances,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Instance = instanceArg(args[:len(args)-1])
+			opts.Checkpoint = args[len(args)-1]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return restorecmd.Run(cmd.Context(), opts)
+		},
+	}
+	addWorkdirFlag(cmd, &opts.Workdir)
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "List what the restore would change, changing nothing")
+	addSessionFlag(cmd, &opts.Session, sessionUsage)
 	return cmd
 }

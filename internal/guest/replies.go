@@ -34,7 +34,7 @@ func callDeadline(req *runnerproto.Request) time.Duration {
 			return time.Duration(req.Exec.TimeoutMillis)*time.Millisecond + slack
 		}
 		return 0 // no timeout asked: the caller's context bounds it
-	case req.Scan != nil:
+	case req.Scan != nil, req.CkptCreate != nil, req.CkptRestore != nil:
 		return 10 * time.Minute // a 200k-file tree on an emulated guest
 	default:
 		return 5 * time.Minute
@@ -59,6 +59,9 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 	}
 	if req.BgStart != nil || req.BgRead != nil || req.BgList != nil || req.BgSignal != nil || req.BgEnd != nil {
 		return checkBgReply(req, resp)
+	}
+	if req.CkptCreate != nil || req.CkptList != nil || req.CkptRestore != nil || req.CkptManifest != nil {
+		return checkCkptReply(req, resp)
 	}
 	switch {
 	case req.Exec != nil:

@@ -23,6 +23,10 @@ type Report struct {
 	Pending   []string `json:"pending,omitempty"` // left pending in the guest (rejected, skipped)
 	Refused   []string `json:"refused,omitempty"` // "path: reason"
 	DryRun    bool     `json:"dry_run,omitempty"`
+	// Checkpoint is the automatic checkpoint of the guest copy taken before the apply, or
+	// CheckpointError why there is none (the apply went ahead).
+	Checkpoint      string `json:"checkpoint,omitempty"`
+	CheckpointError string `json:"checkpoint_error,omitempty"`
 }
 
 // Apply carries out decisions, in an order that keeps every host edit: the tree the steps
@@ -49,6 +53,15 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 	rep := &Report{Written: []string{}, Pending: pending}
 	if err := recoverInterrupted(sess, host, rep); err != nil {
 		return nil, err
+	}
+	if len(steps) > 0 {
+		// The guest copy as the person reviewed it, before the apply moves the baseline (and
+		// "reject and revert" changes the copy).
+		if id, err := sess.AutoCheckpoint(ctx, "review apply"); err != nil {
+			rep.CheckpointError = err.Error()
+		} else {
+			rep.Checkpoint = id
+		}
 	}
 	refused := map[*step]string{}
 	if err := guardFinalState(host, steps, refused); err != nil {

@@ -17,7 +17,7 @@ import (
 // Serve answers requests read from in until it reaches EOF. With login, the commands it runs
 // get the user's login environment.
 func Serve(in io.Reader, out io.Writer, login bool) error {
-	s := &server{out: bufio.NewWriter(out), running: map[uint64]chan struct{}{}, env: noLoginEnv()}
+	s := &server{out: bufio.NewWriter(out), running: map[uint64]chan struct{}{}, env: noLoginEnv(), ckpt: newCkptCache()}
 	if login {
 		s.env = startLoginEnv()
 	}
@@ -67,6 +67,7 @@ type server struct {
 	rmu     sync.Mutex // guards running
 	running map[uint64]chan struct{}
 	env     *loginEnv
+	ckpt    *ckptCache
 }
 
 func (s *server) send(resp *runnerproto.Response) error {
@@ -142,6 +143,26 @@ func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 	case req.BgEnd != nil:
 		var err error
 		if resp.BgEnd, err = runBgEnd(req.BgEnd); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.CkptCreate != nil:
+		var err error
+		if resp.CkptCreate, err = runCkptCreate(req.CkptCreate, s.ckpt); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.CkptList != nil:
+		var err error
+		if resp.CkptList, err = runCkptList(req.CkptList, s.ckpt); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.CkptRestore != nil:
+		var err error
+		if resp.CkptRestore, err = runCkptRestore(req.CkptRestore, s.ckpt); err != nil {
+			resp.Error = err.Error()
+		}
+	case req.CkptManifest != nil:
+		var err error
+		if resp.CkptManifest, err = runCkptManifest(req.CkptManifest, s.ckpt); err != nil {
 			resp.Error = err.Error()
 		}
 	default:

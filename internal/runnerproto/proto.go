@@ -47,6 +47,11 @@ type Request struct {
 	BgList   *BgListRequest   `json:"bg_list,omitempty"`
 	BgSignal *BgSignalRequest `json:"bg_signal,omitempty"`
 	BgEnd    *BgEndRequest    `json:"bg_end,omitempty"`
+
+	CkptCreate   *CkptCreateRequest   `json:"ckpt_create,omitempty"`
+	CkptList     *CkptListRequest     `json:"ckpt_list,omitempty"`
+	CkptRestore  *CkptRestoreRequest  `json:"ckpt_restore,omitempty"`
+	CkptManifest *CkptManifestRequest `json:"ckpt_manifest,omitempty"`
 }
 
 // Response answers the request with the same ID.
@@ -68,6 +73,11 @@ type Response struct {
 	BgList   *BgListResult   `json:"bg_list,omitempty"`
 	BgSignal *BgSignalResult `json:"bg_signal,omitempty"`
 	BgEnd    *BgEndResult    `json:"bg_end,omitempty"`
+
+	CkptCreate   *CkptCreateResult   `json:"ckpt_create,omitempty"`
+	CkptList     *CkptListResult     `json:"ckpt_list,omitempty"`
+	CkptRestore  *CkptRestoreResult  `json:"ckpt_restore,omitempty"`
+	CkptManifest *CkptManifestResult `json:"ckpt_manifest,omitempty"`
 }
 
 // Hello is sent unsolicited (ID 0) when the runner starts.

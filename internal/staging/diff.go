@@ -49,6 +49,14 @@ func baseContent(workdir string, base *tree.Entry, limit int64) (data []byte, kn
 
 // Diff renders the pending change of one path as a unified diff (baseline → guest).
 func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
+	return s.diffWith(ctx, c, func(base *tree.Entry, limit int64) ([]byte, bool, error) {
+		return baseContent(s.State.Workdir, base, limit)
+	}, "(the staged version is no longer on the host, which changed it since: only the guest's side is shown)\n")
+}
+
+// diffWith is Diff with the old side's content from old (known false: not available, and
+// unknownNote says why).
+func (s *Session) diffWith(ctx context.Context, c Change, old func(base *tree.Entry, limit int64) ([]byte, bool, error), unknownNote string) (string, error) {
 	rel := string(c.Path)
 	header := udiff.GitHeader(rel)
 	switch {
@@ -59,24 +67,24 @@ func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 	case (c.Now != nil && c.Now.Type != tree.File) || (c.Base != nil && c.Base.Type != tree.File && c.Now == nil):
 		return header + describe(c) + "\n", nil
 	}
-	var old, new *string
+	var oldText, new *string
 	note := ""
 	if c.Base != nil && c.Base.Type == tree.File {
 		if c.Base.Size > MaxDiffBytes {
 			return header + "Binary or large files differ\n", nil
 		}
-		data, known, err := baseContent(s.State.Workdir, c.Base, MaxDiffBytes+1)
+		data, known, err := old(c.Base, MaxDiffBytes+1)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return "", err
 		}
 		if !known {
-			note = "(the staged version is no longer on the host, which changed it since: only the guest's side is shown)\n"
+			note = unknownNote
 		} else {
 			if udiff.IsBinary(data) {
 				return header + "Binary or large files differ\n", nil
 			}
 			t := string(data)
-			old = &t
+			oldText = &t
 		}
 	}
 	if c.Now != nil {
@@ -101,7 +109,7 @@ func (s *Session) Diff(ctx context.Context, c Change) (string, error) {
 		newMode = &c.Now.Mode
 	}
 	mode := udiff.GitModeLines(oldMode, newMode)
-	return header + note + mode + udiff.Unified(rel, rel, old, new), nil
+	return header + note + mode + udiff.Unified(rel, rel, oldText, new), nil
 }
 
 // describe says in one line what happened to a path that has no text diff.

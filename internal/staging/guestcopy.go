@@ -161,6 +161,19 @@ func (s *Session) removeGuestCopy(ctx context.Context) error {
 	return nil
 }
 
+// removeCheckpoints removes the session's checkpoint store in the guest (its user's home).
+func (s *Session) removeCheckpoints(ctx context.Context) error {
+	home, err := s.conn.Home(ctx)
+	if err != nil {
+		return err
+	}
+	q := shellquote.Quote(path.Join(home, checkpointStoreRel, s.State.ID))
+	if _, err := s.conn.Stream(ctx, "chmod -R u+rwX "+q+" 2>/dev/null; rm -rf "+q, nil); err != nil {
+		return fmt.Errorf("removing the checkpoints in the guest: %w", err)
+	}
+	return nil
+}
+
 // Discard removes the session's guest copy and its state on the host.
 func (s *Session) Discard(ctx context.Context) error {
 	unlock, err := s.store.Lock(s.State.ID, time.Minute)
@@ -169,6 +182,9 @@ func (s *Session) Discard(ctx context.Context) error {
 	}
 	defer unlock()
 	if err := s.removeGuestCopy(ctx); err != nil {
+		return err
+	}
+	if err := s.removeCheckpoints(ctx); err != nil {
 		return err
 	}
 	return s.store.Remove(s.State.ID)

@@ -25,6 +25,11 @@ type SessionStatus struct {
 	Error        string `json:"error,omitempty"`
 	// Network is the session's network policy and what its agent did on the network.
 	Network *NetworkReport `json:"network"`
+	// Checkpoints are the guest copy's checkpoints, oldest first, and CheckpointBytes what
+	// they take in the guest; CheckpointsError says why they could not be listed.
+	Checkpoints      []guest.CkptInfo `json:"checkpoints"`
+	CheckpointBytes  int64            `json:"checkpoint_bytes"`
+	CheckpointsError string           `json:"checkpoints_error,omitempty"`
 }
 
 // Statuses describes every session of the store; conn (nil when the instance is not running)
@@ -90,6 +95,11 @@ func sessionStatus(ctx context.Context, conn *guest.Conn, store Store, st *State
 	}
 	if err == nil {
 		ss.Network = s.NetworkReport(ctx)
+		if l, err := s.Checkpoints(ctx); err != nil {
+			ss.CheckpointsError = err.Error()
+		} else {
+			ss.Checkpoints, ss.CheckpointBytes = l.Checkpoints, l.StoreBytes
+		}
 	}
 	return ss
 }

@@ -13,6 +13,10 @@ type SyncReport struct {
 	Pushed    []tree.Name `json:"pushed"`    // host additions and edits copied to the guest
 	Removed   []tree.Name `json:"removed"`   // host deletions applied to the guest
 	Conflicts []tree.Name `json:"conflicts"` // changed on both sides: the guest's version kept
+	// Checkpoint is the automatic checkpoint taken before the guest copy was changed, or
+	// CheckpointError why there is none (the sync went ahead).
+	Checkpoint      string `json:"checkpoint,omitempty"`
+	CheckpointError string `json:"checkpoint_error,omitempty"`
 }
 
 // Sync brings host edits made since the baseline into the guest copy. A path the agent also
@@ -50,6 +54,13 @@ func (s *Session) Sync(ctx context.Context) (*SyncReport, error) {
 				toRemove = append(toRemove, c.Path) // tar does not replace a directory with a file
 			}
 			toPush = append(toPush, *c.Now)
+		}
+	}
+	if len(toRemove) > 0 || len(toPush) > 0 {
+		if id, err := s.AutoCheckpoint(ctx, "sync"); err != nil {
+			rep.CheckpointError = err.Error()
+		} else {
+			rep.Checkpoint = id
 		}
 	}
 	if err := s.removeGuestPaths(ctx, toRemove); err != nil {

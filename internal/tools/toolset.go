@@ -99,6 +99,9 @@ func (ts *Toolset) Register(server *mcp.Server) {
 	mcp.AddTool(server, readBackgroundOutputTool, ts.ReadBackgroundOutput)
 	mcp.AddTool(server, listBackgroundProcessesTool, ts.ListBackgroundProcesses)
 	mcp.AddTool(server, killBackgroundProcessTool, ts.KillBackgroundProcess)
+	mcp.AddTool(server, checkpointTool, ts.Checkpoint)
+	mcp.AddTool(server, listCheckpointsTool, ts.ListCheckpoints)
+	mcp.AddTool(server, restoreCheckpointTool, ts.RestoreCheckpoint)
 	server.AddReceivingMiddleware(argHints)
 }
 

@@ -169,7 +169,8 @@ func TestInspectorCLI(t *testing.T) {
 
 	// Every tool the server lists must be called below.
 	wantTools := []string{"list_directory", "read_file", "write_file", "replace", "glob", "search_file_content", "run_shell_command", "pending_changes",
-		"read_background_output", "list_background_processes", "kill_background_process"}
+		"read_background_output", "list_background_processes", "kill_background_process",
+		"checkpoint", "list_checkpoints", "restore_checkpoint"}
 	var list struct {
 		Tools []struct {
 			Name        string         `json:"name"`
@@ -271,6 +272,26 @@ func TestInspectorCLI(t *testing.T) {
 		b, _ := json.Marshal(st["changes"])
 		if !strings.Contains(string(b), `{"kind":"added","path":"`+dir+`/inspector.txt"}`) {
 			t.Errorf("changes: %s", b)
+		}
+	})
+	// Each Inspector call is a server of its own, the checkpoints are the session's: they stay.
+	t.Run("checkpoint", func(t *testing.T) {
+		st := inspectorCall(t, bin, dir, "checkpoint", "label=inspector")
+		if st["id"] != 1.0 || st["label"] != "inspector" {
+			t.Errorf("result: %v", st)
+		}
+	})
+	t.Run("list_checkpoints", func(t *testing.T) {
+		st := inspectorCall(t, bin, dir, "list_checkpoints")
+		if b, _ := json.Marshal(st["checkpoints"]); !strings.Contains(string(b), `"label":"inspector"`) {
+			t.Errorf("checkpoints: %s", b)
+		}
+	})
+	t.Run("restore_checkpoint", func(t *testing.T) {
+		guestShell(t, "echo changed > "+shq(dir+"/hello.txt"))
+		st := inspectorCall(t, bin, dir, "restore_checkpoint", "id=1")
+		if st["total"] != 1.0 || guestShell(t, "cat "+shq(dir+"/hello.txt")) != "hello, Inspector\n" {
+			t.Errorf("result: %v", st)
 		}
 	})
 }

@@ -39,6 +39,8 @@ type Options struct {
 	JSON       bool
 	Accessible bool
 	Undo       bool
+	// Since shows what changed in the guest copy since this checkpoint (read-only).
+	Since string
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
@@ -99,6 +101,9 @@ func Run(ctx context.Context, opts *Options) error {
 			return err
 		}
 		paths = append(paths, rel)
+	}
+	if opts.Since != "" {
+		return runSince(ctx, opts, sess, paths)
 	}
 	// One review at a time applies (or undoes); printing the changeset needs no lock.
 	if opts.Undo || (!opts.JSON && !opts.Patch && !opts.DryRun && (opts.Yes || ios.IsStdinTTY() && ios.IsStdoutTTY())) {
@@ -209,6 +214,12 @@ func Run(ctx context.Context, opts *Options) error {
 		} else {
 			fmt.Fprintln(ios.Out, ". Nothing on the host changed, so there is nothing to undo.")
 		}
+	}
+	if rep.Checkpoint != "" && (len(rep.Written) > 0 || len(rep.Guest) > 0) {
+		fmt.Fprintf(ios.ErrOut, "The guest copy as reviewed is checkpoint %s (`limactl mcp restore %s %s%s`).\n", rep.Checkpoint, name, rep.Checkpoint, staging.SessionFlag(session))
+	}
+	if rep.CheckpointError != "" {
+		fmt.Fprintf(ios.ErrOut, "warning: no checkpoint of the guest copy was taken before the apply: %s\n", termsafe.String(rep.CheckpointError))
 	}
 	for _, w := range rep.Written {
 		fmt.Fprintf(ios.Out, "  wrote   %s\n", termsafe.String(w))

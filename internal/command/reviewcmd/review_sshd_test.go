@@ -184,8 +184,9 @@ func TestReviewOnTerminal(t *testing.T) {
 	if r.out != "Applied: 1 path written on the host. Undo with `limactl mcp review sshd-test --undo`.\n  wrote   a.txt\n" {
 		t.Errorf("stdout: %q", r.out)
 	}
-	// The apply (which fetches content from the guest) shows progress too.
-	if want := progress + "Applying to " + f.Workdir + "…\n"; r.errOut != want {
+	// The apply (which fetches content from the guest) shows progress too, and the automatic
+	// checkpoint of the guest copy it took first.
+	if want := progress + "Applying to " + f.Workdir + "…\nThe guest copy as reviewed is checkpoint 1 (`limactl mcp restore sshd-test 1`).\n"; r.errOut != want {
 		t.Errorf("stderr %q, want %q", r.errOut, want)
 	}
 	if a, n := f.ReadHost("a.txt"), f.ReadHost("new.txt"); a != "a2\n" || n != "<missing>" {

@@ -28,8 +28,13 @@ func TestSessionsOfOneWorkdir(t *testing.T) {
 	f.GuestAt(beta, "echo B > shared.txt && echo new > b-only.txt")
 
 	// Status lists the three, the unnamed one first, each with its own pending changes.
+	// The fields of status --json this test reads.
 	var st struct {
-		Sessions []staging.SessionStatus `json:"sessions"`
+		Sessions []struct {
+			Session      string `json:"session"`
+			GuestPath    string `json:"guest_path"`
+			PendingTotal int    `json:"pending_total"`
+		} `json:"sessions"`
 	}
 	if err := json.Unmarshal([]byte(status(t, f, true, "")), &st); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package statuscmd
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -29,6 +30,20 @@ type sessionJSON struct {
 	Error        string               `json:"error,omitempty"`
 	// Network is the session's network policy and, under one, what the agent did.
 	Network *staging.NetworkReport `json:"network"`
+	// Checkpoints is always a list ([] when there are none or they could not be listed).
+	Checkpoints      []checkpointJSON `json:"checkpoints"`
+	CheckpointBytes  int64            `json:"checkpoint_bytes"`
+	CheckpointsError string           `json:"checkpoints_error,omitempty"`
+}
+
+type checkpointJSON struct {
+	ID          int    `json:"id"`
+	Label       string `json:"label,omitempty"`
+	Auto        bool   `json:"auto,omitempty"`
+	Time        string `json:"time"`
+	Files       int    `json:"files"`
+	Bytes       int64  `json:"bytes"`
+	StoredBytes int64  `json:"stored_bytes"`
 }
 
 func toJSON(instance string, sts []staging.SessionStatus) statusJSON {
@@ -38,9 +53,16 @@ func toJSON(instance string, sts []staging.SessionStatus) statusJSON {
 		if pending == nil {
 			pending = map[staging.Kind]int{}
 		}
+		cps := make([]checkpointJSON, 0, len(s.Checkpoints))
+		for _, c := range s.Checkpoints {
+			id, _ := strconv.Atoi(c.ID) // checked: a number (guest/replies_checkpoint.go)
+			cps = append(cps, checkpointJSON{ID: id, Label: c.Label, Auto: c.Auto, Time: time.UnixMilli(c.TimeMillis).UTC().Format(time.RFC3339Nano),
+				Files: c.Files, Bytes: c.Bytes, StoredBytes: c.Stored})
+		}
 		out.Sessions = append(out.Sessions, sessionJSON{
 			Workdir: s.Workdir, Session: s.Session, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
 			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error, Network: s.Network,
+			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError,
 		})
 	}
 	return out

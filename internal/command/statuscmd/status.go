@@ -105,5 +105,25 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 		if s.Network != nil && s.Network.Policy != staging.OpenNetwork {
 			fmt.Fprintf(w, "  network:    %s\n", termsafe.String(strings.TrimPrefix(s.Network.Line(), "network policy ")))
 		}
+		printCheckpoints(w, inst, s)
+	}
+}
+
+// printCheckpoints lists a session's checkpoints, newest last, with the command that restores one.
+func printCheckpoints(w io.Writer, inst string, s staging.SessionStatus) {
+	switch {
+	case s.CheckpointsError != "":
+		fmt.Fprintf(w, "  checkpoints: unknown (%s)\n", termsafe.String(s.CheckpointsError))
+		return
+	case len(s.Checkpoints) == 0:
+		return
+	}
+	fmt.Fprintf(w, "  checkpoints: %s, %.1f MB in the guest — `limactl mcp restore %s ID` in %s\n", words.Count(len(s.Checkpoints), "checkpoint"), float64(s.CheckpointBytes)/1e6, inst, s.Workdir)
+	for _, c := range s.Checkpoints {
+		label := c.Label
+		if c.Auto {
+			label += " (automatic)"
+		}
+		fmt.Fprintf(w, "    %-5s %s  %s, %.1f MB  %s\n", c.ID, time.UnixMilli(c.TimeMillis).Local().Format("2006-01-02 15:04:05"), words.Count(c.Files, "file"), float64(c.Bytes)/1e6, termsafe.String(label))
 	}
 }

@@ -124,6 +124,8 @@ func TestStatusJSONSchema(t *testing.T) {
   "sessions": [
     {
       "bytes": 4,
+      "checkpoint_bytes": 0,
+      "checkpoints": [],
       "files": 2,
       "guest_path": "GUESTPATH",
       "network": {

@@ -59,6 +59,12 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	fmt.Fprintf(ios.Out, "Copied %s into the guest and removed %s the host deleted.\n", words.Count(len(rep.Pushed), "host change"), words.Count(len(rep.Removed), "path"))
+	if rep.Checkpoint != "" {
+		fmt.Fprintf(ios.ErrOut, "The guest copy was checkpointed first: `limactl mcp restore %s %s%s` puts it back as it was.\n", opts.Instance, rep.Checkpoint, staging.SessionFlag(session))
+	}
+	if rep.CheckpointError != "" {
+		fmt.Fprintf(ios.ErrOut, "warning: no checkpoint of the guest copy was taken before the sync: %s\n", termsafe.String(rep.CheckpointError))
+	}
 	for _, p := range rep.Conflicts {
 		fmt.Fprintf(ios.Out, "conflict: %s changed on both sides; the guest's version is kept (see `limactl mcp review %s%s`)\n", termsafe.Path(string(p)), t.Instance.Name, staging.SessionFlag(session))
 	}

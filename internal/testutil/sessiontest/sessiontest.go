@@ -55,7 +55,8 @@ func New(t *testing.T, files map[string]string) *Fixture {
 	}
 	id := staging.SessionID(f.Workdir)
 	t.Cleanup(func() {
-		srv.Run(t, "rm", "-rf", path.Dir(f.GuestPath), path.Join(srv.Home, ".cache", "limactl-mcp", "sessions", id))
+		srv.Run(t, "rm", "-rf", path.Dir(f.GuestPath), path.Join(srv.Home, ".cache", "limactl-mcp", "sessions", id),
+			path.Join(srv.Home, ".cache", "limactl-mcp", "checkpoints", id))
 	})
 	conn := guesttest.Connect(t, srv, guest.Options{NoLoginShell: true})
 	if _, _, err := staging.Open(context.Background(), conn, f.Store, staging.OpenOptions{Instance: Instance, Workdir: f.Workdir, GuestPath: f.GuestPath}); err != nil {

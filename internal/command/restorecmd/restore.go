@@ -1,0 +1,102 @@
+// Package restorecmd is what `limactl mcp restore` does: it puts the guest copy of a staged
+// session back to one of its checkpoints. The host is never touched: the pending changes then
+// follow what the copy holds.
+package restorecmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/words"
+	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
+)
+
+// Options are the parsed command line of restore and what it depends on.
+type Options struct {
+	IO       *iostreams.IOStreams
+	Instance string
+	// Checkpoint is the id of the checkpoint to restore.
+	Checkpoint string
+	// Workdir is --workdir ("": the current directory).
+	Workdir string
+	// DryRun lists what the restore would change, changing nothing.
+	DryRun bool
+	// Session is --session: the session's name ("" or "default": the unnamed session).
+	Session string
+
+	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
+	Open sessionopen.Opener
+}
+
+// lockWait bounds the wait for a sync or a review apply of the same session.
+const lockWait = time.Minute
+
+// Run restores the guest copy of the working directory's session to a checkpoint.
+func Run(ctx context.Context, opts *Options) error {
+	ios := opts.IO
+	workdir, err := workdirpath.Resolve(opts.Workdir)
+	if err != nil {
+		return err
+	}
+	session, err := staging.ParseSessionName(opts.Session)
+	if err != nil {
+		return err
+	}
+	open := opts.Open
+	if open == nil {
+		open = sessionopen.HostOpener(ios.ErrOut)
+	}
+	t, s, err := sessionopen.OpenSession(ctx, open, "restore", opts.Instance, workdir, session)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	name := t.Instance.Name
+	if s.State.Workdir != workdir {
+		fmt.Fprintf(ios.ErrOut, "Restoring %s.\n", sessionopen.Which(s, workdir))
+	}
+	// A sync or an apply of the same session would race with the restore: one at a time.
+	unlock, err := s.Store().Lock(s.State.ID, lockWait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if opts.DryRun {
+		res, err := s.RestoreCheckpoint(ctx, opts.Checkpoint, true)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(ios.Out, "Restoring checkpoint %s would change %s in the guest copy:\n", termsafe.String(opts.Checkpoint), words.Count(res.Total, "path"))
+		for _, c := range res.Changes {
+			fmt.Fprintf(ios.Out, "  %-8s %s\n", c.Kind, termsafe.Path(string(c.Path)))
+		}
+		if res.Total > len(res.Changes) {
+			fmt.Fprintf(ios.Out, "  … and %d more\n", res.Total-len(res.Changes))
+		}
+		return nil
+	}
+	// The copy as it is now becomes a checkpoint first, so that the restore can be undone.
+	before, err := s.Checkpoint(ctx, "before restoring "+opts.Checkpoint, true)
+	if err != nil {
+		return fmt.Errorf("checkpointing the guest copy before the restore (nothing was changed): %w", err)
+	}
+	res, err := s.RestoreCheckpoint(ctx, opts.Checkpoint, false)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(ios.Out, "Restored the guest copy of %s to checkpoint %s: %s changed back. The host was not changed.\n",
+		termsafe.String(s.State.Workdir), termsafe.String(opts.Checkpoint), words.Count(res.Total, "path"))
+	for _, c := range res.Changes {
+		fmt.Fprintf(ios.Out, "  %-8s %s\n", c.Kind, termsafe.Path(string(c.Path)))
+	}
+	if res.Total > len(res.Changes) {
+		fmt.Fprintf(ios.Out, "  … and %d more\n", res.Total-len(res.Changes))
+	}
+	fmt.Fprintf(ios.Out, "The copy as it was is checkpoint %s: `limactl mcp restore %s %s%s` goes back to it.\n", before.Checkpoint.ID, name, before.Checkpoint.ID, staging.SessionFlag(session))
+	return nil
+}

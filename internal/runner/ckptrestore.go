@@ -1,0 +1,333 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+)
+
+// runCkptRestore makes the tree exactly what a checkpoint holds: entries it does not have are
+// removed, files whose content differs are rewritten from the store (a new file renamed into
+// place), and modes, symlinks and directories are put back. Every change goes through an
+// os.Root of the tree, so no symlink (the agent's, or one swapped in meanwhile) leads a write
+// outside it; paths with a .git component and what the ignore rules skip are left alone.
+func runCkptRestore(req *runnerproto.CkptRestoreRequest, cache *ckptCache) (*runnerproto.CkptRestoreResult, error) {
+	s, err := openCkptStore(req.Tree.Session, false, cache)
+	if errors.Is(err, errNoCkptStore) {
+		return &runnerproto.CkptRestoreResult{Unknown: true, Changes: []runnerproto.CkptChange{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	l, err := s.readList()
+	if err != nil {
+		return nil, err
+	}
+	res := &runnerproto.CkptRestoreResult{Changes: []runnerproto.CkptChange{}}
+	if !listed(l, req.ID) {
+		res.Unknown = true
+		return res, nil
+	}
+	m, err := s.readManifest(req.ID, 0)
+	if err != nil {
+		return nil, err
+	}
+	cur, missing, err := walkCheckpointTree(&req.Tree)
+	if err != nil {
+		return nil, err
+	}
+	if missing {
+		res.RootMissing = true
+		return res, nil
+	}
+	root, err := os.OpenRoot(req.Tree.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	r := &restorer{root: root, store: s, dry: req.DryRun, max: req.MaxChanges, res: res}
+	return res, r.run(m.Entries, cur, req.Tree.Root)
+}
+
+func listed(l *ckptList, id string) bool {
+	for _, c := range l.Checkpoints {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+type restorer struct {
+	root  *os.Root
+	store *ckptStore
+	dry   bool
+	max   int
+	res   *runnerproto.CkptRestoreResult
+	kinds map[tree.Name]string // the change recorded for a path, so that it is listed once
+}
+
+func (r *restorer) record(p tree.Name, kind string) {
+	if r.kinds == nil {
+		r.kinds = map[tree.Name]string{}
+	}
+	if _, ok := r.kinds[p]; ok {
+		return
+	}
+	r.kinds[p] = kind
+	r.res.Total++
+	if len(r.res.Changes) < r.max {
+		r.res.Changes = append(r.res.Changes, runnerproto.CkptChange{Path: p, Kind: kind})
+	}
+}
+
+func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) error {
+	want := make(map[tree.Name]*ckptEntry, len(target))
+	for i := range target {
+		want[target[i].Path] = &target[i]
+	}
+	now := make(map[tree.Name]ckptEntry, len(walkedNow))
+	for _, w := range walkedNow {
+		if e, ok := describeWalked(rootPath, w); ok {
+			now[e.Path] = e
+		} else {
+			now[tree.Name(w.rel)] = ckptEntry{Entry: tree.Entry{Path: tree.Name(w.rel), Type: tree.Other}}
+		}
+	}
+	// Directories the user may not write (the agent's chmod) are opened up first; their own
+	// mode is put back at the end.
+	for _, w := range walkedNow {
+		if e := now[tree.Name(w.rel)]; e.Type == tree.Dir && e.Mode&0o700 != 0o700 && !r.dry {
+			if err := r.root.Chmod(w.rel, fileMode(e.Mode|0o700)); err != nil {
+				return fmt.Errorf("opening %s for the restore: %w", w.rel, err)
+			}
+		}
+	}
+	if fi, err := r.root.Lstat("."); err == nil && fi.Mode().Perm()&0o700 != 0o700 && !r.dry {
+		if err := r.root.Chmod(".", fi.Mode().Perm()|0o700); err == nil {
+			defer func() { _ = r.root.Chmod(".", fi.Mode().Perm()) }()
+		}
+	}
+	// 1. Remove what the checkpoint does not have, or has as another kind of entry: deepest
+	// first, and nothing below a directory already removed whole.
+	gone := map[tree.Name]bool{}
+	paths := make([]string, 0, len(now))
+	for p := range now {
+		paths = append(paths, string(p))
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(paths)))
+	var removedDirs []string
+	for _, p := range paths {
+		if under(p, removedDirs) {
+			continue
+		}
+		c, w := now[tree.Name(p)], want[tree.Name(p)]
+		kind := ""
+		switch {
+		case w == nil:
+			kind = runnerproto.CkptRemoved
+		case w.Type != c.Type:
+			kind = runnerproto.CkptRetyped
+		case w.Type == tree.Symlink && w.Target != c.Target:
+			kind = runnerproto.CkptRelinked
+		default:
+			continue
+		}
+		r.record(tree.Name(p), kind)
+		gone[tree.Name(p)] = true
+		if r.dry {
+			continue
+		}
+		var err error
+		if c.Type == tree.Dir {
+			err = r.root.RemoveAll(p)
+			removedDirs = append(removedDirs, p)
+		} else {
+			err = r.root.Remove(p)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
+	}
+	// 2. Put back every entry of the checkpoint, parents first.
+	var dirModes []*ckptEntry
+	for i := range target {
+		w := &target[i]
+		c, exists := now[w.Path]
+		exists = exists && !gone[w.Path] && !under(string(w.Path), removedDirs)
+		p := string(w.Path)
+		switch w.Type {
+		case tree.Dir:
+			if !exists {
+				r.record(w.Path, runnerproto.CkptCreated)
+				if !r.dry {
+					if err := r.root.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+						return fmt.Errorf("making directory %s: %w", p, err)
+					}
+				}
+			} else if c.Mode != w.Mode {
+				r.record(w.Path, runnerproto.CkptMode)
+			}
+			dirModes = append(dirModes, w)
+		case tree.Symlink:
+			if !exists {
+				r.record(w.Path, runnerproto.CkptCreated)
+				if !r.dry {
+					if err := r.root.Symlink(string(w.Target), p); err != nil {
+						return fmt.Errorf("making symlink %s: %w", p, err)
+					}
+				}
+			}
+		case tree.File:
+			same := false
+			if exists {
+				var err error
+				if same, err = r.sameContent(w, &c); err != nil {
+					return err
+				}
+			}
+			switch {
+			case !exists:
+				r.record(w.Path, runnerproto.CkptCreated)
+			case !same:
+				r.record(w.Path, runnerproto.CkptContent)
+			case c.Mode != w.Mode:
+				r.record(w.Path, runnerproto.CkptMode)
+			}
+			if r.dry {
+				continue
+			}
+			if !same {
+				if err := r.writeFromObject(w); err != nil {
+					return err
+				}
+			} else if c.Mode != w.Mode {
+				if err := r.root.Chmod(p, fileMode(w.Mode)); err != nil {
+					return fmt.Errorf("setting the mode of %s: %w", p, err)
+				}
+			}
+		}
+	}
+	if r.dry {
+		return nil
+	}
+	// 3. Directory modes last, deepest first, so that a read-only directory is filled first.
+	for i := len(dirModes) - 1; i >= 0; i-- {
+		d := dirModes[i]
+		if err := r.root.Chmod(string(d.Path), fileMode(d.Mode)); err != nil {
+			return fmt.Errorf("setting the mode of %s: %w", d.Path, err)
+		}
+	}
+	return nil
+}
+
+// under says whether p is below one of dirs.
+func under(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// sameContent says whether the tree's file c has checkpoint entry w's content: known without
+// reading when its identity is the one recorded, else by hashing it.
+func (r *restorer) sameContent(w, c *ckptEntry) (bool, error) {
+	if c.Size != w.Size {
+		return false, nil
+	}
+	if c.Ino != 0 && c.Ino == w.Ino && c.CTime == w.CTime && c.MTime == w.MTime {
+		return true, nil
+	}
+	f, err := r.root.OpenFile(string(w.Path), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false, nil // it will be replaced
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false, nil
+	}
+	h, err := tree.HashReader(f)
+	if err != nil {
+		return false, nil
+	}
+	return h == w.Hash, nil
+}
+
+// writeFromObject writes a checkpoint file from its object: into a new file beside it, checked
+// against the hash and size the manifest gives (the store is the agent's to write), then
+// renamed over whatever is there.
+func (r *restorer) writeFromObject(w *ckptEntry) error {
+	obj, err := os.OpenFile(filepath.Join(r.store.objectDir(), w.Hash), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return corrupt("the content of %s (object %s) is missing", w.Path, w.Hash)
+		}
+		return err
+	}
+	defer obj.Close()
+	if fi, err := obj.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return corrupt("object %s is not a regular file", w.Hash)
+	}
+	p := string(w.Path)
+	tmp := path.Join(path.Dir(p), "."+path.Base(p)+".limactl-mcp-"+randomHex())
+	f, err := r.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("restoring %s: %w", p, err)
+	}
+	h := tree.NewHasher()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(obj, w.Size+1))
+	if err == nil && (n != w.Size || h.Sum() != w.Hash) {
+		err = corrupt("object %s does not hold the content the checkpoint names (%d bytes read, %d expected)", w.Hash, n, w.Size)
+	}
+	if err == nil {
+		err = f.Chmod(fileMode(w.Mode))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = r.root.Rename(tmp, p)
+	}
+	if err != nil {
+		_ = r.root.Remove(tmp)
+		if errors.Is(err, errCkptCorrupt) {
+			return err
+		}
+		return fmt.Errorf("restoring %s: %w", p, err)
+	}
+	return nil
+}
+
+// fileMode turns st_mode permission bits (with setuid, setgid, sticky) into Go's FileMode.
+func fileMode(m uint32) os.FileMode {
+	mode := os.FileMode(m & 0o777)
+	if m&syscall.S_ISUID != 0 {
+		mode |= os.ModeSetuid
+	}
+	if m&syscall.S_ISGID != 0 {
+		mode |= os.ModeSetgid
+	}
+	if m&syscall.S_ISVTX != 0 {
+		mode |= os.ModeSticky
+	}
+	return mode
+}

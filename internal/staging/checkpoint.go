@@ -1,0 +1,132 @@
+package staging
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+)
+
+// Checkpoints are snapshots of the guest copy, taken and restored by the runner in the guest
+// (internal/runner/ckpt*.go). They cover what change detection sees (the session's ignore
+// rules apply), less every .git; a restore changes only the guest copy, never the host: the
+// pending changes then follow what the copy holds.
+
+// CheckpointLimits bound a session's checkpoints: the staged tree's own bound on entries, 2 GiB
+// of stored content, the last 10 automatic checkpoints and the last 50 asked for.
+var CheckpointLimits = guest.CkptLimits{MaxEntries: 200_000, MaxStoreBytes: 2 << 30, MaxAuto: 10, MaxLabelled: 50}
+
+// checkpointStoreRel is where the runner keeps the stores, under its user's home (one
+// directory per session id: internal/runner/ckptstore.go).
+const checkpointStoreRel = ".cache/limactl-mcp/checkpoints"
+
+// maxRestoreChanges is how many changes a restore lists (it makes them all).
+const maxRestoreChanges = 2000
+
+// ErrUnknownCheckpoint is returned for a checkpoint id the session does not have.
+var ErrUnknownCheckpoint = errors.New("no such checkpoint")
+
+// CheckpointRefusedError says why a checkpoint was not taken, and what to do.
+type CheckpointRefusedError struct{ Reason string }
+
+func (e *CheckpointRefusedError) Error() string { return e.Reason }
+
+// checkpointTree is what a checkpoint of the session covers: the tree change detection scans.
+func (s *Session) checkpointTree() guest.CkptTree {
+	req := s.scanRequest()
+	return guest.CkptTree{Session: s.State.ID, Root: s.State.GuestPath, Patterns: req.Patterns, Keep: req.Keep}
+}
+
+// Checkpoint takes a checkpoint of the guest copy. auto marks the ones taken before a review
+// apply or a sync (pruned first).
+func (s *Session) Checkpoint(ctx context.Context, label string, auto bool) (*guest.CkptCreateResult, error) {
+	res, err := s.conn.CkptCreate(ctx, guest.CkptCreateRequest{Tree: s.checkpointTree(), Label: label, Auto: auto, Limits: CheckpointLimits})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case res.RootMissing:
+		return nil, errGuestCopyGone(s.State)
+	case res.TooManyEntries:
+		return nil, &CheckpointRefusedError{fmt.Sprintf("the staged copy has more than %d entries, more than a checkpoint holds: exclude generated directories (.limactl-mcp-ignore) or remove them", CheckpointLimits.MaxEntries)}
+	case res.StoreFull:
+		return nil, &CheckpointRefusedError{fmt.Sprintf("the checkpoint store is full (%s used of %s, after pruning the automatic checkpoints): the new content does not fit; the existing checkpoints can still be restored, and `limactl mcp discard` removes them with the session", sizeString(res.StoreBytes), sizeString(CheckpointLimits.MaxStoreBytes))}
+	case res.Checkpoint == nil:
+		return nil, errors.New("the guest runner took no checkpoint and said not why")
+	}
+	return res, nil
+}
+
+// Checkpoints lists the session's checkpoints, oldest first.
+func (s *Session) Checkpoints(ctx context.Context) (*guest.CkptListResult, error) {
+	return s.conn.CkptList(ctx, s.State.ID)
+}
+
+// RestoreCheckpoint makes the guest copy exactly what checkpoint id holds (dryRun: lists what
+// it would change). The host is not touched.
+func (s *Session) RestoreCheckpoint(ctx context.Context, id string, dryRun bool) (*guest.CkptRestoreResult, error) {
+	res, err := s.conn.CkptRestore(ctx, guest.CkptRestoreRequest{Tree: s.checkpointTree(), ID: id, DryRun: dryRun, MaxChanges: maxRestoreChanges})
+	if err != nil {
+		return nil, err
+	}
+	if res.RootMissing {
+		return nil, errGuestCopyGone(s.State)
+	}
+	if res.Unknown {
+		return nil, s.unknownCheckpoint(ctx, id)
+	}
+	return res, nil
+}
+
+// CheckpointManifest is what checkpoint id holds, and where its contents are in the guest
+// (ObjectDir/HASH).
+func (s *Session) CheckpointManifest(ctx context.Context, id string) (*guest.CkptManifestResult, error) {
+	res, err := s.conn.CkptManifest(ctx, guest.CkptManifestRequest{Session: s.State.ID, ID: id, MaxEntries: CheckpointLimits.MaxEntries})
+	if err != nil {
+		return nil, err
+	}
+	if res.Unknown {
+		return nil, s.unknownCheckpoint(ctx, id)
+	}
+	return res, nil
+}
+
+// unknownCheckpoint says id is not a checkpoint, and which ones there are.
+func (s *Session) unknownCheckpoint(ctx context.Context, id string) error {
+	l, err := s.Checkpoints(ctx)
+	if err != nil || len(l.Checkpoints) == 0 {
+		return fmt.Errorf("%w %q: this session has none", ErrUnknownCheckpoint, id)
+	}
+	ids := make([]string, 0, len(l.Checkpoints))
+	for _, c := range l.Checkpoints {
+		ids = append(ids, c.ID)
+	}
+	return fmt.Errorf("%w %q: this session has %s", ErrUnknownCheckpoint, id, strings.Join(ids, ", "))
+}
+
+// AutoCheckpoint takes the automatic checkpoint before an operation that changes the guest copy
+// from outside (a review apply, a sync), and says in words what happened: its id, or why there
+// is none (which does not stop the operation: the checkpoint is a convenience, the operation
+// what the person asked for).
+func (s *Session) AutoCheckpoint(ctx context.Context, before string) (id string, err error) {
+	res, err := s.Checkpoint(ctx, "before "+before, true)
+	if err != nil {
+		return "", err
+	}
+	return res.Checkpoint.ID, nil
+}
+
+// sizeString is a byte count for people.
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
