@@ -247,35 +247,43 @@ func randomRoundTrips(t *testing.T, r *testRunner, seed int64) {
 }
 
 // mutate makes one random change to the tree: a new or edited file, a removal, a chmod, a
-// symlink, a directory, or an entry of another type where one was.
+// symlink, a directory, or an entry of another type where one was. Every change goes through
+// an os.Root of the tree: the tree holds symlinks to /etc and to its parent, and these tests
+// run as root, so a plain os.Chmod or os.WriteFile through one would change the host itself.
 func mutate(t *testing.T, rng *rand.Rand, root string) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
 	names := []string{"a", "b", "c.txt", "d/e", "d/f.go", "d/g/h", "x/y/z", "link", "d/l"}
-	p := filepath.Join(root, names[rng.Intn(len(names))])
-	os.MkdirAll(filepath.Dir(p), 0o755)
+	p := names[rng.Intn(len(names))]
+	r.MkdirAll(filepath.Dir(p), 0o755)
 	switch rng.Intn(7) {
 	case 0, 1:
-		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
-			os.RemoveAll(p)
+		if fi, err := r.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+			r.RemoveAll(p)
 		}
-		os.WriteFile(p, []byte(fmt.Sprint("content ", rng.Intn(5), "\n")), 0o644)
+		r.WriteFile(p, []byte(fmt.Sprint("content ", rng.Intn(5), "\n")), 0o644)
 	case 2:
-		os.RemoveAll(p)
+		r.RemoveAll(p)
 	case 3:
-		os.Chmod(p, []os.FileMode{0o600, 0o755, 0o700, 0o644}[rng.Intn(4)])
+		r.Chmod(p, []os.FileMode{0o600, 0o755, 0o700, 0o644}[rng.Intn(4)])
 	case 4:
-		os.RemoveAll(p)
-		os.Symlink([]string{"a", "../b", "/etc", "d"}[rng.Intn(4)], p)
+		r.RemoveAll(p)
+		r.Symlink([]string{"a", "../b", "/etc", "d"}[rng.Intn(4)], p)
 	case 5:
-		os.RemoveAll(p)
-		os.MkdirAll(p, 0o755)
+		r.RemoveAll(p)
+		r.MkdirAll(p, 0o755)
 	case 6:
-		os.Chmod(filepath.Dir(p), []os.FileMode{0o755, 0o700, 0o555}[rng.Intn(3)])
+		r.Chmod(filepath.Dir(p), []os.FileMode{0o755, 0o700, 0o555}[rng.Intn(3)])
 	}
-	// Keep every directory readable by the test's own walk.
+	// Keep every directory readable by the test's own walk (WalkDir does not follow links).
 	filepath.WalkDir(root, func(q string, d fs.DirEntry, err error) error {
 		if d != nil && d.IsDir() {
-			if fi, err := os.Lstat(q); err == nil && fi.Mode().Perm()&0o500 != 0o500 {
-				os.Chmod(q, fi.Mode().Perm()|0o500)
+			if fi, err := os.Lstat(q); err == nil && fi.IsDir() && fi.Mode().Perm()&0o500 != 0o500 {
+				rel, _ := filepath.Rel(root, q)
+				r.Chmod(rel, fi.Mode().Perm()|0o500)
 			}
 		}
 		return nil
