@@ -50,7 +50,10 @@ func newFx(t *testing.T) *fx {
 	f.write("gone.txt", "to be deleted\n", 0o644)
 	must(t, os.Symlink("/tmp", filepath.Join(f.host, "hostlink")))
 	f.gpath = fmt.Sprintf("%s/review-%d/proj", srv.Home, time.Now().UnixNano())
-	t.Cleanup(func() { srv.Run(t, "rm", "-rf", filepath.Dir(f.gpath)) })
+	// The automatic checkpoints of the applies go too.
+	t.Cleanup(func() {
+		srv.Run(t, "rm", "-rf", filepath.Dir(f.gpath), filepath.Join(srv.Home, ".cache", "limactl-mcp", "checkpoints", staging.SessionID(f.host)))
+	})
 	f.store = staging.Store{Dir: filepath.Join(t.TempDir(), "state")}
 	f.open()
 	return f

@@ -206,7 +206,15 @@ func TestCheckpointRestoreExactTree(t *testing.T) {
 // restores every checkpoint in a random order and compares with what the tree was.
 func TestCheckpointRandomRoundTrips(t *testing.T) {
 	forEachCkptRunner(t, func(t *testing.T, r *testRunner, home string) {
-		seed := int64(15)
+		for seed := int64(15); seed < 20; seed++ {
+			randomRoundTrips(t, r, seed)
+		}
+	})
+}
+
+func randomRoundTrips(t *testing.T, r *testRunner, seed int64) {
+	t.Helper()
+	{
 		rng := rand.New(rand.NewSource(seed))
 		root := filepath.Join(t.TempDir(), "proj")
 		os.MkdirAll(root, 0o755)
@@ -235,7 +243,7 @@ func TestCheckpointRandomRoundTrips(t *testing.T) {
 				t.Fatalf("seed %d: after restoring %s the tree differs:\n%s", seed, id, d)
 			}
 		}
-	})
+	}
 }
 
 // mutate makes one random change to the tree: a new or edited file, a removal, a chmod, a
@@ -380,4 +388,63 @@ func TestCheckpointLimits(t *testing.T) {
 			t.Fatal("a request without limits was accepted")
 		}
 	})
+}
+
+// TestCheckpointRestoreRacesASwappedDirectory restores while another process keeps swapping a
+// directory of the tree for a symlink to a directory outside it: whatever the restore meets,
+// nothing is ever written outside the tree.
+func TestCheckpointRestoreRacesASwappedDirectory(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	root := filepath.Join(t.TempDir(), "proj")
+	outside := t.TempDir()
+	for i := range 20 {
+		mustWrite(t, filepath.Join(root, "d", fmt.Sprintf("f%02d", i)), fmt.Sprint("content ", i), 0o644)
+	}
+	tr := runnerproto.CkptTree{Session: "race", Root: root}
+	cache := newCkptCache()
+	c, err := runCkptCreate(&runnerproto.CkptCreateRequest{Tree: tr, Limits: testCkptLimits}, cache)
+	if err != nil || c.Checkpoint == nil {
+		t.Fatalf("%v %+v", err, c)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d, aside := filepath.Join(root, "d"), filepath.Join(root, "aside")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// d becomes a link to outside, then a directory again.
+			_ = os.Rename(d, aside)
+			_ = os.Symlink(outside, d)
+			_ = os.Remove(d)
+			_ = os.Rename(aside, d)
+			_ = os.RemoveAll(aside)
+		}
+	}()
+	for range 200 {
+		_, _ = runCkptRestore(&runnerproto.CkptRestoreRequest{Tree: tr, ID: c.Checkpoint.ID, MaxChanges: 10}, cache)
+	}
+	close(stop)
+	<-done
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the restore wrote outside the tree: %v", names)
+	}
+	// Once the swapping stops, a restore makes the tree whole again.
+	if res, err := runCkptRestore(&runnerproto.CkptRestoreRequest{Tree: tr, ID: c.Checkpoint.ID, MaxChanges: 10}, cache); err != nil || res.Unknown {
+		t.Fatalf("%v %+v", err, res)
+	}
+	for i := range 20 {
+		if b, err := os.ReadFile(filepath.Join(root, "d", fmt.Sprintf("f%02d", i))); err != nil || string(b) != fmt.Sprint("content ", i) {
+			t.Fatalf("d/f%02d after the last restore: %q %v", i, b, err)
+		}
+	}
 }
