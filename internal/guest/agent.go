@@ -102,8 +102,15 @@ func (a *Agent) setupScript(exe string) string {
 		ensure += " --own " + q(a.Own)
 	}
 	b.WriteString("out=$(" + ensure + ")\nprintf '%s\\n' \"$out\"\n")
+	b.WriteString(`ah=$(getent passwd ` + a.User + ` | cut -d: -f6)` + "\n")
+	if a.Own != "" {
+		// A new copy relocated into the agent's home (a named session's, or one whose path
+		// collides with the guest's) was made above, before the user existed, so by root with
+		// the home above it; useradd -m leaves a home that exists as it is: give it to the
+		// agent, as useradd would have made it, or the agent cannot write its own home.
+		b.WriteString(`if [ -n "$ah" ] && [ -d "$ah" ] && [ ! -L "$ah" ] && [ "$(stat -c %u -- "$ah")" = 0 ]; then sudo -n chown ` + a.User + `: -- "$ah" && sudo -n chmod 700 -- "$ah"; fi` + "\n")
+	}
 	if len(a.Carry) > 0 {
-		b.WriteString(`ah=$(getent passwd ` + a.User + ` | cut -d: -f6)` + "\n")
 		for _, c := range a.Carry {
 			// Read as the Lima user (no privilege: a symlink the agent planted there while it was
 			// that user leads nowhere it could not read anyway), written as the agent.
