@@ -185,45 +185,12 @@ func runCkptCreate(req *runnerproto.CkptCreateRequest, cache *ckptCache) (*runne
 // collectGarbageWith is collectGarbage while checkpoint m is being taken (listed, not yet
 // written): its objects are kept.
 func (s *ckptStore) collectGarbageWith(l *ckptList, m *ckptManifest) (int64, error) {
-	keep := make(map[string]bool)
-	for _, e := range m.Entries {
-		if e.Type == tree.File {
-			keep[e.Hash] = true
-		}
-	}
-	others := &ckptList{Next: l.Next}
-	for _, c := range l.Checkpoints {
-		if c.ID != m.Info.ID {
-			others.Checkpoints = append(others.Checkpoints, c)
-		}
-	}
-	used := map[string]bool{}
-	for _, c := range others.Checkpoints {
-		om, err := s.readManifest(c.ID, 0)
-		if err != nil {
-			return 0, err
-		}
-		for _, e := range om.Entries {
-			if e.Type == tree.File {
-				used[e.Hash] = true
-			}
-		}
-	}
-	ents, err := os.ReadDir(s.objectDir())
+	used, err := s.objectsUsed(l, m.Info.ID)
 	if err != nil {
 		return 0, err
 	}
-	var size int64
-	for _, d := range ents {
-		if used[d.Name()] || keep[d.Name()] {
-			if fi, err := d.Info(); err == nil {
-				size += fi.Size()
-			}
-			continue
-		}
-		_ = os.Remove(filepath.Join(s.objectDir(), d.Name()))
-	}
-	return size, nil
+	addObjects(used, m)
+	return s.sweepObjects(used)
 }
 
 // pruneList drops the oldest checkpoints beyond the limits on their number.

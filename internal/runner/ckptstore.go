@@ -298,31 +298,13 @@ func (s *ckptStore) objectNames() (map[string]bool, error) {
 // collectGarbage removes the objects no kept checkpoint refers to and temporary files left by
 // an interrupted checkpoint, and returns the size of what is left.
 func (s *ckptStore) collectGarbage(l *ckptList) (int64, error) {
-	used := map[string]bool{}
-	for _, c := range l.Checkpoints {
-		m, err := s.readManifest(c.ID, 0)
-		if err != nil {
-			return 0, err
-		}
-		for _, e := range m.Entries {
-			if e.Type == tree.File {
-				used[e.Hash] = true
-			}
-		}
-	}
-	ents, err := os.ReadDir(s.objectDir())
+	used, err := s.objectsUsed(l, "")
 	if err != nil {
 		return 0, err
 	}
-	var size int64
-	for _, d := range ents {
-		if used[d.Name()] {
-			if fi, err := d.Info(); err == nil {
-				size += fi.Size()
-			}
-			continue
-		}
-		_ = os.Remove(filepath.Join(s.objectDir(), d.Name()))
+	size, err := s.sweepObjects(used)
+	if err != nil {
+		return 0, err
 	}
 	// Manifests of checkpoints that are no longer listed.
 	if ms, err := os.ReadDir(filepath.Join(s.dir, "manifests")); err == nil {
@@ -335,6 +317,51 @@ func (s *ckptStore) collectGarbage(l *ckptList) (int64, error) {
 				_ = os.Remove(filepath.Join(s.dir, "manifests", d.Name()))
 			}
 		}
+	}
+	return size, nil
+}
+
+// objectsUsed lists the objects the checkpoints of l refer to, but the checkpoint skip's.
+func (s *ckptStore) objectsUsed(l *ckptList, skip string) (map[string]bool, error) {
+	used := map[string]bool{}
+	for _, c := range l.Checkpoints {
+		if c.ID == skip {
+			continue
+		}
+		m, err := s.readManifest(c.ID, 0)
+		if err != nil {
+			return nil, err
+		}
+		addObjects(used, m)
+	}
+	return used, nil
+}
+
+// addObjects adds the objects of m's files to set.
+func addObjects(set map[string]bool, m *ckptManifest) {
+	for _, e := range m.Entries {
+		if e.Type == tree.File {
+			set[e.Hash] = true
+		}
+	}
+}
+
+// sweepObjects removes every object (and leftover temporary file) not in keep and returns
+// the size of those kept.
+func (s *ckptStore) sweepObjects(keep map[string]bool) (int64, error) {
+	ents, err := os.ReadDir(s.objectDir())
+	if err != nil {
+		return 0, err
+	}
+	var size int64
+	for _, d := range ents {
+		if keep[d.Name()] {
+			if fi, err := d.Info(); err == nil {
+				size += fi.Size()
+			}
+			continue
+		}
+		_ = os.Remove(filepath.Join(s.objectDir(), d.Name()))
 	}
 	return size, nil
 }
