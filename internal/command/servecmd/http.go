@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,7 +103,15 @@ func serveHTTP(ctx context.Context, ln net.Listener, server *mcp.Server, token s
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	srv.RegisterOnShutdown(endStreams)
+	// A connection accepted but without a request yet (a client reconnecting its GET stream
+	// as the shutdown starts) carries nothing in flight, yet Shutdown counts it as busy for 5
+	// seconds: close those at once.
+	fresh := newFreshConns()
+	srv.ConnState = fresh.track
+	srv.RegisterOnShutdown(func() {
+		endStreams()
+		fresh.closeAll()
+	})
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -126,4 +135,32 @@ func serveHTTP(ctx context.Context, ln net.Listener, server *mcp.Server, token s
 		_ = ss.Close()
 	}
 	return nil
+}
+
+// freshConns are the connections of an http.Server that have not sent a request yet.
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func newFreshConns() *freshConns { return &freshConns{conns: map[net.Conn]struct{}{}} }
+
+// track is the server's ConnState hook.
+func (f *freshConns) track(c net.Conn, state http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if state == http.StateNew {
+		f.conns[c] = struct{}{}
+		return
+	}
+	delete(f.conns, c)
+}
+
+// closeAll closes the connections that have not sent a request yet.
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		_ = c.Close()
+	}
 }
