@@ -31,7 +31,7 @@ func giveTree(dir string, from, uid, gid int) error {
 		unix.Close(fd)
 		return fmt.Errorf("--own %s: the directory belongs to uid %d, neither the guest user (%d) nor the agent; only a copy the guest user staged is handed to the agent", dir, st.Uid, from)
 	}
-	w := treeWalk{dev: st.Dev, from: uint32(from), uid: uid, gid: gid}
+	w := treeWalk{dev: uint64(st.Dev), from: uint32(from), uid: uid, gid: gid}
 	if st.Uid != uint32(uid) || st.Gid != uint32(gid) {
 		if err := unix.Fchown(fd, uid, gid); err != nil {
 			unix.Close(fd)
@@ -64,7 +64,7 @@ func (w treeWalk) walk(fd int, path string) error {
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			continue // gone meanwhile
 		}
-		if st.Dev != w.dev {
+		if uint64(st.Dev) != w.dev {
 			continue // a mount point: another filesystem is not the staged copy
 		}
 		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
@@ -82,7 +82,7 @@ func (w treeWalk) walk(fd int, path string) error {
 			continue // replaced by something else meanwhile: not followed
 		}
 		var subSt unix.Stat_t
-		if err := unix.Fstat(sub, &subSt); err != nil || subSt.Dev != w.dev {
+		if err := unix.Fstat(sub, &subSt); err != nil || uint64(subSt.Dev) != w.dev {
 			unix.Close(sub)
 			continue
 		}
