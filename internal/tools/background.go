@@ -12,7 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
 // Background is the background processes of one server: the session's, started by this
@@ -123,6 +126,19 @@ func bgError(err error) error {
 }
 
 // errNoBackground is the answer of a server without background processes.
+// background is what the background tools start with: the workspace (a server that cannot
+// reach its instance says so first) and the server's background processes.
+func (ts *Toolset) background(ctx context.Context, req *mcp.CallToolRequest) (*workspace.Workspace, *Background, error) {
+	ws, err := ts.workspace(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ts.bg == nil {
+		return nil, nil, errNoBackground
+	}
+	return ws, ts.bg, nil
+}
+
 var errNoBackground = errors.New("this server does not run background processes (it has no session); run the command in the foreground")
 
 func unknownBackground(id int) error {

@@ -39,13 +39,9 @@ type KillBackgroundProcessResult struct {
 
 // KillBackgroundProcess signals a background process.
 func (ts *Toolset) KillBackgroundProcess(ctx context.Context, req *mcp.CallToolRequest, args KillBackgroundProcessParams) (*mcp.CallToolResult, *KillBackgroundProcessResult, error) {
-	ws, err := ts.workspace(ctx, req) // a server that cannot reach its instance says so first
+	ws, b, err := ts.background(ctx, req)
 	if err != nil {
 		return nil, nil, err
-	}
-	b := ts.bg
-	if b == nil {
-		return nil, nil, errNoBackground
 	}
 	sig := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(args.Signal)), "SIG")
 	if sig == "" {

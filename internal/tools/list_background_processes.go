@@ -27,13 +27,9 @@ type ListBackgroundProcessesResult struct {
 
 // ListBackgroundProcesses lists this server's background processes.
 func (ts *Toolset) ListBackgroundProcesses(ctx context.Context, req *mcp.CallToolRequest, _ ListBackgroundProcessesParams) (*mcp.CallToolResult, *ListBackgroundProcessesResult, error) {
-	ws, err := ts.workspace(ctx, req) // a server that cannot reach its instance says so first
+	ws, b, err := ts.background(ctx, req)
 	if err != nil {
 		return nil, nil, err
-	}
-	b := ts.bg
-	if b == nil {
-		return nil, nil, errNoBackground
 	}
 	res := &ListBackgroundProcessesResult{Processes: []BackgroundStatus{}}
 	b.mu.Lock()

@@ -38,13 +38,9 @@ type ReadBackgroundOutputResult struct {
 
 // ReadBackgroundOutput reads a background process's output.
 func (ts *Toolset) ReadBackgroundOutput(ctx context.Context, req *mcp.CallToolRequest, args ReadBackgroundOutputParams) (*mcp.CallToolResult, *ReadBackgroundOutputResult, error) {
-	ws, err := ts.workspace(ctx, req) // a server that cannot reach its instance says so first
+	ws, b, err := ts.background(ctx, req)
 	if err != nil {
 		return nil, nil, err
-	}
-	b := ts.bg
-	if b == nil {
-		return nil, nil, errNoBackground
 	}
 	max := b.lim.ReadDefault
 	if args.MaxBytes != nil {
