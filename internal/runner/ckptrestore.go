@@ -6,9 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -23,6 +23,13 @@ import (
 // place), and modes, symlinks and directories are put back. Every change goes through an
 // os.Root of the tree, so no symlink (the agent's, or one swapped in meanwhile) leads a write
 // outside it; paths with a .git component and what the ignore rules skip are left alone.
+//
+// It is all or nothing as far as the store goes: the content of every file to be rewritten is
+// first copied out of the store into a directory of the tree's own and checked there (present,
+// a regular file, its size and hash the manifest's), before the first change; a store that
+// lacks or spoils one (a guest crash, the agent's edit) fails the restore with the tree as it
+// was. What can still stop it part way is the tree itself refusing a change (a full disk, the
+// agent changing it meanwhile); the error then says so.
 func runCkptRestore(req *runnerproto.CkptRestoreRequest, cache *ckptCache) (*runnerproto.CkptRestoreResult, error) {
 	s, err := openCkptStore(req.Tree.Session, false, cache)
 	if errors.Is(err, errNoCkptStore) {
@@ -47,7 +54,7 @@ func runCkptRestore(req *runnerproto.CkptRestoreRequest, cache *ckptCache) (*run
 	}
 	m, err := s.readManifest(req.ID, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("checkpoint %s cannot be restored: %w; the guest copy was not changed", req.ID, err)
 	}
 	cur, missing, err := walkCheckpointTree(&req.Tree)
 	if err != nil {
@@ -63,7 +70,13 @@ func runCkptRestore(req *runnerproto.CkptRestoreRequest, cache *ckptCache) (*run
 	}
 	defer root.Close()
 	r := &restorer{root: root, store: s, dry: req.DryRun, max: req.MaxChanges, res: res}
-	return res, r.run(m.Entries, cur, req.Tree.Root)
+	if err := r.run(m.Entries, cur, req.Tree.Root); err != nil {
+		if !r.touched {
+			return nil, fmt.Errorf("checkpoint %s cannot be restored: %w; the guest copy was not changed", req.ID, err)
+		}
+		return nil, fmt.Errorf("restoring checkpoint %s stopped part way: %w; the guest copy is partly restored", req.ID, err)
+	}
+	return res, nil
 }
 
 func listed(l *ckptList, id string) bool {
@@ -82,6 +95,10 @@ type restorer struct {
 	max   int
 	res   *runnerproto.CkptRestoreResult
 	kinds map[tree.Name]string // the change recorded for a path, so that it is listed once
+	// touched is set before the first change to the tree (its root's temporary directory
+	// aside): an error before it leaves the tree as it was.
+	touched bool
+	cleanup []func()
 }
 
 func (r *restorer) record(p tree.Name, kind string) {
@@ -111,6 +128,37 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) 
 			now[tree.Name(w.rel)] = ckptEntry{Entry: tree.Entry{Path: tree.Name(w.rel), Type: tree.Other}}
 		}
 	}
+	// 0. The files whose content is to be written, and that content, out of the store and
+	// checked, before anything changes. A file of the tree that is a file of the checkpoint
+	// keeps its place through step 1 (its parent is a directory in both), so "same" is final.
+	same := map[tree.Name]bool{}
+	var writes []*ckptEntry
+	for i := range target {
+		w := &target[i]
+		if w.Type != tree.File {
+			continue
+		}
+		if c, ok := now[w.Path]; ok && c.Type == tree.File {
+			if s, err := r.sameContent(w, &c); err != nil {
+				return err
+			} else if s {
+				same[w.Path] = true
+				continue
+			}
+		}
+		writes = append(writes, w)
+	}
+	if fi, err := r.root.Lstat("."); err == nil && fi.Mode().Perm()&0o700 != 0o700 && !r.dry {
+		if err := r.root.Chmod(".", fi.Mode().Perm()|0o700); err == nil {
+			defer func() { _ = r.root.Chmod(".", fi.Mode().Perm()) }()
+		}
+	}
+	defer r.done() // before the root's mode is put back
+	staged, err := r.stageContents(writes)
+	if err != nil {
+		return err
+	}
+	r.touched = !r.dry
 	// Directories the user may not write (the agent's chmod) are opened up first; their own
 	// mode is put back at the end.
 	for _, w := range walkedNow {
@@ -118,11 +166,6 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) 
 			if err := r.root.Chmod(w.rel, fileMode(e.Mode|0o700)); err != nil {
 				return fmt.Errorf("opening %s for the restore: %w", w.rel, err)
 			}
-		}
-	}
-	if fi, err := r.root.Lstat("."); err == nil && fi.Mode().Perm()&0o700 != 0o700 && !r.dry {
-		if err := r.root.Chmod(".", fi.Mode().Perm()|0o700); err == nil {
-			defer func() { _ = r.root.Chmod(".", fi.Mode().Perm()) }()
 		}
 	}
 	// 1. Remove what the checkpoint does not have, or has as another kind of entry: deepest
@@ -196,17 +239,11 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) 
 				}
 			}
 		case tree.File:
-			same := false
-			if exists {
-				var err error
-				if same, err = r.sameContent(w, &c); err != nil {
-					return err
-				}
-			}
+			isSame := same[w.Path]
 			switch {
 			case !exists:
 				r.record(w.Path, runnerproto.CkptCreated)
-			case !same:
+			case !isSame:
 				r.record(w.Path, runnerproto.CkptContent)
 			case c.Mode != w.Mode:
 				r.record(w.Path, runnerproto.CkptMode)
@@ -214,9 +251,9 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) 
 			if r.dry {
 				continue
 			}
-			if !same {
-				if err := r.writeFromObject(w); err != nil {
-					return err
+			if !isSame {
+				if err := r.root.Rename(staged[w.Path], p); err != nil {
+					return fmt.Errorf("restoring %s: %w", p, err)
 				}
 			} else if c.Mode != w.Mode {
 				if err := r.root.Chmod(p, fileMode(w.Mode)); err != nil {
@@ -236,6 +273,63 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) 
 		}
 	}
 	return nil
+}
+
+// stageContents copies the content of every file in writes out of the store into a new
+// directory at the tree's root (so that each is later renamed into place on the same file
+// system), each checked against the size and hash its manifest entry names, and returns where
+// each is. The directory's removal is registered on r (r.done). A dry run only checks. Any
+// error leaves the tree as it was.
+func (r *restorer) stageContents(writes []*ckptEntry) (map[tree.Name]string, error) {
+	staged := make(map[tree.Name]string, len(writes))
+	if r.dry {
+		for _, w := range writes {
+			if err := r.copyObject(w, io.Discard); err != nil {
+				return nil, err
+			}
+		}
+		return staged, nil
+	}
+	if len(writes) == 0 {
+		return staged, nil
+	}
+	dir := ".limactl-mcp-restore-" + randomHex()
+	if err := r.root.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("making the restore's temporary directory in the guest copy: %w", err)
+	}
+	r.cleanup = append(r.cleanup, func() { _ = r.root.RemoveAll(dir) })
+	for i, w := range writes {
+		p := dir + "/" + strconv.Itoa(i)
+		f, err := r.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			r.done()
+			return nil, fmt.Errorf("restoring %s: %w", w.Path, err)
+		}
+		err = r.copyObject(w, f)
+		if err == nil {
+			err = f.Chmod(fileMode(w.Mode))
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			r.done()
+			if errors.Is(err, errCkptCorrupt) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("restoring %s: %w", w.Path, err)
+		}
+		staged[w.Path] = p
+	}
+	return staged, nil
+}
+
+// done runs the restore's clean-ups (its temporary directory's removal).
+func (r *restorer) done() {
+	for _, f := range r.cleanup {
+		f()
+	}
+	r.cleanup = nil
 }
 
 // under says whether p is below one of dirs.
@@ -272,47 +366,35 @@ func (r *restorer) sameContent(w, c *ckptEntry) (bool, error) {
 	return h == w.Hash, nil
 }
 
-// writeFromObject writes a checkpoint file from its object: into a new file beside it, checked
-// against the hash and size the manifest gives (the store is the agent's to write), then
-// renamed over whatever is there.
-func (r *restorer) writeFromObject(w *ckptEntry) error {
+// copyObject copies the content of checkpoint file w from its object to dst, checking it
+// against the hash and size the manifest gives (the store is the agent's to write): an object
+// that is missing, not a regular file (a symlink, a directory), short, long or other content
+// is a damaged store, named with the file it was for.
+func (r *restorer) copyObject(w *ckptEntry, dst io.Writer) error {
 	obj, err := os.OpenFile(filepath.Join(r.store.objectDir(), w.Hash), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return corrupt("the content of %s (object %s) is missing", w.Path, w.Hash)
 		}
-		return err
+		if errors.Is(err, unix.ELOOP) {
+			return corrupt("the content of %s (object %s) is a symlink, not a file of the store", w.Path, w.Hash)
+		}
+		return corrupt("the content of %s (object %s) cannot be read: %v", w.Path, w.Hash, err)
 	}
 	defer obj.Close()
 	if fi, err := obj.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return corrupt("object %s is not a regular file", w.Hash)
-	}
-	p := string(w.Path)
-	tmp := path.Join(path.Dir(p), "."+path.Base(p)+".limactl-mcp-"+randomHex())
-	f, err := r.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("restoring %s: %w", p, err)
+		return corrupt("the content of %s (object %s) is not a regular file", w.Path, w.Hash)
 	}
 	h := tree.NewHasher()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(obj, w.Size+1))
-	if err == nil && (n != w.Size || h.Sum() != w.Hash) {
-		err = corrupt("object %s does not hold the content the checkpoint names (%d bytes read, %d expected)", w.Hash, n, w.Size)
-	}
-	if err == nil {
-		err = f.Chmod(fileMode(w.Mode))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = r.root.Rename(tmp, p)
-	}
+	n, err := io.Copy(io.MultiWriter(dst, h), io.LimitReader(obj, w.Size+1))
 	if err != nil {
-		_ = r.root.Remove(tmp)
-		if errors.Is(err, errCkptCorrupt) {
-			return err
+		if errors.Is(err, unix.EISDIR) {
+			return corrupt("the content of %s (object %s) is not a regular file", w.Path, w.Hash)
 		}
-		return fmt.Errorf("restoring %s: %w", p, err)
+		return err
+	}
+	if n != w.Size || h.Sum() != w.Hash {
+		return corrupt("the content of %s (object %s) is not what the checkpoint names (%d bytes read, %d expected)", w.Path, w.Hash, n, w.Size)
 	}
 	return nil
 }

@@ -76,11 +76,13 @@ type ckptList struct {
 	PrunedSinceGC int `json:"pruned_since_gc,omitempty"`
 }
 
-// errCkptCorrupt marks a store that does not make sense.
+// errCkptCorrupt marks a store that does not make sense. Its message gives no advice to remove
+// the store: the store holds the other checkpoints, among them the automatic one a restore
+// takes first, which may be the only copy of the work; the host says what to do.
 var errCkptCorrupt = errors.New("the checkpoint store is damaged")
 
 func corrupt(format string, args ...any) error {
-	return fmt.Errorf("%w: %s (remove its directory to start over; the staged copy is not affected)", errCkptCorrupt, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", errCkptCorrupt, fmt.Sprintf(format, args...))
 }
 
 // errNoCkptStore says a session has no store yet (nothing was ever checkpointed).

@@ -85,9 +85,14 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return fmt.Errorf("checkpointing the guest copy before the restore (nothing was changed): %w", err)
 	}
+	beforeID := termsafe.String(before.Checkpoint.ID)
+	back := fmt.Sprintf("`limactl mcp restore %s %s%s`", name, beforeID, staging.SessionFlag(session))
 	res, err := s.RestoreCheckpoint(ctx, opts.Checkpoint, false)
 	if err != nil {
-		return err
+		// The runner checks every content it needs before the first change, so a damaged
+		// checkpoint leaves the copy as it was; the checkpoint just taken is that copy either
+		// way (whatever stopped the restore), and the store holding it must stay.
+		return fmt.Errorf("%w. The guest copy as it was before this restore is checkpoint %s: %s goes back to it if the copy changed", err, beforeID, back)
 	}
 	fmt.Fprintf(ios.Out, "Restored the guest copy of %s to checkpoint %s: %s changed back. The host was not changed.\n",
 		termsafe.String(s.State.Workdir), termsafe.String(opts.Checkpoint), words.Count(res.Total, "path"))
@@ -97,6 +102,6 @@ func Run(ctx context.Context, opts *Options) error {
 	if res.Total > len(res.Changes) {
 		fmt.Fprintf(ios.Out, "  … and %d more\n", res.Total-len(res.Changes))
 	}
-	fmt.Fprintf(ios.Out, "The copy as it was is checkpoint %s: `limactl mcp restore %s %s%s` goes back to it.\n", before.Checkpoint.ID, name, before.Checkpoint.ID, staging.SessionFlag(session))
+	fmt.Fprintf(ios.Out, "The copy as it was is checkpoint %s: %s goes back to it.\n", beforeID, back)
 	return nil
 }

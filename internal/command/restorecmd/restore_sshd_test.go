@@ -3,6 +3,7 @@ package restorecmd_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/statuscmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
 )
 
@@ -141,5 +143,60 @@ func checkpoint(t *testing.T, f *sessiontest.Fixture, label string) {
 	}
 	if _, err := s.Checkpoint(context.Background(), label, false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A checkpoint whose stored content was damaged (a guest crash, the agent's edit: missing,
+// short, other bytes, a symlink or a directory in its place) cannot be restored, and the
+// restore changes nothing: the guest copy is the same, entry for entry and byte for byte; the
+// error says so, names the automatic checkpoint just taken (the copy as it was) and never
+// advises removing anything.
+func TestRestoreOfADamagedCheckpointChangesNothing(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n", "d/c.txt": "the content of c\n"})
+	checkpoint(t, f, "start")
+	f.Guest("echo agent > a.txt && rm b.txt && echo agent > d/c.txt && mkdir -p n/m && echo new > n/m/x && chmod 700 d")
+	snapshot := func() string {
+		return f.Guest("find . -path ./.git -prune -o -printf '%p %y %m %l\\n' | sort && find . -path ./.git -prune -o -type f -print0 | sort -z | xargs -0 sha256sum")
+	}
+	want := snapshot()
+	store := ".cache/limactl-mcp/checkpoints/" + staging.SessionID(f.Workdir) + "/objects"
+	obj := f.Srv.Home + "/" + store + "/$(printf 'the content of c\\n' | sha256sum | cut -d' ' -f1)"
+	damages := map[string]string{
+		"missing":   "rm -f " + obj,
+		"short":     "truncate -s 5 " + obj,
+		"corrupted": "printf 'THE content of c\\n' > " + obj,
+		"symlink":   "printf 'the content of c\\n' > /tmp/right-content-$$ && rm -f " + obj + " && ln -s /tmp/right-content-$$ " + obj,
+		"directory": "rm -f " + obj + " && mkdir " + obj,
+	}
+	save := f.Guest("base64 -w0 < " + obj)
+	beforeID := 1
+	for _, kind := range []string{"missing", "short", "corrupted", "symlink", "directory"} {
+		f.Guest("o=" + obj + "; rm -rf \"$o\"; echo " + save + " | base64 -d > \"$o\" && " + damages[kind])
+		ios, _, out, _ := iostreams.Test()
+		err := restorecmd.Run(context.Background(), &restorecmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener(), Checkpoint: "1"})
+		beforeID++
+		if err == nil {
+			t.Fatalf("%s object: the restore succeeded:\n%s", kind, out)
+		}
+		if got := snapshot(); got != want {
+			t.Fatalf("%s object: the failed restore changed the guest copy:\n%s\nwant:\n%s", kind, got, want)
+		}
+		msg := err.Error()
+		back := fmt.Sprintf("checkpoint %d: `limactl mcp restore sshd-test %d` goes back to it", beforeID, beforeID)
+		if !strings.Contains(msg, "damaged") || !strings.Contains(msg, "d/c.txt") || !strings.Contains(msg, "was not changed") || !strings.Contains(msg, back) {
+			t.Errorf("%s object: the error does not say what is damaged, that nothing changed and where to go back:\n%s", kind, msg)
+		}
+		if strings.Contains(strings.ToLower(msg), "remove") || strings.Contains(msg, "delete") {
+			t.Errorf("%s object: the error advises removing something:\n%s", kind, msg)
+		}
+	}
+	// The automatic checkpoint named is the copy as it was.
+	f.Guest("echo later > a.txt")
+	ios, _, _, _ := iostreams.Test()
+	if err := restorecmd.Run(context.Background(), &restorecmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener(), Checkpoint: fmt.Sprint(beforeID)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshot(); got != want {
+		t.Fatalf("after restoring checkpoint %d:\n%s\nwant:\n%s", beforeID, got, want)
 	}
 }
