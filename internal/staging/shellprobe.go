@@ -1,6 +1,7 @@
 package staging
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +12,12 @@ import (
 // What `limactl mcp shell` asks of the guest copy in sh, so that a command starts within one
 // ssh session, without the runner, SFTP or a scan: is the copy this session's (its marker,
 // see guestCopyPresent), and did anything in it change while the command ran.
+//
+// Everything this sh prints after the command started is the command's to forge (it runs as
+// the same user, reads the script from /proc/…/cmdline, prints on the same stderr, can remove
+// the marker): so "changed" is only ever believed, and "unchanged" is decided by the runner's
+// scan (Session.Unchanged); and whether the command ran is the first line the script prints,
+// before the command starts (Ran), which nothing the command prints can come before.
 
 // markerScript is sh that sets ok=1 when the guest holds this session's marker with its
 // token; it reads only a regular file (the agent can make the marker a fifo).
@@ -25,19 +32,31 @@ func (s *Session) markerScript() string {
 const CopyGoneStatus = 255
 
 // CheckCopyScript is sh that goes on only when the guest holds this session's copy, and
-// otherwise says so on stderr and exits with CopyGoneStatus.
-func (s *Session) CheckCopyScript() string {
-	return s.markerScript() +
+// otherwise says so on stderr and exits with CopyGoneStatus. With a prefix (see
+// Probe.InBand), it then prints prefix+"ran" on stderr: the command starts after that line.
+func (s *Session) CheckCopyScript(prefix string) string {
+	sh := s.markerScript() +
 		"if [ -z \"$ok\" ] || [ ! -d " + shellquote.Quote(s.State.GuestPath) + " ]; then echo 'limactl-mcp: the staged copy is not in the guest' >&2; exit " + fmt.Sprint(CopyGoneStatus) + "; fi\n"
+	if prefix != "" {
+		sh += "echo " + shellquote.Quote(prefix+ranLine) + " >&2\n"
+	}
+	return sh
 }
+
+// ranLine is the probe's line that says the command was started.
+const ranLine = "ran"
 
 // ProbeResult is what a Probe found.
 type ProbeResult struct {
 	// CopyPresent: the guest holds this session's copy.
 	CopyPresent bool
 	// Changed: something in the copy (outside .git) changed since the probe's start; also
-	// true when the guest could not tell.
+	// true when the guest could not tell. False is only a claim (the command can print it):
+	// Session.Unchanged decides.
 	Changed bool
+	// Ran: the copy was there and the command was started (the first line of the probe,
+	// printed before the command runs).
+	Ran bool
 }
 
 // Probe finds out, without a scan and with no process but find, whether anything in the guest
@@ -86,7 +105,10 @@ func (p *Probe) script(prefix, redir string) string {
 // changed.
 func ParseProbe(lines []string) ProbeResult {
 	r := ProbeResult{Changed: true}
-	for _, line := range lines {
+	for i, line := range lines {
+		if i == 0 && strings.TrimSpace(line) == ranLine {
+			r.Ran = true
+		}
 		switch strings.TrimSpace(line) {
 		case "copy=1":
 			r.CopyPresent = true
@@ -95,4 +117,19 @@ func ParseProbe(lines []string) ProbeResult {
 		}
 	}
 	return r
+}
+
+// Unchanged says whether the guest copy holds no pending change at all, by the runner's own
+// scan (what the review would list): what decides that a command changed nothing, since
+// anything the command's session prints can be the command's. An error counts as changed (the
+// review then says what is wrong).
+func (s *Session) Unchanged(ctx context.Context) bool {
+	cs, err := s.GuestChanges(ctx)
+	return err == nil && len(cs.Changes) == 0 && len(cs.GitMetadata) == 0
+}
+
+// CopyPresent says whether the guest holds this session's copy (its marker and directory),
+// asked through the host's own connection, before a command runs.
+func (s *Session) CopyPresent(ctx context.Context) (bool, error) {
+	return s.guestCopyPresent(ctx)
 }

@@ -148,11 +148,13 @@ func Run(ctx context.Context, opts *Options) error {
 		// The session works as the plan's agent (its own guest user under a policy).
 		sess = staging.Attach(t.AgentConn(plan.Agent), t.Store, sess.State, sess.Baseline)
 	}
+	staged := false
 	switch {
 	case errors.Is(err, staging.ErrNoSession):
 		if sess, err = stage(ctx, opts, t, plan, workdir, session, log); err != nil {
 			return err
 		}
+		staged = true
 	case err != nil:
 		return err
 	case opts.Sync:
@@ -238,15 +240,42 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		return status, probe, nil
 	}
+	restage := func() error {
+		// The guest copy is gone (a recreated instance, a cleared disk): stage again, as
+		// serve does.
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the staged copy of %s is gone from the guest; staging it again\n", termsafe.String(sess.State.Workdir))
+		sess, err = stage(ctx, opts, t, plan, sess.State.Workdir, session, log)
+		return err
+	}
+	// On a terminal the script's lines cannot be told from the command's: whether the copy is
+	// there is asked first, through the host's own connection (a resumed copy only).
+	checkedFirst := false
+	if tty && !staged {
+		present, perr := sess.CopyPresent(ctx)
+		if perr != nil {
+			return perr
+		}
+		if !present {
+			if err := restage(); err != nil {
+				return err
+			}
+		}
+		checkedFirst = true
+	}
 	status, probe, err := run(sess)
 	if err != nil {
 		return err
 	}
 	if status == staging.CopyGoneStatus && !probe.CopyPresent {
-		// The command did not run: the guest copy is gone (a recreated instance, a cleared
-		// disk). Stage again, as serve does, and run it.
-		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the staged copy of %s is gone from the guest; staging it again\n", termsafe.String(sess.State.Workdir))
-		if sess, err = stage(ctx, opts, t, plan, sess.State.Workdir, session, log); err != nil {
+		if probe.Ran || checkedFirst {
+			// The copy was there and the command started: it (or something meanwhile) removed
+			// the session's marker. It is not run a second time.
+			fmt.Fprintf(ios.ErrOut, "limactl-mcp: the session's marker is gone from the guest after the command started (exit %d): the command is not run again; nothing was applied to the host, and the next command that opens this session stages %s again from the host\n",
+				status, termsafe.String(sess.State.Workdir))
+			return exitcode.With(int(status), exitcode.ErrSilent)
+		}
+		// The command did not run: stage again, and run it.
+		if err := restage(); err != nil {
 			return err
 		}
 		if status, probe, err = run(sess); err != nil {
@@ -264,8 +293,9 @@ func Run(ctx context.Context, opts *Options) error {
 	if sess.State.Workdir != workdir {
 		reviewCmd += " --workdir " + shellquote.Quote(sess.State.Workdir)
 	}
-	if !probe.Changed {
-		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the command changed nothing in the staged copy (changes made before stay pending: `%s`)\n", termsafe.String(reviewCmd))
+	// "Unchanged" from the probe is the command's to forge: the runner's scan decides.
+	if !probe.Changed && sess.Unchanged(ctx) {
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the command changed nothing in the staged copy: nothing is pending (`%s`)\n", termsafe.String(reviewCmd))
 		return done
 	}
 	if opts.NoReview {
@@ -332,7 +362,11 @@ func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, 
 		req.Stderr = filter
 		after = probe.InBand(prefix)
 	}
-	req.Script = sess.CheckCopyScript() + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after)
+	prefix := ""
+	if filter != nil {
+		prefix = filter.prefix
+	}
+	req.Script = sess.CheckCopyScript(prefix) + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after)
 	t0 := time.Now()
 	status, err := tm.Run(ctx, req)
 	if err != nil {
