@@ -96,7 +96,8 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, wai
 			return nil, err
 		}
 		log.Debug("agent user set up", "user", l.agent.User, "policy", l.agent.Policy, "took", time.Since(t0).Round(time.Millisecond))
-		return launchRunner(ctx, l, log, exe, login)
+		r, err := launchRunner(ctx, l, log, exe, login)
+		return healIfNoHello(ctx, l, log, img, exe, true, login, home, r, err)
 	}
 	if !ok {
 		// The user's copy, which the agent can write: read back before every start.
@@ -123,10 +124,13 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, wai
 			}
 		}
 	}
+	var r *runnerClient
 	if waiting != nil {
-		return waiting.exec(ctx, log, exe)
+		r, err = waiting.exec(ctx, log, exe)
+	} else {
+		r, err = launchRunner(ctx, l, log, exe, login)
 	}
-	return launchRunner(ctx, l, log, exe, login)
+	return healIfNoHello(ctx, l, log, img, exe, ok, login, home, r, err)
 }
 
 // waitingRunner is a shell started in the guest before the runner is checked: it waits
@@ -257,7 +261,10 @@ func (r *runnerClient) awaitHello(ctx context.Context, log *slog.Logger, br *buf
 	}
 	if err != nil {
 		r.stop()
-		return nil, fmt.Errorf("starting the runner: %w (stderr: %q)", err, r.stderrText())
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("starting the runner: %w (stderr: %q)", err, r.stderrText())
+		}
+		return nil, &noHelloError{fmt.Errorf("starting the runner: %w (stderr: %q)", err, r.stderrText())}
 	}
 	go r.readLoop(br)
 	log.Debug("guest runner started", "pid", r.hello.PID, "shell", r.hello.Shell, "git", r.hello.HasGit, "login_env", r.hello.LoginEnv)

@@ -30,8 +30,8 @@ import (
 // Root can still replace it, and the agent has sudo in a default Lima guest (it can replace
 // sshd too): that is why every reply of the runner is checked as hostile input (replies.go).
 
-// systemRunnerDir is the root-owned directory of the runner.
-const systemRunnerDir = "/usr/local/libexec/limactl-mcp"
+// systemRunnerDir is the root-owned directory of the runner (a variable for the tests only).
+var systemRunnerDir = "/usr/local/libexec/limactl-mcp"
 
 // runnerImage is the embedded runner for the guest's architecture: its ID and size at once,
 // its bytes (3.3 MB to decompress) only when a start needs them, to install or read back.
@@ -182,4 +182,94 @@ func installSystemRunner(ctx context.Context, l *link, exe string, bin []byte) e
 		return err
 	}
 	return nil
+}
+
+// noHelloError: the runner's process started (or was meant to) but did not say hello as
+// expected: its file may not be the runner (replaced by root, truncated by a crash or a full
+// disk during an install), which healIfNoHello finds out.
+type noHelloError struct{ err error }
+
+func (e *noHelloError) Error() string { return e.err.Error() }
+func (e *noHelloError) Unwrap() error { return e.err }
+
+// healIfNoHello returns r, err as they are unless err says the runner at exe did not say
+// hello. Then, once and before any fallback, the file is verified in full (read back and
+// hashed against the embedded copy) and, when it is not the embedded runner, put back from
+// the embedded copy (as root for root's runner: `sudo -n`; without it, or for the user's own
+// copy, the user's copy, read back or written anew); and the runner is started again. A
+// lstat proves only who can change root's runner, not what it holds: in open mode the agent
+// has sudo, and a same-size root-owned file passes it. The person is told, in one line
+// (warning level: every command shows it on stderr).
+func healIfNoHello(ctx context.Context, l *link, log *slog.Logger, img *runnerImage, exe string, system, login bool, home func() (string, error), r *runnerClient, err error) (*runnerClient, error) {
+	var nh *noHelloError
+	if err == nil || !errors.As(err, &nh) || ctx.Err() != nil {
+		return r, err
+	}
+	first := err
+	bin, err := img.bytes()
+	if err != nil {
+		return nil, first
+	}
+	intact, err := runnerIntact(ctx, l, exe, bin)
+	if err != nil {
+		return nil, fmt.Errorf("%w; reading the runner back: %v", first, err)
+	}
+	what := "its file is the embedded runner, byte for byte"
+	if !intact {
+		what, exe, err = replaceRunner(ctx, l, img, bin, exe, system, home)
+		if err != nil {
+			return nil, fmt.Errorf("%w; its file is not the embedded runner, and putting it back failed: %v", first, err)
+		}
+	}
+	log.Warn(fmt.Sprintf("the guest runner did not start as expected (%v): %s; starting it again", first, what))
+	r, err = launchRunner(ctx, l, log, exe, login)
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s, and it still did not start: %v", first, what, err)
+	}
+	return r, nil
+}
+
+// replaceRunner puts the embedded runner back in place of exe, which holds something else, and
+// says what it did and which file to start.
+func replaceRunner(ctx context.Context, l *link, img *runnerImage, bin []byte, exe string, system bool, home func() (string, error)) (string, string, error) {
+	if system {
+		err := installSystemRunner(ctx, l, exe, bin)
+		if err == nil {
+			ok, verr := rootOwned(ctx, l, exe, img.size)
+			if verr == nil && ok {
+				ok, verr = runnerIntact(ctx, l, exe, bin)
+			}
+			if verr != nil {
+				return "", "", verr
+			}
+			if !ok {
+				return "", "", fmt.Errorf("the reinstalled runner %s does not read back as the embedded one", exe)
+			}
+			return "its file held other bytes than the embedded runner: reinstalled it from the embedded copy", exe, nil
+		}
+		if l.agent != nil {
+			// Only root's runner serves an agent under a policy.
+			return "", "", fmt.Errorf("reinstalling it as root: %v", err)
+		}
+		// The user's copy, as a guest without sudo has; root's file is not this link's runner.
+		l.systemRunner = ""
+		h, herr := home()
+		if herr != nil {
+			return "", "", herr
+		}
+		dir := path.Join(h, runnerDir)
+		user := path.Join(dir, "runner-"+img.id)
+		if ok, ierr := runnerIntact(ctx, l, user, bin); ierr != nil {
+			return "", "", ierr
+		} else if !ok {
+			if uerr := upload(l, dir, user, bin); uerr != nil {
+				return "", "", fmt.Errorf("reinstalling it as root: %v; copying it to %s: %v", err, user, uerr)
+			}
+		}
+		return fmt.Sprintf("its file held other bytes than the embedded runner and could not be reinstalled as root (%v): using the user's copy %s, read back", err, user), user, nil
+	}
+	if err := upload(l, path.Dir(exe), exe, bin); err != nil {
+		return "", "", err
+	}
+	return "its file held other bytes than the embedded runner: copied it again from the embedded copy", exe, nil
 }

@@ -1,0 +1,93 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger's writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A root-owned runner of the right size that is not the runner (in open mode the agent has
+// sudo; a crash during an install can leave one too) passes the lstat check and fails to say
+// hello: the start verifies the file in full, puts the embedded runner back (here, without
+// sudo, the user's copy) and starts it again, once, before any fallback; the person is told
+// in one line; and what needs the runner works.
+func TestRunnerHealsAReplacedRootRunner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test makes root-owned files: run it as root (CI does)")
+	}
+	bin, id, err := runnerbin.Binary(runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := map[string]func() []byte{
+		"zeros": func() []byte { return make([]byte, len(bin)) },
+		"a script that exits at once": func() []byte {
+			b := []byte("#!/bin/sh\nexit 0\n")
+			return append(b, bytes.Repeat([]byte("#"), len(bin)-len(b))...)
+		},
+		"a script that prints something else": func() []byte {
+			b := []byte("#!/bin/sh\necho not the runner; exit 3\n")
+			return append(b, bytes.Repeat([]byte("#"), len(bin)-len(b))...)
+		},
+	}
+	for name, content := range shapes {
+		t.Run(name, func(t *testing.T) {
+			// A root-owned directory, 0755 all the way up, stands in for /usr/local/libexec.
+			base, err := os.MkdirTemp("/var/lib", "limactl-mcp-heal-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(base) })
+			must(t, os.Chmod(base, 0o755))
+			old := systemRunnerDir
+			systemRunnerDir = filepath.Join(base, "libexec")
+			t.Cleanup(func() { systemRunnerDir = old })
+			must(t, os.Mkdir(systemRunnerDir, 0o755))
+			fake := filepath.Join(systemRunnerDir, "runner-"+id)
+			must(t, os.WriteFile(fake, content(), 0o755))
+			must(t, os.Chmod(fake, 0o755))
+
+			srv, _, l := sshdLink(t)
+			if ok, err := rootOwned(context.Background(), l, fake, int64(len(bin))); err != nil || !ok {
+				t.Fatalf("the replaced runner does not pass the lstat check (%v, %v): the test tests nothing", ok, err)
+			}
+			var logged syncBuffer
+			c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoLoginShell: true, Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			t.Cleanup(func() { c.Close() })
+			// A call only the runner answers.
+			if _, err := c.CkptList(context.Background(), "heal-test"); err != nil {
+				t.Fatalf("the next call failed: %v\nlog:\n%s", err, logged.String())
+			}
+			lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], "did not start as expected") || !strings.Contains(lines[0], "starting it again") {
+				t.Errorf("the person was not told in one line what happened:\n%s", logged.String())
+			}
+		})
+	}
+}
