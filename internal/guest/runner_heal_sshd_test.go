@@ -3,6 +3,7 @@ package guest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,8 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger's writes.
@@ -89,5 +92,43 @@ func TestRunnerHealsAReplacedRootRunner(t *testing.T) {
 				t.Errorf("the person was not told in one line what happened:\n%s", logged.String())
 			}
 		})
+	}
+}
+
+// A runner that never answers holds a bounded step (the automatic checkpoint, discard's ending
+// of background processes) only for the bound Within sets: the step ends with a WaitError
+// that names it, the connection is dropped, and the next call starts a runner anew.
+func TestWithinBoundsASilentRunner(t *testing.T) {
+	srv := sshd.Start(t)
+	limits := CkptLimits{MaxEntries: 10, MaxStoreBytes: 1 << 20, MaxAuto: 1, MaxLabelled: 1}
+	steps := map[string]func(c *Conn, ctx context.Context) error{
+		"the automatic checkpoint": func(c *Conn, ctx context.Context) error {
+			_, err := c.CkptCreate(ctx, CkptCreateRequest{Tree: CkptTree{Session: "s1", Root: "/nonexistent"}, Auto: true, Limits: limits})
+			return err
+		},
+		"ending the background processes": func(c *Conn, ctx context.Context) error {
+			_, err := c.BgEnd(ctx, BgEndRequest{Group: "s1"})
+			return err
+		},
+		"counting the pending changes": func(c *Conn, ctx context.Context) error {
+			_, err := c.Scan(ctx, ScanRequest{Root: "/nonexistent"})
+			return err
+		},
+	}
+	for what, f := range steps {
+		c, l := withFakeRunner(t, srv, "silent")
+		bounded(t, time.Minute, func() {
+			err := c.Within(context.Background(), 3*time.Second, what, func(ctx context.Context) error { return f(c, ctx) })
+			var werr *WaitError
+			if !errors.As(err, &werr) || !strings.Contains(err.Error(), what) || !strings.Contains(err.Error(), "did not answer within 3s") {
+				t.Errorf("%s with a silent runner: %v", what, err)
+			}
+		})
+		c.mu.Lock()
+		cur := c.cur
+		c.mu.Unlock()
+		if cur == l {
+			t.Errorf("%s: the link of the silent runner is still in use", what)
+		}
 	}
 }

@@ -15,7 +15,12 @@ import (
 // processes", or ""). A failure is reported and does not stop the discard: they are the
 // agent's own processes, in the guest.
 func endBackground(ctx context.Context, conn *guest.Conn, session string, errOut io.Writer) string {
-	r, err := conn.BgEnd(ctx, guest.BgEndRequest{Group: session})
+	var r *guest.BgEndResult
+	err := conn.Within(ctx, bgEndWait, "ending the agent's background processes", func(ctx context.Context) error {
+		var err error
+		r, err = conn.BgEnd(ctx, guest.BgEndRequest{Group: session})
+		return err
+	})
 	switch {
 	case errors.Is(err, guest.ErrNoRunner):
 		return ""

@@ -5,11 +5,14 @@ package discardcmd
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
@@ -33,6 +36,16 @@ type Options struct {
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
 }
+
+// Bounds on the steps of a discard that ask the runner, each sized for a 10,000-file copy on a
+// fully emulated guest (a scan of it: a few seconds) with a wide margin: a runner that says
+// nothing must not hold a discard for the runner calls' own deadlines (5 and 10 minutes).
+// Past a bound the step is reported and the discard goes on (the copy is removed by plain
+// ssh commands, without the runner).
+var (
+	countWait = 2 * time.Minute
+	bgEndWait = time.Minute
+)
 
 // Run discards the session of the working directory.
 func Run(ctx context.Context, opts *Options) error {
@@ -73,7 +86,17 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	workdir := s.State.Workdir
 	what := "the staged copy of " + describe(workdir, session)
-	if cs, err := s.GuestChanges(ctx); err == nil && len(cs.Changes) > 0 {
+	var cs *staging.ChangeSet
+	err = s.Within(ctx, countWait, "counting the pending changes", func(ctx context.Context) error {
+		var err error
+		cs, err = s.GuestChanges(ctx)
+		return err
+	})
+	var werr *guest.WaitError
+	switch {
+	case errors.As(err, &werr):
+		what += " (its pending changes could not be counted: " + werr.Error() + ")"
+	case err == nil && len(cs.Changes) > 0:
 		what += fmt.Sprintf(", with %s that will be lost", words.Count(len(cs.Changes), "pending change"))
 	}
 	if !opts.Yes {

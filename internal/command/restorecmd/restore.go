@@ -81,7 +81,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return nil
 	}
 	// The copy as it is now becomes a checkpoint first, so that the restore can be undone.
-	before, err := s.Checkpoint(ctx, "before restoring "+opts.Checkpoint, true)
+	before, err := s.RestoreCheckpointFirst(ctx, opts.Checkpoint)
 	if err != nil {
 		return fmt.Errorf("checkpointing the guest copy before the restore (nothing was changed): %w", err)
 	}
