@@ -132,3 +132,40 @@ func TestWithinBoundsASilentRunner(t *testing.T) {
 		}
 	}
 }
+
+// A runner that answers nothing is found out by Within's liveness checks long before the
+// step's bound (here 10 minutes: a first checkpoint of a large tree needs room); a runner that
+// answers them keeps a long step going.
+func TestWithinFindsASilentRunnerEarly(t *testing.T) {
+	defer func(e, w time.Duration) { pingEvery, pingWait = e, w }(pingEvery, pingWait)
+	pingEvery, pingWait = time.Second, 2*time.Second
+	srv := sshd.Start(t)
+	c, _ := withFakeRunner(t, srv, "silent")
+	bounded(t, time.Minute, func() {
+		err := c.Within(context.Background(), 10*time.Minute, "the automatic checkpoint", func(ctx context.Context) error {
+			_, err := c.CkptCreate(ctx, CkptCreateRequest{Tree: CkptTree{Session: "s1", Root: "/nonexistent"}, Auto: true, Limits: CkptLimits{MaxEntries: 10, MaxStoreBytes: 1 << 20, MaxAuto: 1, MaxLabelled: 1}})
+			return err
+		})
+		var werr *WaitError
+		if !errors.As(err, &werr) || !werr.Silent || !strings.Contains(err.Error(), "the automatic checkpoint: the guest runner stopped answering") {
+			t.Errorf("a silent runner: %v", err)
+		}
+	})
+
+	live := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoLoginShell: true, Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { live.Close() })
+	if _, err := live.CkptList(context.Background(), "within-test"); err != nil {
+		t.Fatal(err)
+	}
+	err := live.Within(context.Background(), time.Minute, "a long step", func(ctx context.Context) error {
+		select {
+		case <-time.After(5 * time.Second): // several liveness checks
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if err != nil {
+		t.Errorf("a long step with a live runner: %v", err)
+	}
+}

@@ -109,10 +109,12 @@ func (s *Session) unknownCheckpoint(ctx context.Context, id string) error {
 
 // AutoCheckpointWait bounds the automatic checkpoint: it holds the session's lock (a review
 // apply, a sync, a restore), and a runner that says nothing must not hold it for the runner
-// call's own deadline (10 minutes, sized for the largest trees). The first checkpoint of a
-// 10,000-file / 100 MiB tree, every file copied into the store, took 10 s on a fully emulated
-// guest (30.7 s on a busy host; docs/benchmarks.md); later ones a quarter of a second.
-var AutoCheckpointWait = 3 * time.Minute
+// call's own deadline (10 minutes, sized for the largest trees). A runner that answers nothing
+// at all is found out sooner, by guest.Conn.Within's liveness checks (under a minute). The
+// bound must leave room for a first checkpoint, which copies every file into the store: for a
+// 10,000-file / 100 MiB tree on a fully emulated guest, 10 s on a quiet host and 113 s on a
+// loaded 2-core one (docs/benchmarks.md).
+var AutoCheckpointWait = 5 * time.Minute
 
 // AutoCheckpoint takes the automatic checkpoint before an operation that changes the guest copy
 // from outside (a review apply, a sync, a restore), and says in words what happened: its id,
