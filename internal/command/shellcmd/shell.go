@@ -248,8 +248,8 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	// On a terminal the script's lines cannot be told from the command's: whether the copy is
-	// there is asked first, through the host's own connection (a resumed copy only).
-	checkedFirst := false
+	// there is known first, through the host's own connection (a copy staged just now is).
+	checkedFirst := tty
 	if tty && !staged {
 		present, perr := sess.CopyPresent(ctx)
 		if perr != nil {
@@ -260,7 +260,6 @@ func Run(ctx context.Context, opts *Options) error {
 				return err
 			}
 		}
-		checkedFirst = true
 	}
 	status, probe, err := run(sess)
 	if err != nil {
