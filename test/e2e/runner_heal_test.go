@@ -3,8 +3,12 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
 // In open mode the agent has sudo: it can replace root's runner with a same-size root-owned
@@ -43,5 +47,24 @@ func TestRunnerReplacedByRootHeals(t *testing.T) {
 	stdout, stderr, code := plugin(t, dir, "shell", instanceName, "--", "cat", "a.txt")
 	if code != 0 || stdout != "a\n" || strings.Contains(stderr, "did not start") {
 		t.Errorf("shell after the heal: exit %d stdout %q\n%s", code, stdout, stderr)
+	}
+}
+
+// On a terminal, a command that removes its session's marker and exits with the status the
+// copy check uses is run once: the host checked the copy before it started, so nothing the
+// command does afterwards makes `shell` stage the copy again and run it a second time.
+func TestShellTerminalCommandRemovingTheMarkerRunsOnce(t *testing.T) {
+	dir := project(t, map[string]string{"a.txt": "a\n"})
+	discardOnCleanup(t, dir)
+	if _, stderr, code := mcpShell(t, dir, nil, instanceName, "--", "true"); code != 0 {
+		t.Fatalf("staging: exit %d\n%s", code, stderr)
+	}
+	runs := fmt.Sprintf("/tmp/limactl-mcp-runs-%d", time.Now().UnixNano())
+	t.Cleanup(func() { guestShell(t, "rm -f "+runs) })
+	marker := "$HOME/.cache/limactl-mcp/sessions/" + staging.SessionID(dir)
+	s := tmuxShell(t, dir, 100, 30, nil, "--no-review", instanceName, "--", "sh", "-c", "echo run >> "+runs+"; rm -f "+marker+"; exit 255")
+	s.WaitFor(3*time.Minute, "not run again", "EXIT=255")
+	if got := guestShell(t, "cat "+runs); got != "run\n" {
+		t.Errorf("the command ran %d times:\n%s", strings.Count(got, "run"), s.Screen())
 	}
 }
