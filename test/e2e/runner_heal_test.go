@@ -63,8 +63,11 @@ func TestShellTerminalCommandRemovingTheMarkerRunsOnce(t *testing.T) {
 	t.Cleanup(func() { guestShell(t, "rm -f "+runs) })
 	marker := "$HOME/.cache/limactl-mcp/sessions/" + staging.SessionID(dir)
 	s := tmuxShell(t, dir, 100, 30, nil, "--no-review", instanceName, "--", "sh", "-c", "echo run >> "+runs+"; rm -f "+marker+"; exit 255")
-	s.WaitFor(3*time.Minute, "not run again", "EXIT=255")
+	scr := s.WaitFor(3*time.Minute, "EXIT=")
 	if got := guestShell(t, "cat "+runs); got != "run\n" {
-		t.Errorf("the command ran %d times:\n%s", strings.Count(got, "run"), s.Screen())
+		t.Errorf("the command ran %d times:\n%s", strings.Count(got, "run"), scr)
+	}
+	if !strings.Contains(scr, "not run again") || !strings.Contains(scr, "EXIT=255") {
+		t.Errorf("shell did not say it did not run the command again, or exited otherwise:\n%s", scr)
 	}
 }
