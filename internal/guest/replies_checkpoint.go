@@ -1,8 +1,10 @@
 package guest
 
 import (
+	"encoding/json"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
@@ -30,7 +32,7 @@ func checkCkptReply(req *runnerproto.Request, resp *runnerproto.Response) error 
 			if err := checkCkptInfo(r.Checkpoint); err != nil {
 				return err
 			}
-			if r.Checkpoint.Label != req.CkptCreate.Label || r.Checkpoint.Auto != req.CkptCreate.Auto {
+			if r.Checkpoint.Label != asSent(req.CkptCreate.Label) || r.Checkpoint.Auto != req.CkptCreate.Auto {
 				return badReply("checkpoint %s is not the one asked for (label %.40q, automatic %v)", r.Checkpoint.ID, r.Checkpoint.Label, r.Checkpoint.Auto)
 			}
 		}
@@ -138,6 +140,16 @@ func checkCkptInfo(c *runnerproto.CkptInfo) error {
 		return badReply("negative counts for checkpoint %.40q", c.ID)
 	}
 	return nil
+}
+
+// asSent is s as the runner received it: JSON makes invalid UTF-8 into U+FFFD.
+func asSent(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b, _ := json.Marshal(s)
+	_ = json.Unmarshal(b, &s)
+	return s
 }
 
 // isRelName says whether n is a clean relative path.

@@ -105,3 +105,14 @@ func Path(p string) string {
 	}
 	return strconv.QuoteToASCII(p)
 }
+
+// Lines is s as an error or a message is printed: every line escaped as String escapes it,
+// the lines kept apart, each after the first indented by indent, so that a line break in guest
+// text cannot start a line that looks like one of ours.
+func Lines(s, indent string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = String(l)
+	}
+	return strings.Join(lines, "\n"+indent)
+}
