@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// shortTimeouts makes the HTTP server's timeouts short for a test.
+// shortTimeouts makes the HTTP server's timeouts d for a test.
 func shortTimeouts(t *testing.T, d time.Duration) {
 	h, r, w, i := httpReadHeaderTimeout, httpReadTimeout, httpWriteTimeout, httpIdleTimeout
 	httpReadHeaderTimeout, httpReadTimeout, httpWriteTimeout, httpIdleTimeout = d, d, d, d
@@ -72,11 +72,11 @@ func closedByServer(t *testing.T, c net.Conn, what string) {
 // (and said so in the log) without the client noticing.
 func TestServeHTTPTimeoutsKeepMCPStreams(t *testing.T) {
 	const token = "test-token-0123456789"
-	shortTimeouts(t, 500*time.Millisecond)
+	shortTimeouts(t, 2*time.Second)
 	server := newEchoServer()
 	mcp.AddTool(server, &mcp.Tool{Name: "slow", Description: "takes a while"}, func(ctx context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 		select {
-		case <-time.After(2 * time.Second): // four times every timeout
+		case <-time.After(8 * time.Second): // four times every timeout
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		}
@@ -99,7 +99,7 @@ func TestServeHTTPTimeoutsKeepMCPStreams(t *testing.T) {
 				t.Fatalf("connect: %v", err)
 			}
 			defer session.Close()
-			time.Sleep(2 * time.Second) // every timeout, four times over
+			time.Sleep(8 * time.Second) // every timeout, four times over
 			res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"text": "hi"}})
 			if err != nil || res.IsError {
 				t.Fatalf("a tool call longer than the timeouts: %v %+v", err, res)
@@ -211,13 +211,15 @@ func TestServeHTTPClientThatDoesNotRead(t *testing.T) {
 	var stalled atomic.Bool
 	unstall := make(chan struct{})
 	defer close(unstall)
-	transport := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	// A connection made once stalled is set never reads; none is reused (a kept-alive one the
+	// server closed would look alive to a client that no longer reads).
+	transport := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
 		_ = c.(*net.TCPConn).SetReadBuffer(4096)
-		return &stallConn{Conn: c, stalled: &stalled, unstall: unstall}, nil
+		return &stallConn{Conn: c, stalled: stalled.Load(), unstall: unstall}, nil
 	}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "http-test-client", Version: "v0"}, nil)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -241,12 +243,12 @@ func TestServeHTTPClientThatDoesNotRead(t *testing.T) {
 // stallConn stops reading once stalled is set (a client that no longer reads).
 type stallConn struct {
 	net.Conn
-	stalled *atomic.Bool
+	stalled bool
 	unstall chan struct{}
 }
 
 func (c *stallConn) Read(p []byte) (int, error) {
-	if c.stalled.Load() {
+	if c.stalled {
 		<-c.unstall
 		return 0, io.EOF
 	}
