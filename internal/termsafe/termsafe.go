@@ -39,6 +39,9 @@ func escapeRune(r rune) string {
 	if r < 0x80 {
 		return fmt.Sprintf(`\x%02x`, r)
 	}
+	if r > 0xffff {
+		return fmt.Sprintf(`\U%08x`, r) // a tag character, say: not \ue0041, which reads as \ue004 and 1
+	}
 	return fmt.Sprintf(`\u%04x`, r)
 }
 
