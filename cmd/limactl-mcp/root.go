@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,7 +27,7 @@ func run(args []string, ios *iostreams.IOStreams) int {
 // itself on stderr, and returns the exit code.
 func exitStatus(ios *iostreams.IOStreams, err error) int {
 	if err != nil && !errors.Is(err, exitcode.ErrSilent) {
-		fmt.Fprintf(ios.ErrOut, "limactl-mcp: %v\n", err)
+		ios.PrintError(err) // escaped: the message may quote the guest (a runner's error, a name)
 	}
 	return exitcode.Of(err)
 }

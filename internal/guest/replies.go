@@ -52,9 +52,19 @@ const (
 	maxHeldByLen = 120
 )
 
+// Caps on the free text of a reply: an error's message, a command's start error, a search's.
+const (
+	maxErrorText = 64 << 10
+	maxText      = 4096
+	maxGuestPath = 16 << 10
+)
+
 // checkReply verifies that resp answers req with what req asked for and no more.
 func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 	if resp.Error != "" {
+		if len(resp.Error) > maxErrorText {
+			return badReply("an error message of %d bytes", len(resp.Error))
+		}
 		return nil // an error reply is just that
 	}
 	if req.BgStart != nil || req.BgRead != nil || req.BgList != nil || req.BgSignal != nil || req.BgEnd != nil {
@@ -70,6 +80,10 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		}
 		if err := checkOutput("stdout", resp.Exec.Stdout, req.Exec.HeadBytes, req.Exec.TailBytes); err != nil {
 			return err
+		}
+		x := resp.Exec
+		if x.ExitCode < -1 || x.ExitCode > 255 || x.DurationMillis < 0 || len(x.Signal) > 16 || len(x.StartError) > maxText {
+			return badReply("a command that ended with status %d, signal %.20q, after %d ms, start error of %d bytes", x.ExitCode, x.Signal, x.DurationMillis, len(x.StartError))
 		}
 		if len(resp.Exec.HeldBy) > maxHeldBy {
 			return badReply("%d processes holding the output, more than the %d the runner names", len(resp.Exec.HeldBy), maxHeldBy)
@@ -96,6 +110,14 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		if resp.Scan == nil {
 			return badReply("no scan result")
 		}
+		if resp.Scan.RootMissing && len(resp.Scan.Entries)+len(resp.Scan.Also) > 0 {
+			return badReply("a listing of a tree said to be missing")
+		}
+		for _, e := range resp.Scan.Errors {
+			if len(e) > maxText {
+				return badReply("a scan error of %d bytes", len(e))
+			}
+		}
 		if err := checkEntries(resp.Scan.Entries); err != nil {
 			return err
 		}
@@ -106,6 +128,11 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		}
 		if req.Glob.MaxMatches > 0 && len(resp.Glob.Matches) > req.Glob.MaxMatches {
 			return badReply("%d glob matches, more than the %d asked for", len(resp.Glob.Matches), req.Glob.MaxMatches)
+		}
+		for _, m := range resp.Glob.Matches {
+			if !isGuestPath(m) {
+				return badReply("a glob match that is not an absolute path (%.80q)", m)
+			}
 		}
 	case req.List != nil:
 		if resp.List == nil {
@@ -122,6 +149,17 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 			if e.Size < 0 {
 				return badReply("a negative size for %q", n)
 			}
+			switch e.Type {
+			case tree.File, tree.Dir, tree.Symlink, tree.Other:
+			default:
+				return badReply("a directory entry of unknown type %.40q", e.Type)
+			}
+			if len(e.Target) > maxGuestPath || (e.Target != "" && e.Type != tree.Symlink) {
+				return badReply("a link target of %d bytes for %q", len(e.Target), n)
+			}
+		}
+		if resp.List.NotDir && len(resp.List.Entries) > 0 {
+			return badReply("entries of something said not to be a directory")
 		}
 	case req.Read != nil:
 		r := resp.Read
@@ -162,6 +200,9 @@ func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		if req.Grep.MaxBytes > 0 && len(resp.Grep.Output) > req.Grep.MaxBytes {
 			return badReply("%d bytes of search output, more than the %d asked for", len(resp.Grep.Output), req.Grep.MaxBytes)
 		}
+		if g := resp.Grep; len(g.Error) > maxErrorText || (g.Engine != "" && g.Engine != "git" && g.Engine != "builtin") {
+			return badReply("a search by engine %.20q with an error of %d bytes", g.Engine, len(g.Error))
+		}
 	}
 	return nil
 }
@@ -200,6 +241,22 @@ func checkEntries(es []tree.Entry) error {
 		if e.Mode&^0o7777 != 0 {
 			return badReply("mode %o for %q", e.Mode, p)
 		}
+	}
+	return nil
+}
+
+// isGuestPath says whether p is a clean absolute path of a sane length, without NUL.
+func isGuestPath(p string) bool {
+	return len(p) <= maxGuestPath && path.IsAbs(p) && path.Clean(p) == p && !strings.ContainsRune(p, 0)
+}
+
+// checkHello verifies the runner's first frame: the protocol's version, and fields that fit.
+func checkHello(h *runnerproto.Hello) error {
+	if h == nil || h.Version != runnerproto.Version {
+		return errors.New("the runner in the guest speaks another protocol version")
+	}
+	if h.PID < 0 || h.UID < 0 || len(h.Home) > maxGuestPath || len(h.Shell) > maxGuestPath || len(h.LoginEnv) > 16 {
+		return badReply("a hello of pid %d, uid %d, home of %d bytes", h.PID, h.UID, len(h.Home))
 	}
 	return nil
 }

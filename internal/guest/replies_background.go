@@ -22,15 +22,21 @@ func checkBgReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		if r == nil {
 			return badReply("no background start result")
 		}
-		if r.ID < 0 || r.PID < 0 || (r.ID > 0) != (r.PID > 1) || len(r.StartError) > maxBgText {
+		if r.ID < 0 || r.PID < 0 || (r.ID > 0) != (r.PID > 1) || len(r.StartError) > maxBgText || r.ExitCode < 0 || r.ExitCode > 255 {
 			return badReply("a background start of id %d, pid %d", r.ID, r.PID)
+		}
+		if notStarted := r.TooMany || r.DirMissing || r.StartError != ""; notStarted == (r.ID > 0) {
+			return badReply("a background start that says both or neither of started (id %d) and not started", r.ID)
 		}
 	case req.BgRead != nil:
 		r := resp.BgRead
 		if r == nil {
 			return badReply("no background output")
 		}
-		if len(r.Data) > req.BgRead.Max || r.Offset < 0 || r.Skipped < 0 || r.Next != r.Offset+int64(len(r.Data)) {
+		if r.Unknown && len(r.Data) > 0 {
+			return badReply("output of a background process said not to exist")
+		}
+		if len(r.Data) > req.BgRead.Max || r.Offset < 0 || r.Skipped < 0 || r.Next != r.Offset+int64(len(r.Data)) || (!r.Unknown && r.Next > r.Status.OutputBytes) {
 			return badReply("background output of %d bytes at %d (next %d, skipped %d) for %d asked at %d", len(r.Data), r.Offset, r.Next, r.Skipped, req.BgRead.Max, req.BgRead.Offset)
 		}
 		if !r.Unknown {
@@ -44,10 +50,15 @@ func checkBgReply(req *runnerproto.Request, resp *runnerproto.Response) error {
 		if len(r.Processes) > req.BgList.Max {
 			return badReply("%d background processes, more than the %d asked for", len(r.Processes), req.BgList.Max)
 		}
+		seen := make(map[int]bool, len(r.Processes))
 		for i := range r.Processes {
 			if err := checkBgStatus(&r.Processes[i], 0); err != nil {
 				return err
 			}
+			if seen[r.Processes[i].ID] {
+				return badReply("background process %d listed twice", r.Processes[i].ID)
+			}
+			seen[r.Processes[i].ID] = true
 		}
 	case req.BgSignal != nil:
 		r := resp.BgSignal
@@ -91,6 +102,9 @@ func checkBgStatus(s *runnerproto.BgStatus, id int) error {
 	}
 	if n > maxBgArgvBytes {
 		return badReply("background process %d: a command of %d bytes", s.ID, n)
+	}
+	if s.ExitCode < -1 || s.ExitCode > 255 {
+		return badReply("background process %d: exit status %d", s.ID, s.ExitCode)
 	}
 	if s.Running && (s.Lost || s.Signal != "" || s.ExitCode != 0) {
 		return badReply("background process %d: running and ended", s.ID)

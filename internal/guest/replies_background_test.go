@@ -16,7 +16,7 @@ func TestCheckReplyBackground(t *testing.T) {
 	list := &runnerproto.Request{BgList: &runnerproto.BgListRequest{Max: 2}}
 	signal := &runnerproto.Request{BgSignal: &runnerproto.BgSignalRequest{ID: 3}}
 	end := &runnerproto.Request{BgEnd: &runnerproto.BgEndRequest{Group: "s"}}
-	ok := runnerproto.BgStatus{ID: 3, PID: 77, Argv: []string{"sleep", "9"}, Running: true}
+	ok := runnerproto.BgStatus{ID: 3, PID: 77, Argv: []string{"sleep", "9"}, Running: true, OutputBytes: 100}
 	with := func(f func(*runnerproto.BgStatus)) runnerproto.BgStatus {
 		s := ok
 		f(&s)

@@ -372,8 +372,8 @@ func (r *runnerClient) readHello(br *bufio.Reader) error {
 	if err := runnerproto.ReadFrame(br, &resp); err != nil {
 		return err
 	}
-	if resp.Hello == nil || resp.Hello.Version != runnerproto.Version {
-		return fmt.Errorf("the runner in the guest speaks another protocol version")
+	if err := checkHello(resp.Hello); err != nil {
+		return err
 	}
 	r.hello = *resp.Hello
 	return nil

@@ -39,6 +39,9 @@ func escapeRune(r rune) string {
 	if r < 0x80 {
 		return fmt.Sprintf(`\x%02x`, r)
 	}
+	if r > 0xffff {
+		return fmt.Sprintf(`\U%08x`, r) // a tag character, say: not \ue0041, which reads as \ue004 and 1
+	}
 	return fmt.Sprintf(`\u%04x`, r)
 }
 
@@ -104,4 +107,15 @@ func Path(p string) string {
 		return p
 	}
 	return strconv.QuoteToASCII(p)
+}
+
+// Lines is s as an error or a message is printed: every line escaped as String escapes it,
+// the lines kept apart, each after the first indented by indent, so that a line break in guest
+// text cannot start a line that looks like one of ours.
+func Lines(s, indent string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = String(l)
+	}
+	return strings.Join(lines, "\n"+indent)
 }

@@ -25,6 +25,23 @@ const (
 	httpShutdownGrace = 5 * time.Second
 )
 
+// The HTTP server's timeouts, so that no client holds a connection (and its goroutine) without
+// end. MCP's streams live for as long as a session or a tool call: a timeout on the whole of
+// a response would cut them, so writes are bounded one by one instead (timeouts.go).
+var (
+	// httpReadHeaderTimeout bounds the headers of a request (a client that never finishes
+	// them: slowloris).
+	httpReadHeaderTimeout = 30 * time.Second
+	// httpReadTimeout bounds a whole request, headers and body; once the body is read the
+	// connection has no read deadline while the handler runs (a GET stream sends no body).
+	httpReadTimeout = 2 * time.Minute
+	// httpWriteTimeout bounds each write of a response: a client that does not take what it
+	// is sent (an event, a tool's result) within it loses its connection.
+	httpWriteTimeout = time.Minute
+	// httpIdleTimeout bounds a kept-alive connection between requests.
+	httpIdleTimeout = 2 * time.Minute
+)
+
 // endpointURL is the URL of the MCP endpoint for a listener's address.
 func endpointURL(addr net.Addr) string {
 	return "http://" + addr.String() + httpPath
@@ -66,7 +83,7 @@ func newHTTPHandler(server *mcp.Server, token string, log *slog.Logger) http.Han
 	rejected := func(r *http.Request, status int) {
 		log.Warn("rejected an HTTP request", "status", status, "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
 	}
-	return httpauth.Require(token, rejected)(mux)
+	return httpauth.Require(token, rejected)(readBody(mux, log))
 }
 
 // firstSessionlessVersion is the first MCP revision without sessions (SEP-2575, SEP-2567).
@@ -90,7 +107,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, server *mcp.Server, token s
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Handler: boundWrites(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodGet {
 				rctx, cancel := context.WithCancel(r.Context())
 				defer cancel()
@@ -99,15 +116,25 @@ func serveHTTP(ctx context.Context, ln net.Listener, server *mcp.Server, token s
 				r = r.WithContext(rctx)
 			}
 			handler.ServeHTTP(w, r)
-		}),
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}), log),
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
+		IdleTimeout:       httpIdleTimeout,
+		// No WriteTimeout: it would bound a whole response, and a GET stream lasts as long
+		// as its session; boundWrites bounds each write instead.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	// A connection accepted but without a request yet (a client reconnecting its GET stream
 	// as the shutdown starts) carries nothing in flight, yet Shutdown counts it as busy for 5
 	// seconds: close those at once.
 	fresh := newFreshConns()
-	srv.ConnState = fresh.track
+	srv.ConnState = func(c net.Conn, state http.ConnState) {
+		fresh.track(c, state)
+		if tc, ok := c.(*timedConn); ok {
+			tc.setState(state)
+		}
+	}
+	ln = &timedListener{Listener: ln, log: log}
 	srv.RegisterOnShutdown(func() {
 		endStreams()
 		fresh.closeAll()

@@ -73,7 +73,7 @@ func serveTransport(ctx context.Context, ios *iostreams.IOStreams, log *slog.Log
 		if ios.IsStdinTTY() {
 			fmt.Fprintln(ios.ErrOut, terminalNote)
 		}
-		err := server.Run(ctx, stdioTransport(ios.In, ios.Out))
+		err := server.Run(ctx, stdioTransport(ios.In, ios.RawOut()))
 		if err != nil && ios.IsStdinTTY() {
 			return fmt.Errorf("%w\n%s", err, terminalNote)
 		}

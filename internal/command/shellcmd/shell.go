@@ -350,14 +350,14 @@ func interrupted(w io.Writer, name, workdir string) error {
 func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, guestDir string, opts *Options, env []string, tty bool, termName string) (guest.ExitStatus, staging.ProbeResult, error) {
 	ios := opts.IO
 	probe := sess.NewProbe()
-	req := guest.TerminalRequest{TTY: tty, Term: termName, Secret: len(env) > 0, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
+	req := guest.TerminalRequest{TTY: tty, Term: termName, Secret: len(env) > 0, Stdin: ios.In, Stdout: ios.RawOut(), Stderr: ios.RawErrOut()} // the command's own terminal, as `limactl shell` gives it
 	var filter *probeFilter
 	after := ""
 	if !tty {
 		b := make([]byte, 8)
 		_, _ = rand.Read(b)
 		prefix := "\x1elimactl-mcp-probe-" + hex.EncodeToString(b) + ":"
-		filter = newProbeFilter(ios.ErrOut, prefix)
+		filter = newProbeFilter(ios.RawErrOut(), prefix)
 		req.Stderr = filter
 		after = probe.InBand(prefix)
 	}

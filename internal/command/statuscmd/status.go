@@ -91,7 +91,7 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 			words.Ago(time.Since(s.StagedAt)), words.Count(s.Files, "file"), float64(s.Bytes)/1e6)
 		switch {
 		case s.Error != "":
-			fmt.Fprintf(w, "  pending:    unknown (%s)\n", s.Error)
+			fmt.Fprintf(w, "  pending:    unknown (%s)\n", termsafe.String(s.Error)) // may quote the guest
 		case s.PendingTotal == 0:
 			fmt.Fprintf(w, "  pending:    nothing\n")
 		default:

@@ -78,6 +78,13 @@ func main() {
 			} else {
 				frame(map[string]any{"id": req.ID})
 			}
+		case "ckpt-bare":
+			// A checkpoint manifest without its checkpoint (the host dereferenced it).
+			if req.CkptManifest != nil {
+				frame(map[string]any{"id": req.ID, "ckpt_manifest": map[string]any{"entries": []any{}, "object_dir": home + "/objects"}})
+			} else {
+				frame(map[string]any{"id": req.ID})
+			}
 		case "garbage":
 			out.Write([]byte{0, 0, 0, 5, '{', '{', '{', 'x', 'y'})
 			out.Flush()
