@@ -321,7 +321,7 @@ func interrupted(w io.Writer, name, workdir string) error {
 func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, guestDir string, opts *Options, env []string, tty bool, termName string) (guest.ExitStatus, staging.ProbeResult, error) {
 	ios := opts.IO
 	probe := sess.NewProbe()
-	req := guest.TerminalRequest{TTY: tty, Term: termName, Secret: len(env) > 0, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
+	req := guest.TerminalRequest{TTY: tty, Term: termName, Stdin: ios.In, Stdout: ios.Out, Stderr: ios.ErrOut}
 	var filter *probeFilter
 	after := ""
 	if !tty {
@@ -333,6 +333,19 @@ func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, 
 		after = probe.InBand(prefix)
 	}
 	req.Script = sess.CheckCopyScript() + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after)
+	if len(env) > 0 {
+		// The values, on the standard input of a session of their own, into a file the
+		// command's script reads first and removes (envfile.go).
+		out, err := tm.Input(ctx, envWriteScript, envFileContent(env))
+		if err != nil {
+			return 0, staging.ProbeResult{CopyPresent: true}, fmt.Errorf("passing the values of --env to the guest: %w", err)
+		}
+		p, err := parseEnvFilePath(out)
+		if err != nil {
+			return 0, staging.ProbeResult{CopyPresent: true}, fmt.Errorf("passing the values of --env to the guest: %w", err)
+		}
+		req.Script = envReadScript(p) + req.Script
+	}
 	t0 := time.Now()
 	status, err := tm.Run(ctx, req)
 	if err != nil {
