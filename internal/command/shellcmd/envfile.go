@@ -1,6 +1,8 @@
 package shellcmd
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"path"
 	"regexp"
@@ -11,25 +13,42 @@ import (
 
 // How the values of --env and --agent-env reach the command: never on a command line (ssh's
 // on the host; the guest shell's, sudo's under a network policy, and so the guest's journal),
-// where any user of the machine could read them (ps) or a log keep them. They go on the
-// standard input of a session of their own into a file that only the session's guest user
-// reads (envWriteScript: 0600, in a new 0700 directory of its 0700 store); the command's
-// script, which carries their names alone, reads that file first thing and removes it
-// (envReadScript), and only the command itself gets them in its environment.
+// where any user of the machine could read them (ps) or a log keep them. Without a terminal,
+// they come first on the command's session's standard input, which the command's script,
+// carrying their names alone, reads up to a line of its own with the shell's read (one byte
+// at a time from a pipe: the rest is the command's; envStdinScript). With a terminal (the
+// session's input is the PTY, which would echo them), they go on the standard input of a
+// session of their own into a file that only the session's guest user reads (envWriteScript:
+// 0600, in a new 0700 directory of its 0700 store), which the command's script reads first
+// thing and removes (envReadScript). Either way only the command itself gets them in its
+// environment.
 
-// envWriteScript writes its standard input to a new file that only the guest user reads and
+// envWriteScript is sh that writes its standard input (lines, each ending in a newline) to a
+// new file that only the guest user reads, in the new directory env.NAME of its store, and
 // prints the file's path. Files of runs that never came to read theirs (the connection lost
-// in between) are removed after an hour.
-const envWriteScript = `set -e
-umask 077
+// in between) are removed after an hour. It starts no process but mkdir (and find when such
+// files are there): a process costs an emulated guest tens of milliseconds.
+func envWriteScript(name string) string {
+	return `umask 077
 d="$HOME/.cache/limactl-mcp"
-mkdir -p "$d"
-chmod 700 "$d"
-find "$d" -maxdepth 1 -type d -name 'env.*' -mmin +60 -exec rm -rf {} + 2>/dev/null || :
-t=$(mktemp -d "$d/env.XXXXXXXXXX")
-if ! cat > "$t/env"; then rm -rf "$t"; exit 1; fi
+[ -d "$d" ] || mkdir -p -m 700 "$d" || exit 1
+for o in "$d"/env.*; do
+  [ -d "$o" ] && find "$d" -maxdepth 1 -type d -name 'env.*' -mmin +60 -exec rm -rf {} + 2>/dev/null
+  break
+done
+t="$d"/env.` + name + `
+mkdir -m 700 "$t" || exit 1
+while IFS= read -r l; do printf '%s\n' "$l"; done > "$t/env" || { rm -rf "$t"; exit 1; }
 printf '%s\n' "$t/env"
 `
+}
+
+// envDirName is a new name for the directory of a file of values.
+func envDirName() string {
+	b := make([]byte, 10)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 // envVar is the shell variable (not exported) that holds the value of the i-th variable
 // between the file and the command.
@@ -64,6 +83,27 @@ func truncate(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// envStdinContent is what goes first on the command's standard input: the assignments of
+// envFileContent, then the line end (which no value holds: a random word).
+func envStdinContent(env []string, end string) []byte {
+	c := envFileContent(env)
+	return append(c[:len(c)-len("__lmcp_env_ok=1\n")], end+"\n"...)
+}
+
+// envStdinScript is sh, first in the command's script, that reads the assignments of
+// envStdinContent from the standard input up to the line end (the shell's read takes one byte
+// at a time from a pipe: what follows is left for the command) and runs them: envVar(i) are
+// then set, not exported. Without the line end, the command does not run.
+func envStdinScript(end string) string {
+	return "set +a\n__lmcp_env_ok=; __lmcp_env_in=\n" +
+		"while IFS= read -r __lmcp_l; do\n" +
+		"  if [ \"$__lmcp_l\" = " + shellquote.Quote(end) + " ]; then __lmcp_env_ok=1; break; fi\n" +
+		"  __lmcp_env_in=\"$__lmcp_env_in$__lmcp_l\n\"\n" +
+		"done\n" +
+		"if [ \"$__lmcp_env_ok\" != 1 ]; then echo 'limactl-mcp: the values of --env did not reach the guest' >&2; exit 1; fi\n" +
+		"eval \"$__lmcp_env_in\"\n"
 }
 
 // envReadScript is sh, first in the command's script, that reads the file at p into envVar(i)

@@ -44,6 +44,22 @@ func TestCommandScript(t *testing.T) {
 		t.Error("without a command, the script does not exec a login shell")
 	}
 
+	// Without a terminal, the values come first on the standard input; the rest is the
+	// command's.
+	for _, sh := range []string{"/bin/sh", "bash"} {
+		end := "__lmcp_env_end_x1"
+		cmd = exec.Command(sh, "-c", envStdinScript(end)+commandScript(dir, "/bin/sh", []string{"sh", "-c", `printf '%s|%s|' "$V" "$W"; cat`}, env, false, `echo "after:${V-unset}"`+"\n"))
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+		cmd.Stdin = strings.NewReader(string(envStdinContent(env, end)) + "the command's input\n")
+		out, err = cmd.Output()
+		if want := "a'b\"c\nd|$(touch " + dir + "/injected)`x`|the command's input\nafter:unset\n"; err != nil || string(out) != want {
+			t.Errorf("%s, values on stdin: %v: output %q, want %q", sh, err, out, want)
+		}
+	}
+	if _, err := os.Stat(dir + "/injected"); !os.IsNotExist(err) {
+		t.Errorf("a value ran as code: %v", err)
+	}
+
 	// Without its file, the command does not run.
 	cmd = exec.Command("/bin/sh", "-c", envReadScript(p)+commandScript(dir, "/bin/sh", []string{"echo", "RAN"}, env, false, ""))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
@@ -57,9 +73,9 @@ func TestCommandScript(t *testing.T) {
 // from its standard input; its path is checked.
 func TestEnvWriteScript(t *testing.T) {
 	home := t.TempDir()
-	cmd := exec.Command("/bin/sh", "-c", envWriteScript)
+	cmd := exec.Command("/bin/sh", "-c", envWriteScript(envDirName()))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
-	cmd.Stdin = strings.NewReader("x=1\n")
+	cmd.Stdin = strings.NewReader("x='a\\b  c\n d'\n")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +89,7 @@ func TestEnvWriteScript(t *testing.T) {
 			t.Errorf("%s: %v %v, want %v", f, fi.Mode(), err, want)
 		}
 	}
-	if data, _ := os.ReadFile(p); string(data) != "x=1\n" {
+	if data, _ := os.ReadFile(p); string(data) != "x='a\\b  c\n d'\n" {
 		t.Errorf("content %q", data)
 	}
 	for _, bad := range []string{"", "/tmp/x", "relative/.cache/limactl-mcp/env.abcdef/env", "/h/.cache/limactl-mcp/env.abcdef/env\n/x", "/h/../.cache/limactl-mcp/env.abcdef/env", "/h/.cache/limactl-mcp/env.ab/env"} {

@@ -6,6 +6,7 @@
 package shellcmd
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -333,10 +334,20 @@ func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, 
 		after = probe.InBand(prefix)
 	}
 	req.Script = sess.CheckCopyScript() + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after)
-	if len(env) > 0 {
-		// The values, on the standard input of a session of their own, into a file the
+	switch {
+	case len(env) > 0 && !tty:
+		// The values, first on the command's standard input (envfile.go).
+		end := "__lmcp_env_end_" + envDirName()
+		req.Script = envStdinScript(end) + req.Script
+		in := io.Reader(bytes.NewReader(envStdinContent(env, end)))
+		if ios.In != nil {
+			in = io.MultiReader(in, ios.In)
+		}
+		req.Stdin = in
+	case len(env) > 0:
+		// With a PTY: on the standard input of a session of their own, into a file the
 		// command's script reads first and removes (envfile.go).
-		out, err := tm.Input(ctx, envWriteScript, envFileContent(env))
+		out, err := tm.Input(ctx, envWriteScript(envDirName()), envFileContent(env))
 		if err != nil {
 			return 0, staging.ProbeResult{CopyPresent: true}, fmt.Errorf("passing the values of --env to the guest: %w", err)
 		}
