@@ -237,6 +237,10 @@ func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitSta
 	switch {
 	case werr == nil:
 		return 0, nil
+	case errors.Is(werr, exec.ErrWaitDelay):
+		// ssh exited 0; the copy of a Stdin that is not a file (shell's values ahead of the
+		// caller's input) was still waiting for input that the guest will never read.
+		return 0, nil
 	case errors.As(werr, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return ExitStatus(128 + int(ws.Signal())), nil
