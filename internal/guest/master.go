@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -118,6 +119,9 @@ type proc struct {
 
 func (m *master) command(tail ...string) *exec.Cmd {
 	cmd := exec.Command(m.ssh, m.args(tail...)...)
+	// Only what ssh needs of our environment, which may hold the person's secrets (the values
+	// `shell --env` passes by name): a process's environment is no place for them.
+	cmd.Env = sshEnv("")
 	setProcAttr(cmd)
 	// The master holds copies of our pipes while the session lasts: do not wait for them
 	// forever once the process is gone.
@@ -200,7 +204,13 @@ func (m *master) sftp(ctx context.Context) (*sftp.Client, *proc, error) {
 // output runs cmd through the master and returns its stdout; errMasterFull when the master
 // refused the session (nothing ran).
 func (m *master) output(ctx context.Context, cmd string) (string, error) {
+	return m.outputWith(ctx, cmd, nil)
+}
+
+// outputWith is output with in on cmd's standard input (nil: none).
+func (m *master) outputWith(ctx context.Context, cmd string, in io.Reader) (string, error) {
 	c := m.command("--", m.host, cmd)
+	c.Stdin = in
 	var stderr strings.Builder
 	c.Stderr = &stderr
 	var stdout strings.Builder
@@ -234,4 +244,19 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// sshEnv is the environment of an ssh client: what it needs to run, and TERM (for a PTY;
+// "": none).
+func sshEnv(termName string) []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	if termName != "" {
+		env = append(env, "TERM="+termName)
+	}
+	return env
 }

@@ -5,14 +5,12 @@ package guest
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,11 +97,10 @@ func (tm *Terminal) Close() {
 // TerminalRequest is a script run in the guest with the caller's streams.
 type TerminalRequest struct {
 	// Script is a POSIX sh script, run as the guest user by the user's login shell (as
-	// `limactl shell` runs its own; an sh-compatible shell: bash, zsh, dash...).
+	// `limactl shell` runs its own; an sh-compatible shell: bash, zsh, dash...). It is on
+	// command lines (ssh's, the guest shell's, sudo's under an agent, and so in the guest's
+	// journal): it must hold no secret. Values travel on the standard input of Input.
 	Script string
-	// Secret says Script holds secrets (the values of environment variables): it then never
-	// goes on a command line, where any local user could read it (ps).
-	Secret bool
 	// TTY asks for a PTY in the guest; Stdin must then be a terminal (it is put in raw mode
 	// while the script runs, and restored after).
 	TTY bool
@@ -116,14 +113,6 @@ type TerminalRequest struct {
 // ExitStatus is how a script ended: its exit code, or 128+N when a signal N killed it (as a
 // shell reports it); 255 when ssh itself failed.
 type ExitStatus int
-
-// encodedCommand is a one-line command that runs script with the guest's /bin/sh: the script
-// goes base64-encoded, so that no word of it needs quoting through ssh's configuration syntax
-// (one line) or its %-tokens. It costs a few processes in the guest, so it is used only where
-// the script must not be on a command line.
-func encodedCommand(script string) string {
-	return `exec /bin/sh -c "$(echo ` + base64.StdEncoding.EncodeToString([]byte(script)) + ` | base64 -d)"`
-}
 
 // Run runs req and returns the script's exit status. When ctx ends first, the session is
 // ended (the guest program gets SIGHUP from its PTY, or the end of its input) and ctx's error
@@ -187,29 +176,15 @@ func (f *refusalFilter) decide() {
 }
 
 // runMaster runs req through the ControlMaster, with OpenSSH's client on the caller's own
-// terminal. A secret script goes in an ssh configuration read from a FIFO (RemoteCommand),
-// never on ssh's command line, where every local user could read it (ps).
+// terminal.
 func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitStatus, error) {
-	config, fifo := "/dev/null", ""
-	if req.Secret {
-		dir, err := os.MkdirTemp("", "limactl-mcp-shell-")
-		if err != nil {
-			return 0, err
-		}
-		defer os.RemoveAll(dir)
-		fifo = filepath.Join(dir, "ssh_config")
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-			return 0, fmt.Errorf("making the ssh configuration FIFO: %w", err)
-		}
-		config = fifo
-	}
 	tty := "-T"
 	if req.TTY {
 		tty = "-t"
 	}
 	m := tm.m
 	args := []string{
-		"-F", config,
+		"-F", "/dev/null",
 		"-o", "ControlMaster=no",
 		"-o", "ControlPath=" + strconv.Quote(strings.ReplaceAll(m.sock, "%", "%%")),
 		"-o", "ControlPersist=no",
@@ -219,10 +194,7 @@ func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitSta
 		"-o", "UserKnownHostsFile=/dev/null",
 		"-o", "LogLevel=ERROR",
 		tty, "-a", "-x", "-e", "none",
-		"-l", m.user, "-p", m.port, "--", m.host,
-	}
-	if !req.Secret {
-		args = append(args, req.Script)
+		"-l", m.user, "-p", m.port, "--", m.host, req.Script,
 	}
 	cmd := exec.Command(m.ssh, args...)
 	// Not in a process group of its own: with a PTY, ssh reads the terminal, which only the
@@ -240,23 +212,6 @@ func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitSta
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	// ssh opens its configuration at once; a FIFO hands the command over without it ever
-	// being on disk. If ssh exits without reading it, opening the read end unblocks the writer.
-	wrote := make(chan error, 1)
-	if fifo == "" {
-		wrote <- nil
-	} else {
-		go func() {
-			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-			if err != nil {
-				wrote <- err
-				return
-			}
-			_, err = io.WriteString(f, "RemoteCommand "+encodedCommand(req.Script)+"\n")
-			f.Close()
-			wrote <- err
-		}()
-	}
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
 	var werr error
@@ -271,12 +226,6 @@ func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitSta
 			werr = <-waitc
 		}
 	}
-	if fifo != "" {
-		if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
-			r.Close()
-		}
-	}
-	<-wrote
 	stderr.decide()
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
@@ -287,6 +236,10 @@ func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitSta
 	var ee *exec.ExitError
 	switch {
 	case werr == nil:
+		return 0, nil
+	case errors.Is(werr, exec.ErrWaitDelay):
+		// ssh exited 0; the copy of a Stdin that is not a file (shell's values ahead of the
+		// caller's input) was still waiting for input that the guest will never read.
 		return 0, nil
 	case errors.As(werr, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -304,20 +257,6 @@ func ttyFd(r io.Reader) int {
 		return -1
 	}
 	return int(f.Fd())
-}
-
-// sshEnv is the environment of the ssh client: what it needs to run, and TERM.
-func sshEnv(termName string) []string {
-	var env []string
-	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	if termName != "" {
-		env = append(env, "TERM="+termName)
-	}
-	return env
 }
 
 // dial makes (once) the connection of our own.
@@ -422,13 +361,26 @@ func signalNumber(name string) int {
 // Output runs script in the guest without a terminal and returns its standard output; its
 // standard error is in the error of a script that fails.
 func (tm *Terminal) Output(ctx context.Context, script string) (string, error) {
+	return tm.Input(ctx, script, nil)
+}
+
+// Input is Output with data on the script's standard input: the way values that must be on no
+// command line reach the guest (the script, which is on command lines, holds none; under an
+// agent, sudo passes its standard input through and logs only the script).
+func (tm *Terminal) Input(ctx context.Context, script string, data []byte) (string, error) {
 	script = tm.asAgent(script)
+	stdin := func() io.Reader {
+		if data == nil {
+			return nil
+		}
+		return bytes.NewReader(data)
+	}
 	if tm.m != nil {
-		// Through the master, the command is ours (no secret in it): on the command line.
-		out, err := tm.m.output(ctx, script)
+		out, err := tm.m.outputWith(ctx, script, stdin())
 		if !errors.Is(err, errMasterFull) {
 			return out, err
 		}
+		// Nothing ran (the refusal comes before the session): data goes again, whole.
 		tm.log.Debug("the ControlMaster refused a session; connecting directly", "reason", err)
 		tm.m = nil
 	}
@@ -443,6 +395,9 @@ func (tm *Terminal) Output(ctx context.Context, script string) (string, error) {
 	}
 	defer s.Close()
 	s.Stdout, s.Stderr = &stdout, &stderr
+	if in := stdin(); in != nil {
+		s.Stdin = in
+	}
 	if err := s.Start(script); err != nil {
 		return "", err
 	}

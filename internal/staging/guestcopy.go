@@ -82,7 +82,8 @@ func (s *Session) guestPath(rel tree.Name) string {
 }
 
 // prepareGuestDir creates an empty directory at p owned by the guest user, with sudo when
-// the user cannot create it (a path like the host's /Users/NAME/...).
+// the user cannot create it (a path like the host's /Users/NAME/...), and closes it to every
+// other user (0700: the session's room, see closeRoom).
 func prepareGuestDir(ctx context.Context, conn *guest.Conn, p string) error {
 	q := shellquote.Quote(p)
 	script := `set -e
@@ -93,7 +94,8 @@ fi
 if ! mkdir -p ` + q + ` 2>/dev/null || [ ! -w ` + q + ` ]; then
   sudo -n mkdir -p ` + q + `
   sudo -n chown "$(id -u):$(id -g)" ` + q + `
-fi`
+fi
+chmod 700 ` + q
 	if _, err := conn.Stream(ctx, script, nil); err != nil {
 		return fmt.Errorf("creating %s in the guest: %w", p, err)
 	}
@@ -140,12 +142,65 @@ func (s *Session) guestCopyPresent(ctx context.Context) (bool, error) {
 	if tok != s.State.Token {
 		return false, nil
 	}
-	if _, err := sc.Stat(s.State.GuestPath); errors.Is(err, os.ErrNotExist) {
+	if _, err := sc.Lstat(s.State.GuestPath); errors.Is(err, os.ErrNotExist) {
 		// The agent removed the whole directory: recreate it empty so that it can go on
 		// working; every baseline path is then a pending deletion.
 		return true, prepareGuestDir(ctx, s.conn, s.State.GuestPath)
 	}
 	return true, nil
+}
+
+// A session's room: what of the session the guest keeps is readable by the user the session
+// runs as alone (the Lima user when open, its agent user under a network policy), so that
+// no other session's agent can list, read or stat it. The staged copy's root directory, the
+// directory of relocated copies (~/limactl-mcp-staged) and the stores
+// (~/.cache/limactl-mcp: the session markers, checkpoints, background records, the login
+// environment) are 0700: what is inside them, whatever its own mode, is out of reach. An agent
+// user's home is 0700 itself (internal/netpolicy). The copy's root is not part of what review
+// compares (its mode is never staged, scanned or applied), so closing it changes no review.
+
+// closedModes are the permission bits that open a room to others.
+const closedModes = 0o077
+
+// storeRel is where the session user's stores are, relative to its home.
+const storeRel = ".cache/limactl-mcp"
+
+// roomDirs are the directories closeRoom closes, home being the session user's home.
+func (s *Session) roomDirs(home string) []string {
+	dirs := []string{s.State.GuestPath, path.Join(home, storeRel)}
+	if parent := path.Dir(s.State.GuestPath); parent == path.Join(home, RelocatedDir) {
+		dirs = append(dirs, parent)
+	}
+	return dirs
+}
+
+// closeRoom closes the session's room to other users: a copy or a store that an older
+// version left readable by others (0755) is made 0700 at the next connect. It changes only
+// directories of the session's own user (the guest's SFTP server runs as that user; another's
+// refuses), found with lstat: a symbolic link is left alone.
+func (s *Session) closeRoom(ctx context.Context) error {
+	sc, err := s.conn.SFTP(ctx)
+	if err != nil {
+		return err
+	}
+	home, err := s.conn.Home(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range s.roomDirs(home) {
+		fi, err := sc.Lstat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&closedModes == 0 {
+			continue // missing (a store not made yet), not a directory, or closed
+		}
+		if err := sc.Chmod(d, fi.Mode().Perm()&^closedModes|0o700); errors.Is(err, os.ErrPermission) {
+			// Not the user's own (a relocated copy's parent that root made in an agent's home,
+			// which is closed itself): left as it is.
+			continue
+		} else if err != nil {
+			return fmt.Errorf("closing %s to other users of the guest: %w", d, err)
+		}
+	}
+	return nil
 }
 
 func (s *Session) removeGuestCopy(ctx context.Context) error {

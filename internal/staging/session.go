@@ -92,6 +92,9 @@ func Open(ctx context.Context, conn *guest.Conn, store Store, opts OpenOptions) 
 			return nil, "", err
 		}
 		if present {
+			if err := s.closeRoom(ctx); err != nil {
+				return nil, "", err
+			}
 			return s, Resumed, nil
 		}
 		log.Warn("the staged copy is gone from the guest (the instance was recreated, or its disk cleared); staging the working directory again",
@@ -165,6 +168,9 @@ func stage(ctx context.Context, conn *guest.Conn, store Store, id, workdir strin
 	base.Sort()
 	s := &Session{conn: conn, store: store, State: st, Baseline: base}
 	if err := s.writeMarker(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.closeRoom(ctx); err != nil {
 		return nil, err
 	}
 	st.StagedAt = time.Now().UTC()

@@ -32,11 +32,17 @@ func (s *Session) markerScript() string {
 const CopyGoneStatus = 255
 
 // CheckCopyScript is sh that goes on only when the guest holds this session's copy, and
-// otherwise says so on stderr and exits with CopyGoneStatus. With a prefix (see
-// Probe.InBand), it then prints prefix+"ran" on stderr: the command starts after that line.
+// otherwise says so on stderr and exits with CopyGoneStatus. It closes the session's room
+// (closeRoom: the copy and the stores 0700, for a copy an older version left open). With a
+// prefix (see Probe.InBand), it then prints prefix+"ran" on stderr: the command starts after
+// that line.
 func (s *Session) CheckCopyScript(prefix string) string {
+	gp := shellquote.Quote(s.State.GuestPath)
 	sh := s.markerScript() +
-		"if [ -z \"$ok\" ] || [ ! -d " + shellquote.Quote(s.State.GuestPath) + " ]; then echo 'limactl-mcp: the staged copy is not in the guest' >&2; exit " + fmt.Sprint(CopyGoneStatus) + "; fi\n"
+		"if [ -z \"$ok\" ] || [ ! -d " + gp + " ]; then echo 'limactl-mcp: the staged copy is not in the guest' >&2; exit " + fmt.Sprint(CopyGoneStatus) + "; fi\n" +
+		// Only what is open (a chmod, even to the same mode, is a change the probe would see);
+		// -type d: a link is not followed.
+		"find " + gp + " \"$HOME\"/" + storeRel + " -prune -type d \\( -perm -040 -o -perm -020 -o -perm -010 -o -perm -004 -o -perm -002 -o -perm -001 \\) -exec chmod go= {} + 2>/dev/null || :\n"
 	if prefix != "" {
 		sh += "echo " + shellquote.Quote(prefix+ranLine) + " >&2\n"
 	}

@@ -73,8 +73,11 @@ fi
 
 // commandScript is the sh the guest runs for the command, after the check of the guest copy:
 // go to dir (the same absolute path as on the host, unless the copy had to be relocated), take
-// the environment asked for, and run the command through the user's login shell (or shell),
-// as `limactl shell` does, then after (the probe); without a command, the login shell itself.
+// the environment asked for (env: NAME=VALUE words, whose values envReadScript read earlier:
+// here only their names; the variables are exported in the process that becomes the command,
+// so that no other process has them), and run the command through the user's login shell (or
+// shell), as `limactl shell` does, then after (the probe); without a command, the login shell
+// itself.
 // An interactive login shell on a terminal is exec'd; anything else runs under this shell,
 // so that after runs and a command killed by a signal exits 128+N, as a shell reports it (ssh
 // reports a session ended by a signal as its own failure, 255). This shell survives a Ctrl-C
@@ -86,22 +89,22 @@ func commandScript(dir, shell string, command, env []string, tty bool, after str
 	if tty {
 		b.WriteString(termFallback)
 	}
-	for _, kv := range env {
-		name, value, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "%s=%s; export %s\n", name, shellquote.Quote(value), name)
-	}
 	sh := `"$SHELL"`
 	if shell != "" {
 		sh = shellquote.Quote(shell)
 	}
 	if tty && len(command) == 0 && after == "" {
-		fmt.Fprintf(&b, "exec %s -l\n", sh)
+		fmt.Fprintf(&b, "%sexec %s -l\n", envExports(env), sh)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "trap : INT QUIT\n%s -l", sh)
+	run := sh + " -l"
 	if len(command) > 0 {
-		fmt.Fprintf(&b, " -c %s", shellquote.Quote(shellquote.JoinCommand(command)))
+		run += " -c " + shellquote.Quote(shellquote.JoinCommand(command))
 	}
-	fmt.Fprintf(&b, "\ns=$?\n%sexit $s\n", after)
+	if len(env) > 0 {
+		// A subshell that becomes the command: this shell, which runs after, never exports them.
+		run = "(" + envExports(env) + "exec " + run + ")"
+	}
+	fmt.Fprintf(&b, "trap : INT QUIT\n%s\ns=$?\n%sexit $s\n", run, after)
 	return b.String()
 }

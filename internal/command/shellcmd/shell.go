@@ -6,6 +6,7 @@
 package shellcmd
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -350,7 +351,7 @@ func interrupted(w io.Writer, name, workdir string) error {
 func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, guestDir string, opts *Options, env []string, tty bool, termName string) (guest.ExitStatus, staging.ProbeResult, error) {
 	ios := opts.IO
 	probe := sess.NewProbe()
-	req := guest.TerminalRequest{TTY: tty, Term: termName, Secret: len(env) > 0, Stdin: ios.In, Stdout: ios.RawOut(), Stderr: ios.RawErrOut()} // the command's own terminal, as `limactl shell` gives it
+	req := guest.TerminalRequest{TTY: tty, Term: termName, Stdin: ios.In, Stdout: ios.RawOut(), Stderr: ios.RawErrOut()} // the command's own terminal, as `limactl shell` gives it
 	var filter *probeFilter
 	after := ""
 	if !tty {
@@ -366,6 +367,29 @@ func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, 
 		prefix = filter.prefix
 	}
 	req.Script = sess.CheckCopyScript(prefix) + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after)
+	switch {
+	case len(env) > 0 && !tty:
+		// The values, first on the command's standard input (envfile.go).
+		end := "__lmcp_env_end_" + envDirName()
+		req.Script = envStdinScript(end) + req.Script
+		in := io.Reader(bytes.NewReader(envStdinContent(env, end)))
+		if ios.In != nil {
+			in = io.MultiReader(in, ios.In)
+		}
+		req.Stdin = in
+	case len(env) > 0:
+		// With a PTY: on the standard input of a session of their own, into a file the
+		// command's script reads first and removes (envfile.go).
+		out, err := tm.Input(ctx, envWriteScript(envDirName()), envFileContent(env))
+		if err != nil {
+			return 0, staging.ProbeResult{CopyPresent: true}, fmt.Errorf("passing the values of --env to the guest: %w", err)
+		}
+		p, err := parseEnvFilePath(out)
+		if err != nil {
+			return 0, staging.ProbeResult{CopyPresent: true}, fmt.Errorf("passing the values of --env to the guest: %w", err)
+		}
+		req.Script = envReadScript(p) + req.Script
+	}
 	t0 := time.Now()
 	status, err := tm.Run(ctx, req)
 	if err != nil {
