@@ -141,7 +141,8 @@ func TestShellEnvValueOnlyInTheCommand(t *testing.T) {
 
 // A copy and a store that an older version left open to other users are closed by the next
 // `shell` (issue 23, finding 1), and a copy that is closed already is not touched (a chmod,
-// even to the same mode, is a change the probe would report).
+// even to the same mode, is a change the probe would report). The store's own change time is
+// not compared: the probe keeps its files there.
 func TestShellClosesAnOpenRoom(t *testing.T) {
 	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
 	store := filepath.Join(f.Srv.Home, ".cache/limactl-mcp")
@@ -152,12 +153,15 @@ func TestShellClosesAnOpenRoom(t *testing.T) {
 	if got := f.Srv.Run(t, "stat", "-c", "%a", f.GuestPath, store); got != "700\n700\n" {
 		t.Errorf("modes after shell: %q, want 700 and 700", got)
 	}
-	ctime := func() string { return f.Srv.Run(t, "stat", "-c", "%z", f.GuestPath, store) }
+	ctime := func() string { return f.Srv.Run(t, "stat", "-c", "%z", f.GuestPath) }
 	before := ctime()
 	if _, stderr, code := run(t, f, nil, shellcmd.Options{NoReview: true, Command: []string{"true"}}); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	if after := ctime(); after != before {
 		t.Errorf("a closed room was changed again (change times %q, then %q)", before, after)
+	}
+	if got := f.Srv.Run(t, "stat", "-c", "%a", f.GuestPath, store); got != "700\n700\n" {
+		t.Errorf("modes after a second shell: %q, want 700 and 700", got)
 	}
 }
