@@ -106,4 +106,3 @@ func parseEntry(line []byte) (Entry, bool) {
 	}
 	return e, true
 }
-
