@@ -355,11 +355,21 @@ func checkProxyListeners(addrs []string, holder int) (listenerCheck, error) {
 		}
 		want = append(want, *ta)
 	}
-	socks, err := listeners()
-	if err != nil {
-		return listenerCheck{}, fmt.Errorf("asking the kernel who listens on the proxy's port: %w", err)
+	var socks []diagSocket
+	ports := map[int]bool{}
+	for _, w := range want {
+		if ports[w.Port] {
+			continue
+		}
+		ports[w.Port] = true
+		got, err := listeners(uint16(w.Port))
+		if err != nil {
+			return listenerCheck{}, fmt.Errorf("asking the kernel who listens on the proxy's port: %w", err)
+		}
+		socks = append(socks, got...)
 	}
 	var held map[uint32]bool
+	var err error
 	var c listenerCheck
 	covered := make([]bool, len(want))
 	for _, s := range socks {

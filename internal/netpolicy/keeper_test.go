@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/user"
@@ -325,5 +326,30 @@ func TestEnsureUpgradeRestartsOnlyTheService(t *testing.T) {
 	data, _ := os.ReadFile(k.unitPath(".service"))
 	if !strings.Contains(string(data), "runner-new net proxy") {
 		t.Errorf("service unit after the upgrade:\n%s", data)
+	}
+}
+
+// TestListenersByPort: the kernel filters the listeners by port (the bytecode filter is taken,
+// not the fallback), so a flood of listeners on other ports is not even sent.
+func TestListenersByPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	req := inetDiagRequest(2 /* AF_INET */, 1<<tcpListen, netip.AddrPort{}, netip.AddrPort{})
+	socks, err := sockDiag(append(req, portFilter(port)...), true)
+	if err != nil || len(socks) != 1 || socks[0].Local.Port() != port || int(socks[0].UID) != os.Geteuid() {
+		t.Fatalf("filtered dump: %+v %v", socks, err)
+	}
+	all, err := listeners(port)
+	if err != nil || len(all) != 1 || all[0].Local.String() != ln.Addr().String() {
+		t.Fatalf("listeners(%d): %+v %v", port, all, err)
 	}
 }

@@ -194,19 +194,47 @@ func socketOf(local, remote netip.AddrPort) (diagSocket, error) {
 	return socks[0], nil
 }
 
-// listeners returns every listening TCP socket of the machine's network namespace, of both
-// families (the kernel filters by state, so the agent's connections do not count).
-func listeners() ([]diagSocket, error) {
+// listeners returns the listening TCP sockets of the machine's network namespace, of both
+// families, on port (the kernel filters by state and, with a bytecode filter, by port: an
+// agent's flood of sockets on other ports costs nothing here).
+func listeners(port uint16) ([]diagSocket, error) {
 	var all []diagSocket
 	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		socks, err := sockDiag(inetDiagRequest(family, 1<<tcpListen, netip.AddrPort{}, netip.AddrPort{}), true)
+		req := inetDiagRequest(family, 1<<tcpListen, netip.AddrPort{}, netip.AddrPort{})
+		socks, err := sockDiag(append(req, portFilter(port)...), true)
+		if errors.Is(err, unix.EINVAL) {
+			// A kernel without INET_DIAG_BC_S_EQ (before 4.17?): every listener, filtered here.
+			socks, err = sockDiag(req, true)
+		}
 		if err != nil {
 			if family == unix.AF_INET6 && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.ENOENT)) {
 				continue // a kernel without IPv6
 			}
 			return nil, err
 		}
-		all = append(all, socks...)
+		for _, s := range socks {
+			if s.Local.Port() == port {
+				all = append(all, s)
+			}
+		}
 	}
 	return all, nil
+}
+
+// portFilter is an INET_DIAG_REQ_BYTECODE attribute that keeps the sockets whose local port is
+// port: one INET_DIAG_BC_S_EQ operation (yes: go on to the end, accept; no: jump past the end,
+// reject), followed by the operation-sized word that holds the port.
+func portFilter(port uint16) []byte {
+	const (
+		inetDiagReqBytecode = 1
+		inetDiagBCSEq       = 11
+	)
+	b := make([]byte, 12)
+	binary.NativeEndian.PutUint16(b[0:], 12) // nlattr length
+	binary.NativeEndian.PutUint16(b[2:], inetDiagReqBytecode)
+	b[4] = inetDiagBCSEq
+	b[5] = 8                                    // yes
+	binary.NativeEndian.PutUint16(b[6:], 12)    // no
+	binary.NativeEndian.PutUint16(b[10:], port) // op[1].no
+	return b
 }
