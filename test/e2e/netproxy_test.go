@@ -181,7 +181,7 @@ func TestNetProxyRecordSurvivesFlood(t *testing.T) {
 	if out, code := asAgent(t, user, res, "head -c 5000000 /dev/zero | curl -sS -m 60 --data-binary @- -o /dev/null -w '%{http_code}' "+url); code != 0 || !strings.Contains(out, "200") {
 		t.Fatalf("upload: exit %d\n%s", code, out)
 	}
-	out, _ := asAgent(t, user, res, "curl -sS -m 600 -o /dev/null -w '%{http_code}\\n' 'http://denied[1-1000].test/' 'http://127.0.0.1:9/[1-2000]'")
+	out, _ := asAgent(t, user, res, "curl -sS -m 600 -o /dev/null -w '%{http_code}\\n' 'http://denied[1-1000].test/' 'http://same.test/[1-2000]'")
 	if n := strings.Count(out, "403"); n != 3000 {
 		t.Fatalf("%d of 3,000 requests refused:\n%.2000s", n, out)
 	}
