@@ -164,7 +164,7 @@ for i in $(seq 50); do curl -s --noproxy '*' -o /dev/null http://127.0.0.1:929/ 
 	}
 }
 
-// TestNetProxyRecordSurvivesFlood: a 5 MB upload to an allowed name, then 3,000 refused
+// TestNetProxyRecordSurvivesFlood: a 5 MB upload to an allowed name, then 600 refused
 // requests and a flood of the socket table by another agent; `net report` (root's, the only
 // reader: the files are 0600) still shows the upload, the refused ones all counted, and the
 // other agent's request is answered meanwhile.
@@ -181,9 +181,9 @@ func TestNetProxyRecordSurvivesFlood(t *testing.T) {
 	if out, code := asAgent(t, user, res, "head -c 5000000 /dev/zero | curl -sS -m 60 --data-binary @- -o /dev/null -w '%{http_code}' "+url); code != 0 || !strings.Contains(out, "200") {
 		t.Fatalf("upload: exit %d\n%s", code, out)
 	}
-	out, _ := asAgent(t, user, res, "curl -sS -m 600 -o /dev/null -w '%{http_code}\\n' 'http://denied[1-1000].test/' 'http://same.test/[1-2000]'")
-	if n := strings.Count(out, "403"); n != 3000 {
-		t.Fatalf("%d of 3,000 requests refused:\n%.2000s", n, out)
+	out, _ := asAgent(t, user, res, "curl -sS -m 600 -o /dev/null -w '%{http_code}\\n' 'http://denied[1-200].test/' 'http://same.test/[1-400]'")
+	if n := strings.Count(out, "403"); n != 600 {
+		t.Fatalf("%d of 600 requests refused:\n%.2000s", n, out)
 	}
 	// The flood: 20,000 listening sockets of the first agent while the other one works.
 	flood := `ulimit -n 25000 && python3 -c '
@@ -217,8 +217,8 @@ print("flooded", flush=True); time.sleep(60)
 	if rec.Source != "totals" || len(s.HostsReached) != 1 || s.HostsReached[0].Host != "allowed.test" || s.HostsReached[0].BytesUp < 5000000 {
 		t.Errorf("the upload is not in the record: %s", raw)
 	}
-	if s.Blocked != 3000 || s.Suppressed == 0 {
-		t.Errorf("refused %d (want 3000), left out of the raw log %d", s.Blocked, s.Suppressed)
+	if s.Blocked != 600 || s.Suppressed < 300 {
+		t.Errorf("refused %d (want 600), left out of the raw log %d", s.Blocked, s.Suppressed)
 	}
 	js, _ := json.Marshal(s)
 	if out := guestShell(t, fmt.Sprintf("stat -c '%%a %%U' /var/log/limactl-mcp/net/%[1]s.jsonl /var/log/limactl-mcp/net/%[1]s.totals.json", user)); out != "600 root\n600 root\n" {
