@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -164,13 +167,29 @@ for i in $(seq 50); do curl -s --noproxy '*' -o /dev/null http://127.0.0.1:929/ 
 	}
 }
 
+// uploadServer reads every request's body and says how long it was, on the host's loopback.
+func uploadServer(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "hello from the host: body=%d\n", n)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 // TestNetProxyRecordSurvivesFlood: a 5 MB upload to an allowed name, then 600 refused
 // requests and a flood of the socket table by another agent; `net report` (root's, the only
 // reader: the files are 0600) still shows the upload, the refused ones all counted, and the
 // other agent's request is answered meanwhile.
 func TestNetProxyRecordSurvivesFlood(t *testing.T) {
 	installNetRunner(t)
-	port := netHTTPServer(t)
+	port := uploadServer(t)
 	hostIP := strings.Fields(guestShell(t, "getent ahostsv4 host.lima.internal | head -1"))[0]
 	guestShell(t, fmt.Sprintf(`echo '%s allowed.test # limactl-mcp-e2e-flood' | sudo -n tee -a /etc/hosts >/dev/null`, hostIP))
 	t.Cleanup(func() { guestRun(t, `sudo -n sed -i '/# limactl-mcp-e2e-flood$/d' /etc/hosts`) })
@@ -178,7 +197,7 @@ func TestNetProxyRecordSurvivesFlood(t *testing.T) {
 	other, otherRes := netAgent(t, "allow:allowed.test")
 	url := fmt.Sprintf("http://allowed.test:%d/", port)
 
-	if out, code := asAgent(t, user, res, "head -c 5000000 /dev/zero | curl -sS -m 60 --data-binary @- -o /dev/null -w '%{http_code}' "+url); code != 0 || !strings.Contains(out, "200") {
+	if out, code := asAgent(t, user, res, "head -c 5000000 /dev/zero | curl -sS -m 120 --data-binary @- "+url); code != 0 || !strings.Contains(out, "body=5000000") {
 		t.Fatalf("upload: exit %d\n%s", code, out)
 	}
 	out, _ := asAgent(t, user, res, "curl -sS -m 600 -o /dev/null -w '%{http_code}\\n' 'http://denied[1-200].test/' 'http://same.test/[1-400]'")
