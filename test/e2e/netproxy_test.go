@@ -4,13 +4,13 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/http"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
