@@ -16,7 +16,8 @@ import (
 const netUsage = `usage (as root, through sudo -n):
   limactl-mcp-runner net ensure --user lmcp-NAME --policy none|allow:HOST[,HOST...]|open [--own DIR]
   limactl-mcp-runner net remove --user lmcp-NAME
-  limactl-mcp-runner net proxy`
+  limactl-mcp-runner net report --user lmcp-NAME [--entries N]
+  limactl-mcp-runner net proxy   (run by systemd: limactl-mcp-netproxy.service)`
 
 // runNet runs a `net` subcommand and returns the exit code: 0, 1 on failure (the reason on
 // stderr), 2 for a bad command line.
@@ -54,6 +55,18 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		err = netpolicy.Remove(ctx, layout, *user)
+	case "report":
+		entries := fs.Int("entries", 0, "how many of the raw log's last entries to include")
+		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {
+			fs.Usage()
+			return 2
+		}
+		var rec netpolicy.Record
+		rec, err = netpolicy.Report(layout, *user, *entries)
+		if err == nil {
+			line, _ := json.Marshal(rec)
+			fmt.Fprintf(stdout, "%s\n", line)
+		}
 	case "proxy":
 		if len(args) != 1 {
 			fs.Usage()

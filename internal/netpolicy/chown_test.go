@@ -81,7 +81,7 @@ func TestLogBookRotates(t *testing.T) {
 	}
 	cur, err1 := os.Stat(filepath.Join(dir, "lmcp-x.jsonl"))
 	old, err2 := os.Stat(filepath.Join(dir, "lmcp-x.jsonl.1"))
-	if err1 != nil || err2 != nil || cur.Size() > 1000 || old.Size() > 1000 || cur.Mode().Perm() != 0o644 {
+	if err1 != nil || err2 != nil || cur.Size() > 1000 || old.Size() > 1000 || cur.Mode().Perm() != 0o600 || old.Mode().Perm() != 0o600 {
 		t.Fatalf("after rotation: %v %v %v %v", cur, old, err1, err2)
 	}
 }

@@ -27,13 +27,12 @@ const (
 	// maxConnsPerUID caps one agent's connections through the proxy, so that it cannot take
 	// every descriptor of the daemon that all sessions share.
 	maxConnsPerUID = 256
-	// healthPath answers ensure's question "is the proxy up, and which binary is it".
+	// healthPath answers "is the proxy up, and which binary is it" (for a person: see Health).
 	healthPath = "/.limactl-mcp/health"
 )
 
 // Proxy is the allowlist proxy: one for every agent user of the guest.
 type Proxy struct {
-	procNet  string // /proc/net, where the peer's uid is found
 	policies *policyStore
 	logs     *logBook
 	dialer   net.Dialer
@@ -49,7 +48,6 @@ type Proxy struct {
 // NewProxy makes the proxy for a layout.
 func NewProxy(layout Layout) *Proxy {
 	return &Proxy{
-		procNet:  "/proc/net",
 		policies: newPolicyStore(layout.ConfigDir),
 		logs:     newLogBook(layout.LogDir),
 		dialer:   net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
@@ -57,9 +55,9 @@ func NewProxy(layout Layout) *Proxy {
 	}
 }
 
-// Health is the proxy's answer on healthPath.
+// Health is the proxy's answer on healthPath: for a person's diagnosis only. Nothing acts on
+// it: anyone who holds the port could answer it (ensure asks the kernel who holds the port).
 type Health struct {
-	PID int    `json:"pid"`
 	Exe string `json:"exe"`
 }
 
@@ -139,7 +137,7 @@ func (p *Proxy) clientUID(c net.Conn) int {
 	if err1 != nil || err2 != nil {
 		return -1
 	}
-	uid, err := peerUID(p.procNet, client, local)
+	uid, err := peerUID(client, local)
 	if err != nil {
 		return -1
 	}
@@ -213,7 +211,7 @@ func writeError(c net.Conn, code int, status, body string) {
 
 func writeHealth(c net.Conn) {
 	exe, _ := os.Executable()
-	body, _ := json.Marshal(Health{PID: os.Getpid(), Exe: exe})
+	body, _ := json.Marshal(Health{Exe: exe})
 	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 }

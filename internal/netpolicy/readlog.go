@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"sort"
+	"time"
 )
 
-// Summary is what a log says, for status and review: "the agent reached 2 hosts, 3 attempts
-// blocked".
+// Summary is what a record (Totals) or a log says, for status and review: "the agent reached
+// 2 hosts, 3 attempts blocked".
 type Summary struct {
 	Attempts     int           `json:"attempts"`
 	Allowed      int           `json:"allowed"`
@@ -21,12 +21,23 @@ type Summary struct {
 	LastBlocked  *Entry        `json:"last_blocked,omitempty"`
 	// Unreadable counts lines that are not log entries (cut, garbage, too long): skipped.
 	Unreadable int `json:"unreadable,omitempty"`
+	// First and Last are the times of the first and last attempt.
+	First *time.Time `json:"first,omitempty"`
+	Last  *time.Time `json:"last,omitempty"`
+	// Suppressed counts refused attempts the raw log left out (rate-limited per destination);
+	// they are in Blocked and HostsBlocked all the same.
+	Suppressed int `json:"suppressed,omitempty"`
+	// OthersReached and OthersBlocked count the hosts past the record's cap of each list.
+	OthersReached *HostTotal `json:"others_reached,omitempty"`
+	OthersBlocked *HostTotal `json:"others_blocked,omitempty"`
 }
 
-// HostSummary is one host's attempts.
+// HostSummary is one host's attempts (for a host reached: connections made, and their bytes).
 type HostSummary struct {
-	Host     string `json:"host"`
-	Attempts int    `json:"attempts"`
+	Host      string `json:"host"`
+	Attempts  int    `json:"attempts"`
+	BytesUp   int64  `json:"bytes_up,omitempty"`
+	BytesDown int64  `json:"bytes_down,omitempty"`
 }
 
 // maxLogLine bounds one line: a real entry is a few hundred bytes.
@@ -36,15 +47,15 @@ const maxLogLine = 16 << 10
 // and returns the last maxEntries entries, oldest first. Lines that are not entries are
 // counted and skipped: the file is root's, but read as hostile all the same.
 func ReadLog(r io.Reader, maxEntries int) (Summary, []Entry, error) {
-	var s Summary
-	reached, blocked := map[string]int{}, map[string]int{}
+	t := newTotals()
+	unreadable := 0
 	var last []Entry
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br)
 		if len(line) > 0 {
 			if e, ok := parseEntry(line); ok {
-				s.add(e, reached, blocked)
+				t.add(e)
 				if maxEntries > 0 {
 					if len(last) == maxEntries {
 						last = append(last[:0], last[1:]...)
@@ -52,18 +63,20 @@ func ReadLog(r io.Reader, maxEntries int) (Summary, []Entry, error) {
 					last = append(last, e)
 				}
 			} else {
-				s.Unreadable++
+				unreadable++
 			}
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			s := t.Summary()
+			s.Unreadable = unreadable
 			return s, last, err
 		}
 	}
-	s.HostsReached = hostList(reached)
-	s.HostsBlocked = hostList(blocked)
+	s := t.Summary()
+	s.Unreadable = unreadable
 	return s, last, nil
 }
 
@@ -92,38 +105,4 @@ func parseEntry(line []byte) (Entry, bool) {
 		return Entry{}, false
 	}
 	return e, true
-}
-
-func (s *Summary) add(e Entry, reached, blocked map[string]int) {
-	s.Attempts++
-	if e.Verdict == VerdictAllowed {
-		s.Allowed++
-		if e.Reason == "" { // allowed, and the connection was made
-			reached[e.Host]++
-		}
-		s.BytesUp += e.BytesUp
-		s.BytesDown += e.BytesDown
-		return
-	}
-	s.Blocked++
-	blocked[e.Host]++
-	last := e
-	s.LastBlocked = &last
-}
-
-func hostList(counts map[string]int) []HostSummary {
-	list := make([]HostSummary, 0, len(counts))
-	for h, n := range counts {
-		list = append(list, HostSummary{Host: h, Attempts: n})
-	}
-	sort.Slice(list, func(i, j int) bool {
-		if list[i].Attempts != list[j].Attempts {
-			return list[i].Attempts > list[j].Attempts
-		}
-		return list[i].Host < list[j].Host
-	})
-	if len(list) == 0 {
-		return nil
-	}
-	return list
 }

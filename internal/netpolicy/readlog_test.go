@@ -27,7 +27,7 @@ func TestReadLog(t *testing.T) {
 	if s.Attempts != 7 || s.Allowed != 4 || s.Blocked != 3 || s.Unreadable != 5 || s.BytesUp != 528 || s.BytesDown != 4118 {
 		t.Errorf("summary %+v", s)
 	}
-	if len(s.HostsReached) != 2 || s.HostsReached[0] != (HostSummary{"allowed.test", 2}) || s.HostsReached[1].Host != "other.test" {
+	if len(s.HostsReached) != 2 || s.HostsReached[0] != (HostSummary{Host: "allowed.test", Attempts: 2, BytesUp: 527, BytesDown: 4116}) || s.HostsReached[1].Host != "other.test" {
 		t.Errorf("hosts reached %+v", s.HostsReached)
 	}
 	if len(s.HostsBlocked) != 3 || s.LastBlocked == nil || s.LastBlocked.Host != "1.2.3.4" {

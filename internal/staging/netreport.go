@@ -1,11 +1,8 @@
 package staging
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -22,55 +19,38 @@ type NetworkReport struct {
 	User string `json:"user,omitempty"`
 	// Summary is the log's (nil for open, whose network is not recorded, or an unreadable log).
 	*netpolicy.Summary
-	// Error says why the log could not be read (the counts are then zero).
+	// Source is where the counts come from: "totals" (the record root keeps) or "log" (a
+	// session from before the record: what the raw log still holds).
+	Source string `json:"source,omitempty"`
+	// Error says why the record could not be read (the counts are then zero).
 	Error string `json:"error,omitempty"`
 }
 
-// maxNetLog bounds what is read of each log file (the guest rotates it at 1 MiB).
-const maxNetLog = 2 << 20
-
-// readNetLog reads an agent's log (the rotated file, then the current one) through conn, as the
-// agent's user (the files are root's and readable).
-func readNetLog(ctx context.Context, conn *guest.Conn) ([]byte, error) {
-	setup, err := conn.Setup(ctx)
-	if err != nil || setup == nil || setup.Log == "" {
-		return nil, err
+// netRecord reads the agent's network record through root's runner (`net report`: the record
+// and the log are root's alone), checked as guest output.
+func netRecord(ctx context.Context, conn *guest.Conn, user string, entries int) (netpolicy.Record, error) {
+	data, err := conn.NetRecord(ctx, user, entries)
+	if err != nil {
+		return netpolicy.Record{}, err
 	}
-	var all []byte
-	for _, p := range []string{setup.Log + ".1", setup.Log} {
-		data, err := conn.ReadFile(ctx, p, maxNetLog)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the network log %s: %w", p, err)
-		}
-		all = append(all, data...)
-		if len(all) > 0 && all[len(all)-1] != '\n' {
-			all = append(all, '\n')
-		}
-	}
-	return all, nil
+	return netpolicy.ParseRecord(data, user)
 }
 
-// NetworkReport reads what the session's agent did on the network.
+// NetworkReport reads what the session's agent did on the network: the record root keeps
+// (kept apart from the raw log, which rotates: no volume of noise removes what was reached).
 func (s *Session) NetworkReport(ctx context.Context) *NetworkReport {
 	r := &NetworkReport{Policy: NetworkOf(s.State)}
 	if r.Policy == OpenNetwork {
 		return r
 	}
 	r.User = AgentUser(s.State.ID)
-	data, err := readNetLog(ctx, s.conn)
+	rec, err := netRecord(ctx, s.conn, r.User, 0)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
-	sum, _, err := netpolicy.ReadLog(bytes.NewReader(data), 0)
-	if err != nil {
-		r.Error = err.Error()
-		return r
-	}
-	r.Summary = &sum
+	r.Summary = &rec.Summary
+	r.Source = rec.Source
 	return r
 }
 
@@ -81,12 +61,19 @@ func (r *NetworkReport) Line() string {
 		return "network policy open: the agent's commands had the guest's network (not recorded)"
 	}
 	if r.Summary == nil {
-		return "network policy " + r.Policy + ": the log is unreadable (" + r.Error + ")"
+		return "network policy " + r.Policy + ": the record is unreadable (" + r.Error + ")"
 	}
 	var b strings.Builder
-	b.WriteString("network policy " + r.Policy + ": the agent reached " + words.Count(len(r.HostsReached), "host"))
+	reached := len(r.HostsReached)
+	if r.OthersReached != nil {
+		reached += r.OthersReached.Hosts
+	}
+	b.WriteString("network policy " + r.Policy + ": the agent reached " + words.Count(reached, "host"))
 	if n := len(r.HostsReached); n > 0 {
 		b.WriteString(" (" + hostNames(r.HostsReached, 5) + ")")
+	}
+	if r.BytesUp > 0 || r.BytesDown > 0 {
+		b.WriteString(", " + byteCount(r.BytesUp) + " sent, " + byteCount(r.BytesDown) + " received")
 	}
 	b.WriteString(", " + words.Count(r.Blocked, "attempt") + " blocked")
 	if r.LastBlocked != nil {
@@ -97,6 +84,20 @@ func (r *NetworkReport) Line() string {
 		b.WriteString(")")
 	}
 	return b.String()
+}
+
+// byteCount says n bytes as "512 B", "1.5 kB", "52.4 MB" (powers of 1000).
+func byteCount(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, unit := float64(n), "kMGTPE"
+	i := -1
+	for f >= 1000 && i < len(unit)-1 {
+		f /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", f, unit[i])
 }
 
 func hostNames(hs []netpolicy.HostSummary, max int) string {
@@ -115,16 +116,16 @@ func hostNames(hs []netpolicy.HostSummary, max int) string {
 // guest's clock may differ from the host's by a little: a few seconds before count too), for a
 // command's result; nil without a network policy or when the log cannot be read.
 func BlockedSince(ctx context.Context, conn *guest.Conn, since time.Time) []netpolicy.Entry {
-	data, err := readNetLog(ctx, conn)
-	if err != nil || len(data) == 0 {
+	a := conn.Agent()
+	if a == nil {
 		return nil
 	}
-	_, last, err := netpolicy.ReadLog(bytes.NewReader(data), 200)
+	rec, err := netRecord(ctx, conn, a.User, 200)
 	if err != nil {
 		return nil
 	}
 	var out []netpolicy.Entry
-	for _, e := range last {
+	for _, e := range rec.Entries {
 		if e.Verdict == netpolicy.VerdictBlocked && !e.Time.Before(since.Add(-5*time.Second)) {
 			out = append(out, e)
 		}

@@ -254,7 +254,7 @@ for i in $(seq 50); do curl -s --noproxy '*' -o /dev/null http://127.0.0.1:%[1]d
 
 func readGuestLog(t *testing.T, path string) (netpolicy.Summary, []netpolicy.Entry) {
 	t.Helper()
-	s, entries, err := netpolicy.ReadLog(strings.NewReader(guestShell(t, "cat "+path)), 1000)
+	s, entries, err := netpolicy.ReadLog(strings.NewReader(guestShell(t, "sudo -n cat "+path)), 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
