@@ -200,8 +200,12 @@ func TestNetworkPolicySymlinkedParents(t *testing.T) {
 	if !strings.HasPrefix(copyPath, "/var/lib/limactl-mcp/agents/"+user+"/") {
 		t.Fatalf("the named session's copy is at %q, not in the agent's home", copyPath)
 	}
-	discardOnCleanup(t, dir)
-	t.Cleanup(func() { guestShell(t, "sudo rm -rf /var/tmp/lmcp-e2e-target /var/tmp/lmcp-e2e-target-file") })
+	t.Cleanup(func() {
+		if _, stderr, code := plugin(t, dir, "discard", "--session", session, instanceName, "--yes"); code != 0 {
+			t.Logf("discarding session %s: %s", session, stderr)
+		}
+		guestShell(t, "sudo rm -rf /var/tmp/lmcp-e2e-target /var/tmp/lmcp-e2e-target-file")
+	})
 	// What the links point at: root's, made by the test, with the rest of the copy's path in
 	// the directory (so that a path followed through the link would resolve).
 	rest := path.Base(copyPath)
