@@ -12,7 +12,7 @@ import (
 )
 
 const usage = `usage: limactl-mcp-runner serve [--login] [--env-file FILE]   (started by limactl-mcp inside a Lima guest)
-       limactl-mcp-runner net ensure|remove|proxy ...            (the network policy, as root)`
+       limactl-mcp-runner net ensure|remove|release|as|proxy ... (the network policy, as root)`
 
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == runner.SupervisorArg {

@@ -16,7 +16,9 @@ import (
 const netUsage = `usage (as root, through sudo -n):
   limactl-mcp-runner net ensure --user lmcp-NAME --policy none|allow:HOST[,HOST...]|open [--own DIR]
   limactl-mcp-runner net remove --user lmcp-NAME
+  limactl-mcp-runner net release --user lmcp-NAME [--own DIR]
   limactl-mcp-runner net report --user lmcp-NAME [--entries N]
+  limactl-mcp-runner net as --user lmcp-NAME -- COMMAND [ARG...]
   limactl-mcp-runner net proxy   (run by systemd: limactl-mcp-netproxy.service)`
 
 // runNet runs a `net` subcommand and returns the exit code: 0, 1 on failure (the reason on
@@ -67,6 +69,20 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			line, _ := json.Marshal(rec)
 			fmt.Fprintf(stdout, "%s\n", line)
 		}
+	case "release":
+		own := fs.String("own", "", "the staged copy to hand back to the user who ran sudo")
+		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {
+			fs.Usage()
+			return 2
+		}
+		err = netpolicy.Release(ctx, layout, *user, *own, netpolicy.StagingUIDFromSudo(), netpolicy.StagingGIDFromSudo())
+	case "as":
+		if fs.Parse(args[1:]) != nil || fs.NArg() == 0 || *user == "" {
+			fs.Usage()
+			return 2
+		}
+		stop() // the command gets the signals from here on
+		err = netpolicy.RunAs(layout, *user, fs.Args())
 	case "proxy":
 		if len(args) != 1 {
 			fs.Usage()

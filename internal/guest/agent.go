@@ -81,13 +81,22 @@ func (a *Agent) check() error {
 	return nil
 }
 
-// as wraps a shell command so that it runs as the agent's user, from its home directory.
-func (a *Agent) as(cmd string) string {
-	return "exec sudo -n -u " + a.User + " -H -- sh -c " + shellquote.Quote("cd && "+cmd)
+// as wraps a shell command so that it runs as the agent's user, from its home directory,
+// confined by runner (the verified root-owned runner: its `net as` gives the agent a mount
+// namespace without the local daemons' sockets, no_new_privs, no groups). Without a runner it
+// runs nothing: the agent never starts unconfined.
+func (a *Agent) as(runner, cmd string) string {
+	if runner == "" {
+		return "echo 'limactl-mcp: no verified runner to confine the agent user with' >&2; exit 126"
+	}
+	return "exec sudo -n " + shellquote.Quote(runner) + " net as --user " + a.User + " -- sh -c " + shellquote.Quote("cd && "+cmd)
 }
 
 // setupScript sets the agent up (as the Lima user, with sudo) and prints what `net ensure`
-// reported: a line of JSON.
+// reported: a line of JSON. Every file operation on the agent's home, the copy and their
+// parents is `net ensure`'s (--own: made when missing, and handed over, by directory
+// descriptors with no symbolic link followed); the files carried into the agent's home are
+// written as the agent (through `net as`), never by root or the Lima user.
 func (a *Agent) setupScript(exe string) string {
 	q := shellquote.Quote
 	var b strings.Builder
@@ -95,27 +104,17 @@ func (a *Agent) setupScript(exe string) string {
 	b.WriteString("if ! sudo -n true 2>/dev/null; then exit " + noSudoExit + "; fi\n")
 	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(a.Policy)
 	if a.Own != "" {
-		// A new copy's directory is made as staging makes it (the Lima user's, with sudo where
-		// that user cannot: a host path such as /Users/NAME/...); `net ensure --own` hands the
-		// Lima user's copy to the agent, and nothing else.
-		b.WriteString("if [ ! -e " + q(a.Own) + " ] && ! mkdir -p -- " + q(a.Own) + " 2>/dev/null; then sudo -n mkdir -p -- " + q(a.Own) + " && sudo -n chown \"$(id -u):$(id -g)\" -- " + q(a.Own) + "; fi\n")
 		ensure += " --own " + q(a.Own)
 	}
 	b.WriteString("out=$(" + ensure + ")\nprintf '%s\\n' \"$out\"\n")
-	b.WriteString(`ah=$(getent passwd ` + a.User + ` | cut -d: -f6)` + "\n")
-	if a.Own != "" {
-		// A new copy relocated into the agent's home (a named session's, or one whose path
-		// collides with the guest's) was made above, before the user existed, so by root with
-		// the home above it; useradd -m leaves a home that exists as it is: give it to the
-		// agent, as useradd would have made it, or the agent cannot write its own home.
-		b.WriteString(`if [ -n "$ah" ] && [ -d "$ah" ] && [ ! -L "$ah" ] && [ "$(stat -c %u -- "$ah")" = 0 ]; then sudo -n chown ` + a.User + `: -- "$ah" && sudo -n chmod 700 -- "$ah"; fi` + "\n")
-	}
 	if len(a.Carry) > 0 {
+		b.WriteString(`ah=$(getent passwd ` + a.User + ` | cut -d: -f6)` + "\n")
+		asAgent := `sudo -n "$exe" net as --user ` + a.User + ` --`
 		for _, c := range a.Carry {
 			// Read as the Lima user (no privilege: a symlink the agent planted there while it was
 			// that user leads nowhere it could not read anyway), written as the agent.
-			b.WriteString(`if [ -f "$HOME"/` + q(c) + ` ] && ! sudo -n -u ` + a.User + ` test -e "$ah"/` + q(c) + `; then head -c 4096 "$HOME"/` + q(c) +
-				` | sudo -n -u ` + a.User + ` sh -c 'mkdir -p "$(dirname "$1")" && cat > "$1"' sh "$ah"/` + q(c) + `; fi` + "\n")
+			b.WriteString(`if [ -f "$HOME"/` + q(c) + ` ] && ! ` + asAgent + ` test -e "$ah"/` + q(c) + `; then head -c 4096 "$HOME"/` + q(c) +
+				` | ` + asAgent + ` sh -c 'mkdir -p "$(dirname "$1")" && cat > "$1"' sh "$ah"/` + q(c) + `; fi` + "\n")
 		}
 	}
 	return b.String()
@@ -182,7 +181,8 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	if err != nil {
 		return err
 	}
-	sc, p, stop, err := l.agentSFTP(ctx)
+	setup.Runner = exe
+	sc, p, stop, err := l.agentSFTP(ctx, exe)
 	if err != nil {
 		return fmt.Errorf("sftp as the agent user %s: %w", a.User, err)
 	}
@@ -209,13 +209,13 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 // subsystem (which runs as the Lima user).
 var sftpServers = []string{"/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server", "/usr/lib/ssh/sftp-server", "/usr/libexec/sftp-server"}
 
-func (l *link) agentSFTP(ctx context.Context) (*sftp.Client, *proc, func(), error) {
+func (l *link) agentSFTP(ctx context.Context, runner string) (*sftp.Client, *proc, func(), error) {
 	var find strings.Builder
 	for _, p := range sftpServers {
 		find.WriteString("[ -x " + p + " ] && exec " + p + "; ")
 	}
 	find.WriteString("echo 'no sftp-server in the guest' >&2; exit 127")
-	cmd := l.agent.as(find.String())
+	cmd := l.agent.as(runner, find.String())
 	stderr := headtail.New(2048, 2048)
 	var stdin io.WriteCloser
 	var stdout io.Reader
@@ -283,14 +283,18 @@ func (c *Conn) ReleaseAgent(ctx context.Context, user, own string, carry []strin
 	b.WriteString("set -e\nexe=" + q(l.systemRunner) + "\n")
 	b.WriteString("if ! sudo -n true 2>/dev/null; then exit " + noSudoExit + "; fi\n")
 	b.WriteString("ah=$(getent passwd " + user + " | cut -d: -f6) || ah=\n")
-	b.WriteString(`sudo -n "$exe" net remove --user ` + user + " >/dev/null\n")
+	// `net release` ends the agent's processes, rules and policy, then hands the copy back
+	// walking by directory descriptors with no symbolic link followed (the agent may own the
+	// copy's parents: a named session's copy is in its home).
+	rel := `sudo -n "$exe" net release --user ` + user
 	if own != "" {
-		// chown -R does not follow symbolic links (-P), and the agent's processes are gone.
-		b.WriteString("if [ -d " + q(own) + " ]; then sudo -n chown -R -P \"$(id -u):$(id -g)\" -- " + q(own) + "; fi\n")
+		rel += " --own " + q(own)
 	}
+	b.WriteString(rel + " >/dev/null\n")
+	asAgent := `sudo -n "$exe" net as --user ` + user + ` --`
 	for _, f := range carry {
-		b.WriteString(`if [ -n "$ah" ] && sudo -n -u ` + user + ` test -f "$ah"/` + q(f) + `; then mkdir -p "$(dirname "$HOME"/` + q(f) + `)"; rm -f "$HOME"/` + q(f) +
-			`; sudo -n -u ` + user + ` head -c 4096 "$ah"/` + q(f) + ` > "$HOME"/` + q(f) + "; fi\n")
+		b.WriteString(`if [ -n "$ah" ] && ` + asAgent + ` test -f "$ah"/` + q(f) + `; then mkdir -p "$(dirname "$HOME"/` + q(f) + `)"; rm -f "$HOME"/` + q(f) +
+			`; ` + asAgent + ` head -c 4096 "$ah"/` + q(f) + ` > "$HOME"/` + q(f) + "; fi\n")
 	}
 	if _, err := l.output(ctx, "sh -c "+q(b.String())); err != nil {
 		if exitStatus(err) == 97 {

@@ -61,20 +61,34 @@ func TestAgentParseSetup(t *testing.T) {
 	}
 }
 
-// The agent's scripts run as its user, from its home, whatever they contain: run here through
-// sh with a stand-in sudo that checks its options and runs the rest.
+// The agent's scripts run as its user, through the verified runner's `net as`, from its home,
+// whatever they contain: run here through sh with a stand-in sudo that checks its options and
+// a stand-in runner that checks its own and runs the rest. Without a runner nothing runs.
 func TestAgentAs(t *testing.T) {
 	dir := t.TempDir()
-	fake := "#!/bin/sh\n[ \"$*\" != \"${*#-n -u lmcp-abc -H -- }\" ] || { echo \"bad sudo args: $*\" >&2; exit 9; }\nshift 5\nexec \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "sudo"), []byte(fake), 0o755); err != nil {
+	runner := filepath.Join(dir, "runner dir", "runner-x")
+	os.MkdirAll(filepath.Dir(runner), 0o755)
+	fakeSudo := "#!/bin/sh\n[ \"$1\" = -n ] || { echo \"bad sudo args: $*\" >&2; exit 9; }\nshift\nexec \"$@\"\n"
+	fakeRunner := "#!/bin/sh\n[ \"$1 $2 $3 $4 $5\" = 'net as --user lmcp-abc --' ] || { echo \"bad runner args: $*\" >&2; exit 9; }\nshift 5\nexec \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "sudo"), []byte(fakeSudo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(runner, []byte(fakeRunner), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	a := &Agent{User: "lmcp-abc", Policy: "none"}
 	script := `printf '%s|' "it's" "$(pwd)" 'a"b' '$HOME'`
-	cmd := exec.Command("sh", "-c", a.as(script))
-	cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "HOME=" + dir}
-	out, err := cmd.CombinedOutput()
-	if want := "it's|" + dir + `|a"b|$HOME|`; err != nil || string(out) != want {
+	run := func(cmdline string) (string, error) {
+		cmd := exec.Command("sh", "-c", cmdline)
+		cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "HOME=" + dir}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run(a.as(runner, script))
+	if want := "it's|" + dir + `|a"b|$HOME|`; err != nil || out != want {
 		t.Fatalf("got %q, %v; want %q", out, err, want)
+	}
+	if out, err := run(a.as("", "echo ran")); err == nil || strings.Contains(out, "ran\n") {
+		t.Fatalf("without a runner: %q, %v; want nothing run, an error", out, err)
 	}
 }

@@ -59,7 +59,16 @@ func (tm *Terminal) asAgent(script string) string {
 		// KEY=VALUE lines, read (not sourced): the values are data.
 		pre = `while IFS= read -r kv || [ -n "$kv" ]; do case $kv in ''|'#'*) continue;; esac; export "$kv"; done < ` + shellquote.Quote(tm.setup.EnvFile) + "\n"
 	}
-	return tm.agent.as(pre + script)
+	return tm.agent.as(tm.runner(), pre+script)
+}
+
+// runner is the verified runner the agent's scripts start through ("" without a setup: they
+// then run nothing).
+func (tm *Terminal) runner() string {
+	if tm.setup == nil {
+		return ""
+	}
+	return tm.setup.Runner
 }
 
 // OpenTerminal picks how to reach the guest of t; it makes no connection yet.

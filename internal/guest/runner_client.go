@@ -207,7 +207,7 @@ func launchRunner(ctx context.Context, l *link, log *slog.Logger, exe string, lo
 		if l.setup.EnvFile != "" {
 			cmd += " --env-file " + shellquote.Quote(l.setup.EnvFile)
 		}
-		cmd = l.agent.as(cmd)
+		cmd = l.agent.as(l.setup.Runner, cmd)
 	}
 	if l.master != nil {
 		stdin, stdout, p, err := l.master.pipe(cmd, r.stderr)

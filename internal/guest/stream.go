@@ -39,7 +39,7 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 func (l *link) stream(ctx context.Context, script string, in io.Reader) ([]byte, error) {
 	if l.setup != nil {
 		// The agent's link, once its user is set up (before, the Lima user installs the runner).
-		script = l.agent.as(script)
+		script = l.agent.as(l.setup.Runner, script)
 	}
 	if l.master != nil {
 		return streamMaster(ctx, l.master, script, in)

@@ -8,14 +8,17 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // agentUser is a user as /etc/passwd has it.
 type agentUser struct {
-	Name string
-	UID  int
-	GID  int
-	Home string
+	Name  string
+	UID   int
+	GID   int
+	Home  string
+	Shell string
 }
 
 // lookupUser finds name in /etc/passwd (read directly: the runner has no cgo, and the agent
@@ -37,7 +40,7 @@ func lookupUser(passwdPath, name string) (agentUser, bool, error) {
 		if err1 != nil || err2 != nil {
 			return agentUser{}, false, fmt.Errorf("%s: the entry of %s has a bad uid or gid", passwdPath, name)
 		}
-		return agentUser{Name: name, UID: uid, GID: gid, Home: fields[5]}, true, nil
+		return agentUser{Name: name, UID: uid, GID: gid, Home: fields[5], Shell: fields[6]}, true, nil
 	}
 	return agentUser{}, false, sc.Err()
 }
@@ -110,6 +113,32 @@ func ensureAgentUser(ctx context.Context, name, homeBase string) (agentUser, err
 		}
 	}
 	return u, nil
+}
+
+// fixHome makes the agent's home its own, mode 0700, when root owns it (a copy relocated into
+// the home by an older version was made, with the home above it, before the user existed, and
+// useradd -m leaves a home that exists as it is). The home is reached by directory descriptors
+// with no symbolic link followed, and changed through its descriptor.
+func fixHome(u agentUser) error {
+	fd, err := openDirNoFollow(u.Home)
+	if err != nil {
+		return fmt.Errorf("the home of %s: %w", u.Name, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("the home of %s: %w", u.Name, err)
+	}
+	if st.Uid != 0 {
+		return nil
+	}
+	if err := unix.Fchown(fd, u.UID, u.GID); err != nil {
+		return fmt.Errorf("chown %s: %w", u.Home, err)
+	}
+	if err := unix.Fchmod(fd, 0o700); err != nil {
+		return fmt.Errorf("chmod %s: %w", u.Home, err)
+	}
+	return nil
 }
 
 // schedulerDenyFiles keep an agent user from scheduling jobs (cron's @reboot, at): after a

@@ -9,7 +9,9 @@ import (
 )
 
 // giveTree hands the staged copy at dir to the agent user: every entry owned by the staging
-// user (from: the guest user who ran sudo) becomes uid:gid's. It works on directory descriptors (openat with
+// user (from: the guest user who ran sudo) becomes uid:gid's (and, for `net release`, the other
+// way). dir is reached with no symbolic link followed at any component (openDirNoFollow: the
+// agent may own a parent), and the tree is walked on directory descriptors (openat with
 // O_NOFOLLOW, fchownat with AT_SYMLINK_NOFOLLOW), so that an agent that swaps a directory for a
 // symlink mid-walk (it owns the tree from the last connect) cannot steer it outside; it stays
 // on dir's filesystem; and it leaves alone entries owned by anyone else, and files with more
@@ -18,10 +20,15 @@ func giveTree(dir string, from, uid, gid int) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("--own %s: the path must be absolute", dir)
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := openDirNoFollow(dir)
 	if err != nil {
-		return fmt.Errorf("--own %s: must be a directory, not a symlink: %w", dir, err)
+		return fmt.Errorf("--own %s: must be a directory reached through no symbolic link: %w", dir, err)
 	}
+	return giveTreeFD(fd, dir, from, uid, gid)
+}
+
+// giveTreeFD is giveTree on the open directory fd (closed on return).
+func giveTreeFD(fd int, dir string, from, uid, gid int) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
@@ -76,6 +83,9 @@ func (w treeWalk) walk(fd int, path string) error {
 		}
 		if !isDir {
 			continue
+		}
+		if beforeOpenHook != nil {
+			beforeOpenHook(filepath.Join(path, name))
 		}
 		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {

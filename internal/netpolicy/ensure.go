@@ -30,6 +30,9 @@ type EnsureResult struct {
 	Proxy   string `json:"proxy"`
 	EnvFile string `json:"env_file"`
 	Log     string `json:"log"`
+	// Runner is the root-owned runner the host verified and set the agent up with (host side
+	// only, never read from the guest): the agent's processes start through its `net as`.
+	Runner string `json:"-"`
 }
 
 // Ensure puts a user's policy in place: the user, its policy and environment files, the
@@ -78,8 +81,17 @@ func Ensure(ctx context.Context, o EnsureOptions) (EnsureResult, error) {
 	if err := rebuildRules(ctx, l); err != nil {
 		return EnsureResult{}, err
 	}
+	if err := fixHome(u); err != nil {
+		return EnsureResult{}, err
+	}
 	if o.Own != "" {
-		if err := giveTree(o.Own, o.StagingUID, u.UID, u.GID); err != nil {
+		// Made when missing (with its parents) and handed over, walking from "/" by directory
+		// descriptors with no symbolic link followed anywhere: the agent owns its home, where a
+		// named session's copy is, and may have put a link at any depth.
+		if err := checkCleanAbs(o.Own); err != nil || o.Own == "/" {
+			return EnsureResult{}, fmt.Errorf("--own %s: not a clean absolute path below /", o.Own)
+		}
+		if err := ownCopy(o.Own, o.StagingUID, u.UID, u.GID); err != nil {
 			return EnsureResult{}, err
 		}
 	}
@@ -89,6 +101,16 @@ func Ensure(ctx context.Context, o EnsureOptions) (EnsureResult, error) {
 	res.Proxy = l.ProxyAddr()
 	res.EnvFile = l.envFile(o.User)
 	return res, nil
+}
+
+// ownCopy makes the copy own when missing (with its parents) and hands it to uid:gid (from the
+// staging user stagingUID): Ensure's --own.
+func ownCopy(own string, stagingUID, uid, gid int) error {
+	fd, err := mkdirAllNoFollow(own, 0o755, uid, gid, stagingUID)
+	if err != nil {
+		return fmt.Errorf("--own %s: %w", own, err)
+	}
+	return giveTreeFD(fd, own, stagingUID, uid, gid)
 }
 
 // rebuildRules makes the firewall hold the rules of every policy file there is.
@@ -135,6 +157,43 @@ func Remove(ctx context.Context, l Layout, user string) error {
 	return dropUserPolicy(ctx, l, user)
 }
 
+// Release ends a user's network policy as Remove does and then hands the staged copy own ("":
+// none) back from the agent to the staging user (stagingUID:stagingGID, sudo's SUDO_UID and
+// SUDO_GID): entries the agent owns become that user's, reached and walked by directory
+// descriptors with no symbolic link followed at any component (the copy and its parents may be
+// the agent's). A session going back to open, or being discarded, takes this path.
+func Release(ctx context.Context, l Layout, user, own string, stagingUID, stagingGID int) error {
+	if err := Remove(ctx, l, user); err != nil {
+		return err
+	}
+	if own == "" {
+		return nil
+	}
+	if err := checkCleanAbs(own); err != nil || own == "/" {
+		return fmt.Errorf("--own %s: not a clean absolute path below /", own)
+	}
+	if stagingUID <= 0 || stagingGID < 0 {
+		return errors.New("net release --own hands the copy back to the user who ran sudo (SUDO_UID, SUDO_GID): run it through sudo as that user")
+	}
+	u, found, err := lookupUser("/etc/passwd", user)
+	if err != nil || !found {
+		return fmt.Errorf("looking up user %s: not found (%v)", user, err)
+	}
+	return handBack(own, u.UID, stagingUID, stagingGID)
+}
+
+// handBack gives the entries of the copy own that agentUID owns to uid:gid (Release's second half).
+func handBack(own string, agentUID, uid, gid int) error {
+	fd, err := openDirNoFollow(own)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // nothing staged (a copy never made, or discarded already)
+		}
+		return fmt.Errorf("--own %s: must be a directory reached through no symbolic link: %w", own, err)
+	}
+	return giveTreeFD(fd, own, agentUID, uid, gid)
+}
+
 // killUserProcesses sends SIGKILL to every process of user until none is left (a process
 // forking while pkill walks /proc can leave a child it did not see).
 func killUserProcesses(ctx context.Context, user string) error {
@@ -154,6 +213,15 @@ func killUserProcesses(ctx context.Context, user string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("processes of %s keep appearing after 20 rounds of pkill -KILL", user)
+}
+
+// StagingGIDFromSudo is the gid of the guest user who ran sudo (SUDO_GID), or -1.
+func StagingGIDFromSudo() int {
+	gid, err := strconv.Atoi(os.Getenv("SUDO_GID"))
+	if err != nil || gid < 0 {
+		return -1
+	}
+	return gid
 }
 
 // StagingUIDFromSudo is the uid of the guest user who ran sudo (SUDO_UID), or -1.

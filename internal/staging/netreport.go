@@ -24,6 +24,9 @@ type NetworkReport struct {
 	Source string `json:"source,omitempty"`
 	// Error says why the record could not be read (the counts are then zero).
 	Error string `json:"error,omitempty"`
+	// Listening are the sockets the agent listens on now, which Lima forwards to the host's
+	// loopback (netlisten.go); nil when it listens on none, or they could not be read.
+	Listening []ListenPort `json:"listening,omitempty"`
 }
 
 // netRecord reads the agent's network record through root's runner (`net report`: the record
@@ -44,6 +47,9 @@ func (s *Session) NetworkReport(ctx context.Context) *NetworkReport {
 		return r
 	}
 	r.User = AgentUser(s.State.ID)
+	if setup, err := s.conn.Setup(ctx); err == nil && setup != nil {
+		r.Listening, _ = agentListeners(ctx, s.conn, setup.UID)
+	}
 	rec, err := netRecord(ctx, s.conn, r.User, 0)
 	if err != nil {
 		r.Error = err.Error()
@@ -82,6 +88,13 @@ func (r *NetworkReport) Line() string {
 			b.WriteString("; hosts: " + hostNames(r.HostsBlocked, 5))
 		}
 		b.WriteString(")")
+	}
+	if len(r.Listening) > 0 {
+		var ports []string
+		for _, p := range r.Listening {
+			ports = append(ports, p.String())
+		}
+		b.WriteString("; listening on " + strings.Join(ports, ", "))
 	}
 	return b.String()
 }
