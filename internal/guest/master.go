@@ -211,10 +211,10 @@ func (m *master) output(ctx context.Context, cmd string) (string, error) {
 func (m *master) outputWith(ctx context.Context, cmd string, in io.Reader) (string, error) {
 	c := m.command("--", m.host, cmd)
 	c.Stdin = in
-	var stderr strings.Builder
-	c.Stderr = &stderr
-	var stdout strings.Builder
-	c.Stdout = &stdout
+	stderr := newCapBuffer(64 << 10)
+	c.Stderr = stderr
+	stdout := newCapBuffer(maxCommandOutput)
+	c.Stdout = stdout
 	p, err := m.start(c)
 	if err != nil {
 		return "", err
@@ -227,12 +227,12 @@ func (m *master) outputWith(ctx context.Context, cmd string, in io.Reader) (stri
 		return "", ctx.Err()
 	}
 	switch {
-	case p.err != nil && refusedExit(p.err, stderr.String()):
+	case p.err != nil && refusedExit(p.err, stderr.buf.String()):
 		return "", errMasterFull
 	case p.err != nil:
-		return "", fmt.Errorf("%w (%s)", p.err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("%w (%s)", p.err, strings.TrimSpace(stderr.buf.String()))
 	}
-	return stdout.String(), nil
+	return stdout.result(cmd)
 }
 
 type lockedWriter struct {

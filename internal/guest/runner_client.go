@@ -504,11 +504,11 @@ func runSession(client *ssh.Client, cmd string) (string, error) {
 		return "", err
 	}
 	defer s.Close()
-	var stderr bytes.Buffer
-	s.Stderr = &stderr
-	out, err := s.Output(cmd)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w (%s)", cmd, err, strings.TrimSpace(stderr.String()))
+	stderr := newCapBuffer(64 << 10)
+	stdout := newCapBuffer(maxCommandOutput)
+	s.Stdout, s.Stderr = stdout, stderr
+	if err := s.Run(cmd); err != nil {
+		return "", fmt.Errorf("%s: %w (%s)", truncate(cmd, 200), err, strings.TrimSpace(stderr.buf.String()))
 	}
-	return string(out), nil
+	return stdout.result(cmd)
 }
