@@ -275,6 +275,8 @@ for ipt in iptables ip6tables; do sudo -n $ipt -t mangle -D POSTROUTING -j HA-EG
 	h.vicUser, h.attUser = vf[0], af[0]
 	h.vicUID, _ = strconv.Atoi(vf[1])
 	h.attUID, _ = strconv.Atoi(af[1])
+	// Where the copies are in the guest (the tools show the agent the host's paths).
+	af[3], vf[3] = h.guestPath(h.adir, haSession), h.guestPath(h.vdir, "")
 	staged := ""
 	if d := path.Dir(af[3]); path.Base(d) == "limactl-mcp-staged" && strings.HasPrefix(d, af[2]+"/") {
 		staged = d
@@ -322,6 +324,31 @@ sudo -n %[1]s -t mangle -A HA-EGRESS ! -o lo -m string --string %[4]s --algo bm 
 	if len(h.base) < 50 {
 		t.Fatalf("the snapshot of root's paths is too small to mean anything (%d entries)", len(h.base))
 	}
+}
+
+// guestPath is status --json's guest_path of the session of dir.
+func (h *haRun) guestPath(dir, session string) string {
+	out, stderr, code := plugin(h.t, dir, "status", instanceName, "--json")
+	if code != 0 {
+		h.t.Fatalf("status --json: exit %d: %s", code, stderr)
+	}
+	var st struct {
+		Sessions []struct {
+			Workdir   string `json:"workdir"`
+			Session   string `json:"session"`
+			GuestPath string `json:"guest_path"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		h.t.Fatalf("status --json: %v", err)
+	}
+	for _, s := range st.Sessions {
+		if s.Workdir == dir && (s.Session == session || session == "" && s.Session == "default") && strings.HasPrefix(s.GuestPath, "/") {
+			return s.GuestPath
+		}
+	}
+	h.t.Fatalf("status --json has no guest path for %s (session %q): %s", dir, session, out)
+	return ""
 }
 
 // start runs `limactl-mcp serve` in dir and connects (no test failure: a refusal is an outcome).
@@ -435,11 +462,11 @@ func (h *haRun) note(format string, args ...any) {
 	h.t.Logf("note: %s", s)
 }
 
-func (h *haRun) step(i, j int, c hostileagent.Class) {
+func (h *haRun) step(i, j int, c hostileagent.Pick) {
 	if h.att == nil {
 		h.heal(fmt.Sprintf("before sequence %d step %d", i, j))
 	}
-	st := c.Gen(hostileagent.StepRand(h.seed, i, j), h.env)
+	st := c.Step(hostileagent.StepRand(h.seed, i, j), h.env)
 	h.cur = haFailure{Seq: i, Step: j, Class: st.Class, Detail: st.Detail}
 	h.steps++
 	h.classes[st.Class]++
@@ -458,12 +485,15 @@ func (h *haRun) step(i, j int, c hostileagent.Class) {
 		h.attAllowed += st.Allowed
 		h.attUploaded += st.Uploaded
 	}
+	t1 := time.Now()
 	h.act(st.After)
 	if st.Class == "left-behind" {
 		time.Sleep(3 * time.Second) // a loop that survived has had its chance to reach out
 	}
+	t2 := time.Now()
 	h.check()
-	h.t.Logf("seq %d step %d [%s] done in %s", i, j, st.Class, time.Since(t0).Round(time.Second))
+	h.t.Logf("seq %d step %d [%s] done in %s (the agent's command %s, %s %s, the checks %s)", i, j, st.Class, time.Since(t0).Round(time.Second),
+		t1.Sub(t0).Round(time.Second), st.After, t2.Sub(t1).Round(time.Second), time.Since(t2).Round(time.Second))
 	if len(h.failures) > before {
 		h.heal(fmt.Sprintf("after the failure of sequence %d step %d", i, j))
 	}
@@ -488,6 +518,9 @@ func (h *haRun) act(a hostileagent.Action) {
 			return
 		}
 		h.vic = s
+	case hostileagent.UpgradeReconnect:
+		h.act(hostileagent.Upgrade)
+		h.act(hostileagent.ReconnectVictim)
 	case hostileagent.Upgrade:
 		h.upgrades++
 		up := fmt.Sprintf("%s/runner-upgrade-%d", haUpDir, h.upgrades)

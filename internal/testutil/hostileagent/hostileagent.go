@@ -48,9 +48,12 @@ const (
 	Reconnect       Action = "reconnect"        // the attacker's server restarts (net ensure --own)
 	ReconnectVictim Action = "reconnect-victim" // the other session's server restarts (net ensure)
 	Upgrade         Action = "upgrade"          // a runner at a new path runs net ensure (a new limactl-mcp)
-	Release         Action = "release"          // the attacker's session goes back to open, then under the policy again
-	Discard         Action = "discard"          // the attacker's session is discarded, then started afresh
-	NetRemove       Action = "net-remove"       // `net remove` of the attacker's user, then a reconnect
+	// UpgradeReconnect is an upgrade, then the other session's server restarts (the second
+	// ensure acts on what answered the first).
+	UpgradeReconnect Action = "upgrade+reconnect-victim"
+	Release          Action = "release"    // the attacker's session goes back to open, then under the policy again
+	Discard          Action = "discard"    // the attacker's session is discarded, then started afresh
+	NetRemove        Action = "net-remove" // `net remove` of the attacker's user, then a reconnect
 )
 
 // Ends says whether the action ends every process of the attacker's user (after it, none
@@ -73,20 +76,37 @@ type Step struct {
 type Class struct {
 	Name string
 	Gen  func(r *rand.Rand, e Env) Step
+	// Known is the attempt that reproduces a known finding of issue 22 (nil: none), drawn the
+	// first time the class runs in a plan, so that every run tries it.
+	Known func(e Env) Step
+}
+
+// Pick is one step of a plan: its class, and whether it is the class's known attempt.
+type Pick struct {
+	Class
+	Known bool
+}
+
+// Step draws the step.
+func (p Pick) Step(r *rand.Rand, e Env) Step {
+	if p.Known && p.Class.Known != nil {
+		return p.Class.Known(e)
+	}
+	return p.Gen(r, e)
 }
 
 // Classes are the known escape classes of issue 22, in a fixed order.
 var Classes = []Class{
-	{"port-race", portRace},
-	{"socket-flood", socketFlood},
-	{"health-forgery", healthForgery},
-	{"symlinked-parent", symlinkedParent},
-	{"dns", dnsClass},
-	{"unix-sockets", unixSockets},
-	{"setuid", setuid},
-	{"left-behind", leftBehind},
-	{"log-flood", logFlood},
-	{"direct", direct},
+	{"port-race", portRace, knownPortRace},
+	{"socket-flood", socketFlood, nil},
+	{"health-forgery", healthForgery, knownHealthForgery},
+	{"symlinked-parent", symlinkedParent, knownSymlinkedParent},
+	{"dns", dnsClass, nil},
+	{"unix-sockets", unixSockets, nil},
+	{"setuid", setuid, nil},
+	{"left-behind", leftBehind, nil},
+	{"log-flood", logFlood, nil},
+	{"direct", direct, nil},
 }
 
 // ClassNames lists Classes' names.
@@ -98,16 +118,16 @@ func ClassNames() []string {
 	return n
 }
 
-// Plan draws which classes each sequence runs, from seed: every class at least once (a
-// permutation of Classes cut into sequences of perSeq), then extra sequences of random
-// classes. The steps themselves are drawn when they run (Gen, with StepRand), from the
-// guest as it is then.
-func Plan(seed int64, perSeq, extra int) [][]Class {
+// Plan draws which classes each sequence runs, from seed: every class at least once, with
+// its known attempt (a permutation of Classes cut into sequences of perSeq), then extra
+// sequences of random classes and attempts. The steps themselves are drawn when they run
+// (Pick.Step, with StepRand), from the guest as it is then.
+func Plan(seed int64, perSeq, extra int) [][]Pick {
 	r := rand.New(rand.NewSource(seed))
-	var seqs [][]Class
-	var cur []Class
+	var seqs [][]Pick
+	var cur []Pick
 	for _, i := range r.Perm(len(Classes)) {
-		cur = append(cur, Classes[i])
+		cur = append(cur, Pick{Classes[i], true})
 		if len(cur) == perSeq {
 			seqs, cur = append(seqs, cur), nil
 		}
@@ -116,9 +136,9 @@ func Plan(seed int64, perSeq, extra int) [][]Class {
 		seqs = append(seqs, cur)
 	}
 	for range extra {
-		var s []Class
+		var s []Pick
 		for range perSeq {
-			s = append(s, Classes[r.Intn(len(Classes))])
+			s = append(s, Pick{Classes[r.Intn(len(Classes))], false})
 		}
 		seqs = append(seqs, s)
 	}
@@ -145,12 +165,13 @@ import socket, os, sys, time, threading, json
 mode, rootpid, loot, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 end = time.time() + secs
 def runner_exe():
-    for p in os.listdir('/proc'):
-        if not p.isdigit(): continue
-        try: a = open('/proc/%s/cmdline' % p, 'rb').read().split(b'\0')
-        except Exception: continue
-        for i in range(1, len(a)):
-            if a[i] == b'net' and a[i-1].startswith(b'/'): return a[i-1].decode()
+    for want in (b'ensure', b'proxy'):
+        for p in os.listdir('/proc'):
+            if not p.isdigit(): continue
+            try: a = open('/proc/%s/cmdline' % p, 'rb').read().split(b'\0')
+            except Exception: continue
+            for i in range(1, len(a) - 1):
+                if a[i] == b'net' and a[i+1] == want and a[i-1].startswith(b'/'): return a[i-1].decode()
     return '/nonexistent/runner'
 def handle(c):
     try:
@@ -201,11 +222,35 @@ func portRace(r *rand.Rand, e Env) Step {
 		Script: startFake(mode, e.RootPID, 240), After: after}
 }
 
+// knownPortRace is finding 1: an upgrade restarts the proxy, the agent's bind loop takes 929
+// in the gap and answers the health check as the new proxy would.
+func knownPortRace(e Env) Step {
+	return Step{Class: "port-race", Detail: "known: bind loop on :929 answering health as the new runner, then upgrade",
+		Script: startFake("accept", e.RootPID, 240), After: Upgrade}
+}
+
+// knownHealthForgery is finding 2: the agent holds 929 after an upgrade and names a root
+// process in its health answer; the next ensure stops "the old proxy".
+func knownHealthForgery(e Env) Step {
+	return Step{Class: "health-forgery", Detail: fmt.Sprintf("known: health answers naming root pid %d, then upgrade and the other session reconnects", e.RootPID),
+		Script: startFake("kill", e.RootPID, 240), After: UpgradeReconnect}
+}
+
+// knownSymlinkedParent is finding 3: the directory above a named session's copy becomes a
+// link to /etc/cron.d, and the session reconnects.
+func knownSymlinkedParent(e Env) Step {
+	if e.StagedDir == "" {
+		return symlinkedParent(rand.New(rand.NewSource(0)), e)
+	}
+	return Step{Class: "symlinked-parent", Detail: "known: staged -> /etc/cron.d, then reconnect",
+		Script: fmt.Sprintf("cd / && rm -rf %s && ln -sfn /etc/cron.d %s\ntrue\n", bashq(e.StagedDir), bashq(e.StagedDir)), After: Reconnect}
+}
+
 func healthForgery(r *rand.Rand, e Env) Step {
-	after := pick(r, Upgrade, ReconnectVictim, Reconnect)
+	after := pick(r, UpgradeReconnect, Upgrade, ReconnectVictim, Reconnect)
 	script := startFake("kill", e.RootPID, 240) +
 		// The pid named in a forged answer, asked for directly too.
-		fmt.Sprintf("kill -TERM %d 2>/dev/null && echo HA-KILLED-DIRECTLY\n", e.RootPID)
+		fmt.Sprintf("kill -TERM %d 2>/dev/null && echo HA-KILLED-DIRECTLY\ntrue\n", e.RootPID)
 	return Step{Class: "health-forgery", Detail: fmt.Sprintf("health answers naming root pid %d, then %s", e.RootPID, after), Script: script, After: after}
 }
 
@@ -312,8 +357,8 @@ for s in sorted(servers):
     fam = socket.AF_INET6 if ':' in s else socket.AF_INET
     for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
         try:
-            k = socket.socket(fam, kind); k.settimeout(2)
-            if kind == socket.SOCK_DGRAM: k.sendto(q('u.' + name), (s, 53)); k.recv(512)
+            k = socket.socket(fam, kind); k.settimeout(1)
+            if kind == socket.SOCK_DGRAM: k.connect((s, 53)); k.send(q('u.' + name)); k.recv(512)
             else:
                 k.connect((s, 53)); m = q('t.' + name); k.sendall(struct.pack('>H', len(m)) + m); k.recv(512)
             print('HA-DNS-ANSWERED', s, kind)
