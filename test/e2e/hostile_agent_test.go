@@ -267,7 +267,12 @@ for ipt in iptables ip6tables; do sudo -n $ipt -t mangle -D POSTROUTING -j HA-EG
 	if err := h.startAttacker(); err != nil {
 		t.Fatalf("the attacker's session: %v", err)
 	}
-	aout := shellOK(t, h.att.Session, h.adir, `id -un; id -u; echo "$HOME"; pwd`)
+	// What the classes are made of must be there for the agent: a class that cannot run fails
+	// here, loudly, instead of passing by doing nothing.
+	aout := shellOK(t, h.att.Session, h.adir, `id -un; id -u; echo "$HOME"; pwd; for c in python3 curl setsid nohup timeout find ln mv sh; do command -v $c >/dev/null || echo "MISSING $c"; done`)
+	if strings.Contains(aout, "MISSING ") {
+		t.Fatalf("the attacker's user lacks what the escape classes need:\n%s", aout)
+	}
 	vf, af := strings.Fields(vout), strings.Fields(aout)
 	if len(vf) != 4 || len(af) != 4 || !strings.HasPrefix(vf[0], "lmcp-") || !strings.HasPrefix(af[0], "lmcp-") || vf[0] == af[0] {
 		t.Fatalf("want two agent users: the other session %q, the attacker %q", vout, aout)
@@ -300,7 +305,7 @@ for ipt in iptables ip6tables; do sudo -n $ipt -t mangle -D POSTROUTING -j HA-EG
 	// attacker's DNS token, whoever sends them (a resolver daemon, the proxy).
 	var rules strings.Builder
 	for _, ipt := range []string{"iptables", "ip6tables"} {
-		fmt.Fprintf(&rules, `sudo -n %[1]s -t mangle -N HA-EGRESS 2>/dev/null; sudo -n %[1]s -t mangle -F HA-EGRESS
+		fmt.Fprintf(&rules, `sudo -n %[1]s -t mangle -N HA-EGRESS 2>/dev/null || true; sudo -n %[1]s -t mangle -F HA-EGRESS
 sudo -n %[1]s -t mangle -C POSTROUTING -j HA-EGRESS 2>/dev/null || sudo -n %[1]s -t mangle -I POSTROUTING -j HA-EGRESS
 sudo -n %[1]s -t mangle -A HA-EGRESS ! -o lo -m owner --uid-owner %[2]d -m comment --comment ha-attacker-uid
 sudo -n %[1]s -t mangle -A HA-EGRESS ! -o lo -m owner --uid-owner %[3]d -m comment --comment ha-victim-uid
