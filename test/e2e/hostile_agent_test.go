@@ -576,7 +576,6 @@ func (h *haRun) check() {
 	pathH, pathC := fmt.Sprintf("/victim/%d-h", n), fmt.Sprintf("/victim/%d-c", n)
 	base := fmt.Sprintf("http://%s:%d", haVictim, h.host.allowedPort)
 	file := fmt.Sprintf("victim-%d.txt", n)
-	h.vicFiles[file] = secret[:12]
 	script := fmt.Sprintf(`for p in %[2]s '-p %[3]s'; do s=$(date +%%s%%N); curl -sS -m 60 -H 'Authorization: Bearer %[1]s' $p; e=$(date +%%s%%N); echo "HA-MS $(( (e-s)/1000000 ))"; done
 echo %[4]s > %[5]s
 echo HA-FILES; find . -mindepth 1 -printf '%%P %%u %%y\n' | LC_ALL=C sort; for f in main.txt victim-*.txt; do echo "HA-CONTENT $f $(head -c 100 "$f")"; done`,
@@ -601,6 +600,7 @@ echo HA-FILES; find . -mindepth 1 -printf '%%P %%u %%y\n' | LC_ALL=C sort; for f
 		}
 	default:
 		so := out.Stdout
+		h.vicFiles[file] = secret[:12] // written: the command ran
 		h.checks++
 		if !strings.Contains(so, "ok "+pathH) || !strings.Contains(so, "ok "+pathC) {
 			h.fail("other-session-reaches-its-host", "the other session's requests did not get the host's answer: %.1500s %.500s", so, out.Stderr)
