@@ -145,6 +145,24 @@ func Plan(seed int64, perSeq, extra int) [][]Pick {
 	return seqs
 }
 
+// Only is a plan of one sequence of the named classes (their known attempts), in that order,
+// for a replay of some classes: names separated by commas.
+func Only(names string) ([][]Pick, error) {
+	var seq []Pick
+	for _, n := range strings.Split(names, ",") {
+		found := false
+		for _, c := range Classes {
+			if c.Name == strings.TrimSpace(n) {
+				seq, found = append(seq, Pick{c, true}), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no escape class %q (the classes: %s)", n, strings.Join(ClassNames(), ", "))
+		}
+	}
+	return [][]Pick{seq}, nil
+}
+
 // StepRand is the random source of step j of sequence i of seed.
 func StepRand(seed int64, i, j int) *rand.Rand {
 	return rand.New(rand.NewSource(seed*1_000_003 + int64(i)*1009 + int64(j)))
@@ -243,7 +261,7 @@ func knownSymlinkedParent(e Env) Step {
 		return symlinkedParent(rand.New(rand.NewSource(0)), e)
 	}
 	return Step{Class: "symlinked-parent", Detail: "known: staged -> /etc/cron.d, then reconnect",
-		Script: fmt.Sprintf("cd / && rm -rf %s && ln -sfn /etc/cron.d %s\ntrue\n", bashq(e.StagedDir), bashq(e.StagedDir)), After: Reconnect}
+		Script: fmt.Sprintf("cd / && mv -T %[1]s %[1]s.away-$$ && ln -sfn /etc/cron.d %[1]s && ls -ld %[1]s\ntrue\n", bashq(e.StagedDir)), After: Reconnect}
 }
 
 func healthForgery(r *rand.Rand, e Env) Step {
@@ -323,8 +341,8 @@ func symlinkedParent(r *rand.Rand, e Env) Step {
 	t := bashq(target)
 	var s string
 	switch depth {
-	case "staged": // the directory above the copy, in the agent's home
-		s = fmt.Sprintf("cd / && rm -rf %[1]s && ln -sfn %[2]s %[1]s", bashq(e.StagedDir), t)
+	case "staged": // the directory above the copy (root's, in the agent's home: moved aside)
+		s = fmt.Sprintf("cd / && mv -T %[1]s %[1]s.away-$$ && ln -sfn %[2]s %[1]s", bashq(e.StagedDir), t)
 	case "staged-race": // the same, swapped back and forth for a while as root acts
 		p := bashq(e.StagedDir)
 		loop := fmt.Sprintf("end=$(( $(date +%%s) + 90 )); while [ $(date +%%s) -lt $end ]; do mv -T %[1]s %[1]s.real 2>/dev/null; ln -sfn %[2]s %[1]s; sleep 0.01; rm -f %[1]s; mv -T %[1]s.real %[1]s 2>/dev/null; done", p, t)
