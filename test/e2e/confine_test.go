@@ -120,6 +120,25 @@ sys.exit(0 if b"addresses" in a else 1)`
 	}, "\n")
 }
 
+// resolvedOn runs systemd-resolved in the guest until the test ends, as Ubuntu has it
+// (/etc/resolv.conf its stub), with a DNS server of the test's on the host's loopback (port)
+// as its only upstream. The image has it installed but off, so that every other test keeps
+// Lima's DNS.
+func resolvedOn(t *testing.T, port int) {
+	t.Helper()
+	guestShell(t, `set -e
+ip=$(getent hosts host.lima.internal | awk '{print $1; exit}')
+sudo mkdir -p /etc/systemd/resolved.conf.d
+printf '[Resolve]\nDNS=%s:%s\nDomains=~.\nDNSSEC=no\nDNSOverTLS=no\nLLMNR=no\nMulticastDNS=no\nCache=no\n' "$ip" `+strconv.Itoa(port)+` | sudo tee /etc/systemd/resolved.conf.d/lmcp-e2e.conf >/dev/null
+[ -e /etc/resolv.conf.lmcp-e2e ] || sudo cp -P /etc/resolv.conf /etc/resolv.conf.lmcp-e2e
+sudo systemctl restart systemd-resolved
+sudo ln -sf ../run/systemd/resolve/stub-resolv.conf /etc/resolv.conf`)
+	t.Cleanup(func() {
+		guestShell(t, `sudo systemctl stop systemd-resolved; sudo rm -f /etc/systemd/resolved.conf.d/lmcp-e2e.conf
+if [ -e /etc/resolv.conf.lmcp-e2e ]; then sudo rm -f /etc/resolv.conf; sudo mv /etc/resolv.conf.lmcp-e2e /etc/resolv.conf; fi`)
+	})
+}
+
 // Names resolved for the agent by the guest's own resolver would carry data out whatever the
 // firewall says (the daemon, not the agent's uid, sends the packets). On a guest that runs
 // systemd-resolved, as Ubuntu (Lima's default image) does, with the Lima user's queries
@@ -130,19 +149,7 @@ func TestNetworkPolicyLocalResolver(t *testing.T) {
 		t.Fatalf("the VM image has no systemd-resolved with nss-resolve (hack/e2e/build-image.sh installs them): %q", out)
 	}
 	dns := startDNSServer(t)
-	// The image has resolved off (Lima's DNS for the other tests): on for this test, as
-	// Ubuntu has it (/etc/resolv.conf its stub), with the test's server as its only upstream.
-	guestShell(t, `set -e
-ip=$(getent hosts host.lima.internal | awk '{print $1; exit}')
-sudo mkdir -p /etc/systemd/resolved.conf.d
-printf '[Resolve]\nDNS=%s:%s\nDomains=~.\nDNSSEC=no\nDNSOverTLS=no\nLLMNR=no\nMulticastDNS=no\nCache=no\n' "$ip" `+strconv.Itoa(dns.port)+` | sudo tee /etc/systemd/resolved.conf.d/lmcp-e2e.conf >/dev/null
-[ -e /etc/resolv.conf.lmcp-e2e ] || sudo cp -P /etc/resolv.conf /etc/resolv.conf.lmcp-e2e
-sudo systemctl restart systemd-resolved
-sudo ln -sf ../run/systemd/resolve/stub-resolv.conf /etc/resolv.conf`)
-	t.Cleanup(func() {
-		guestShell(t, `sudo systemctl stop systemd-resolved; sudo rm -f /etc/systemd/resolved.conf.d/lmcp-e2e.conf
-if [ -e /etc/resolv.conf.lmcp-e2e ]; then sudo rm -f /etc/resolv.conf; sudo mv /etc/resolv.conf.lmcp-e2e /etc/resolv.conf; fi`)
-	})
+	resolvedOn(t, dns.port)
 	nonce := fmt.Sprintf("n%d", time.Now().UnixNano()%1e9)
 
 	// The Lima user: each way works, and reaches the server (the test can see a leak).

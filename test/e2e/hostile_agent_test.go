@@ -322,7 +322,10 @@ sudo -n %[1]s -t mangle -A HA-EGRESS ! -o lo -m string --string %[4]s --algo bm 
 	guestShell(t, "set -e\n"+rules.String())
 
 	// The resolvers the dns class must be proven against: systemd-resolved's (D-Bus, varlink,
-	// 127.0.0.53) on a guest that runs it. A guest without it cannot prove the class.
+	// 127.0.0.53), switched on for this test as Ubuntu runs it, its upstream a DNS server of
+	// the test's on the host (what leaves for it on eth0 carries the token: counted above). A
+	// guest without it cannot prove the class.
+	resolvedOn(t, startDNSServer(t).port)
 	out, _ := guestRun(t, `systemctl is-active systemd-resolved 2>&1; ls -l /run/systemd/resolve/ 2>&1; grep ^hosts: /etc/nsswitch.conf; pgrep -x nscd >/dev/null && echo nscd-running; true`)
 	h.resolvers = strings.TrimSpace(out)
 	h.resolved = strings.HasPrefix(h.resolvers, "active")
