@@ -14,6 +14,7 @@ package hostileagent
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -143,6 +144,28 @@ func Plan(seed int64, perSeq, extra int) [][]Pick {
 		seqs = append(seqs, s)
 	}
 	return seqs
+}
+
+// ShortClasses are the classes every short plan runs: the four ways through that issue 22
+// found (each its known attempt) and DNS through the guest's own resolvers.
+var ShortClasses = []string{"port-race", "health-forgery", "symlinked-parent", "log-flood", "dns"}
+
+// Short is the plan a CI run can afford: one sequence of ShortClasses' known attempts and
+// extra classes drawn from the others, in an order drawn from seed.
+func Short(seed int64, extra int) [][]Pick {
+	r := rand.New(rand.NewSource(seed))
+	var seq, rest []Pick
+	for _, c := range Classes {
+		if slices.Contains(ShortClasses, c.Name) {
+			seq = append(seq, Pick{c, true})
+		} else {
+			rest = append(rest, Pick{c, false})
+		}
+	}
+	r.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	seq = append(seq, rest[:min(extra, len(rest))]...)
+	r.Shuffle(len(seq), func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
+	return [][]Pick{seq}
 }
 
 // Only is a plan of one sequence of the named classes (their known attempts), in that order,

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -104,5 +105,29 @@ func TestSnapshotDiff(t *testing.T) {
 	}
 	if s := SnapshotScript(map[string]int{"/etc": 1, "/a b": 2}); !strings.Contains(s, "find '/a b' -maxdepth 2") || !strings.Contains(s, "find '/etc' -maxdepth 1") {
 		t.Errorf("SnapshotScript: %s", s)
+	}
+}
+
+func TestShortPlan(t *testing.T) {
+	for seed := int64(0); seed < 50; seed++ {
+		plan := Short(seed, 1)
+		if len(plan) != 1 || len(plan[0]) != len(ShortClasses)+1 {
+			t.Fatalf("seed %d: plan %v", seed, plan)
+		}
+		seen := map[string]bool{}
+		for _, p := range plan[0] {
+			if seen[p.Class.Name] {
+				t.Fatalf("seed %d: %s twice", seed, p.Class.Name)
+			}
+			seen[p.Class.Name] = true
+			if slices.Contains(ShortClasses, p.Class.Name) != p.Known {
+				t.Fatalf("seed %d: %s known=%v", seed, p.Class.Name, p.Known)
+			}
+		}
+		for _, n := range ShortClasses {
+			if !seen[n] {
+				t.Fatalf("seed %d: %s missing", seed, n)
+			}
+		}
 	}
 }
