@@ -553,11 +553,14 @@ print('HA-FLOOD-SENT', sent[0])
 `
 
 func logFlood(r *rand.Rand, e Env) Step {
-	// The finding's count: a refused line is ~370 bytes even with a long name (measured on
-	// the base commit: 4,000 of them rotated the 1 MiB log once and left the upload in the
-	// kept file), so 15,000 rotate it several times.
+	// A refused line is ~370 bytes even with a long name (measured on the base commit: 4,000
+	// of them rotated the 1 MiB log once and left the upload in the kept file; the finding's
+	// 15,000 rotate it several times). The record is kept apart from the log now, so its
+	// size no longer matters to the fix: CI's short set sends 3,000 (15,000 take six minutes
+	// through the proxy of an emulated guest), the long set the finding's count and more;
+	// internal/netpolicy's TestRecordSurvivesLogFlood sends the finding's 15,000 natively.
 	size := int64(5 << 20)
-	n := 15000
+	n := 3000
 	if e.Long {
 		size, n = 50<<20, 30000
 	}
