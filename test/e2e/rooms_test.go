@@ -269,7 +269,9 @@ func TestShellEnvValueNowhere(t *testing.T) {
 func shellEnvValueNowhere(t *testing.T, network string) {
 	value := "lmcp-secret-value-" + nonce()
 	marker := "lmcp-env-command-" + nonce()
-	d := "/run/lmcp-e2e-env-" + nonce()
+	// Outside what the sweep reads, and not under /run, which an agent under a policy does not
+	// see (net as gives it an empty one).
+	d := "/var/cache/lmcp-e2e-env-" + nonce()
 	dir := project(t, map[string]string{"a.txt": "a\n"})
 	discardOnCleanup(t, dir)
 

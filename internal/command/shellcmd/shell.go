@@ -397,7 +397,16 @@ func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, 
 	}
 	if filter != nil {
 		if lines := filter.Lines(); len(lines) > 0 {
-			return status, staging.ParseProbe(lines), nil
+			r := staging.ParseProbe(lines)
+			if r.CopyPresent || status != sshFailed {
+				return status, r, nil
+			}
+			// The probe stopped short with ssh's 255: the command removed the marker, or the
+			// guest went away under it (the VM stopped). Only a guest that answers says which.
+			if _, err := tm.Output(ctx, "true"); err != nil {
+				return status, staging.ProbeResult{CopyPresent: true, Changed: true, Ran: r.Ran}, errConnectionLost{err}
+			}
+			return status, r, nil
 		}
 	}
 	out, err := tm.Output(ctx, probe.After(time.Since(t0)))
