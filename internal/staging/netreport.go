@@ -41,16 +41,30 @@ func netRecord(ctx context.Context, conn *guest.Conn, user string, entries int) 
 
 // NetworkReport reads what the session's agent did on the network: the record root keeps
 // (kept apart from the raw log, which rotates: no volume of noise removes what was reached).
-func (s *Session) NetworkReport(ctx context.Context) *NetworkReport {
+// lima is the Lima user's connection, which reads root's record (`sudo -n runner net report`)
+// without setting the agent up: an agent that broke its own session's setup (a link where its
+// copy was, say) cannot hide its record by it. Nil: the session's own connection.
+func (s *Session) NetworkReport(ctx context.Context, lima *guest.Conn) *NetworkReport {
+	return s.networkReport(ctx, lima, true)
+}
+
+// networkReport is NetworkReport; listening says whether to ask the agent's connection for its
+// listening sockets (not when that connection just failed: it would only fail again).
+func (s *Session) networkReport(ctx context.Context, lima *guest.Conn, listening bool) *NetworkReport {
 	r := &NetworkReport{Policy: NetworkOf(s.State)}
 	if r.Policy == OpenNetwork {
 		return r
 	}
 	r.User = AgentUser(s.State.ID)
-	if setup, err := s.conn.Setup(ctx); err == nil && setup != nil {
-		r.Listening, _ = agentListeners(ctx, s.conn, setup.UID)
+	if listening {
+		if setup, err := s.conn.Setup(ctx); err == nil && setup != nil {
+			r.Listening, _ = agentListeners(ctx, s.conn, setup.UID)
+		}
 	}
-	rec, err := netRecord(ctx, s.conn, r.User, 0)
+	if lima == nil {
+		lima = s.conn
+	}
+	rec, err := netRecord(ctx, lima, r.User, 0)
 	if err != nil {
 		r.Error = err.Error()
 		return r

@@ -32,9 +32,10 @@ type SessionStatus struct {
 	CheckpointsError string           `json:"checkpoints_error,omitempty"`
 }
 
-// Statuses describes every session of the store; conn (nil when the instance is not running)
-// is used to count pending changes.
-func Statuses(ctx context.Context, connFor func(*State) *guest.Conn, store Store, connErr error) ([]SessionStatus, error) {
+// Statuses describes every session of the store; connFor's connections (nil when the instance
+// is not running) count pending changes, and lima, the Lima user's connection, reads the
+// network records (root's: readable even when an agent broke its own session's setup).
+func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) *guest.Conn, store Store, connErr error) ([]SessionStatus, error) {
 	states, err := store.List()
 	if err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func Statuses(ctx context.Context, connFor func(*State) *guest.Conn, store Store
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i] = sessionStatus(ctx, connFor(st), store, st, connErr)
+			out[i] = sessionStatus(ctx, lima, connFor(st), store, st, connErr)
 		}()
 	}
 	wg.Wait()
@@ -66,7 +67,7 @@ func Statuses(ctx context.Context, connFor func(*State) *guest.Conn, store Store
 // statusParallel bounds the sessions Statuses reads at once.
 const statusParallel = 8
 
-func sessionStatus(ctx context.Context, conn *guest.Conn, store Store, st *State, connErr error) SessionStatus {
+func sessionStatus(ctx context.Context, lima, conn *guest.Conn, store Store, st *State, connErr error) SessionStatus {
 	ss := SessionStatus{Workdir: st.Workdir, Session: st.Session, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1,
 		Network: &NetworkReport{Policy: NetworkOf(st)}}
 	_, base, err := store.LoadID(st.ID)
@@ -93,8 +94,9 @@ func sessionStatus(ctx context.Context, conn *guest.Conn, store Store, st *State
 	} else {
 		ss.Pending, ss.PendingTotal = cs.Counts(), len(cs.Changes)
 	}
+	// The record is root's: shown even when the session's own connection failed.
+	ss.Network = s.networkReport(ctx, lima, err == nil)
 	if err == nil {
-		ss.Network = s.NetworkReport(ctx)
 		if l, err := s.Checkpoints(ctx); err != nil {
 			ss.CheckpointsError = err.Error()
 		} else {

@@ -781,20 +781,12 @@ func (h *haRun) checkRecord() {
 	if h.attAllowed == 0 {
 		return
 	}
+	// Even when the attacker broke its own session's setup (a link where its copy was, its
+	// reconnect refused), status reads its record with the Lima user's connection: the record
+	// is root's, and must still hold what it did.
 	r, raw := find(h.adir, haSession)
-	if r != nil && h.attStuck && !strings.Contains(raw, `"allowed"`) {
-		// The attacker broke its own session's setup (a link where its copy was): status cannot
-		// open it, but the record is root's and must still hold what it did.
-		out := guestShell(h.t, "sudo -n "+h.runner+" net report --user "+h.attUser)
-		var rec struct {
-			Summary record `json:"summary"`
-		}
-		if err := json.Unmarshal([]byte(out), &rec); err != nil {
-			h.fail("record-shows-allowed", "net report for the stuck attacker: %v: %.300s", err, out)
-			return
-		}
-		r, raw = &rec.Summary, out
-		h.note("the attacker's session cannot set up, so its record was read from root's runner")
+	if h.attStuck {
+		h.note("the attacker's session cannot set up; its record as status shows it: %.300s", raw)
 	}
 	if r == nil {
 		h.note("status lists no attacker session (after a discard that could not start again)")

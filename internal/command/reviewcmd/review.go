@@ -151,7 +151,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	// What the agent did on the network is part of what the person reviews.
-	network := sess.NetworkReport(ctx)
+	network := sess.NetworkReport(ctx, nil)
 	switch {
 	case opts.JSON:
 		enc := json.NewEncoder(ios.Out)

@@ -52,7 +52,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return sessionopen.WithCommand(err, "status")
 	}
 	defer t.Close()
-	sts, err := staging.Statuses(ctx, t.ConnFor, t.Store, t.ConnErr)
+	sts, err := staging.Statuses(ctx, t.Conn, t.ConnFor, t.Store, t.ConnErr)
 	if err != nil {
 		return err
 	}
