@@ -103,13 +103,16 @@ func TestPendingDiffNeverShowsLaterHostEdits(t *testing.T) {
 
 // An edit of the same size made within the second the file was staged keeps its mtime's
 // second: it must still be found (it was missed, and a later sync could overwrite it).
+// The file's mtime is set a little ahead so that it is no older than the staging second
+// however long staging takes on a loaded machine (a file edited in the second it was staged
+// is the same case: its mtime is not older than a second before the baseline was recorded).
 func TestRacyEditWithinTheStagingSecond(t *testing.T) {
 	f := setup(t)
 	p := filepath.Join(f.root, "main.go")
-	now := time.Now()
-	must(t, os.Chtimes(p, now, now))
+	mtime := time.Now().Add(30 * time.Second)
+	must(t, os.Chtimes(p, mtime, mtime))
 	s, _ := f.open(t, false)
-	f.guest(t, fmt.Sprintf("printf 'package mine\\n' > main.go && touch -d @%d.9 main.go", now.Unix()))
+	f.guest(t, fmt.Sprintf("printf 'package mine\\n' > main.go && touch -d @%d.9 main.go", mtime.Unix()))
 	cs, err := s.GuestChanges(context.Background())
 	must(t, err)
 	if got := kinds(cs); got != "modified main.go" {
