@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
@@ -71,8 +72,8 @@ func NewBackground(conn *guest.Conn, session string, lim BackgroundLimits) (*Bac
 
 func (b *Background) group() string { return b.session + "/" + b.owner }
 
-func (b *Background) output() guest.BgOutput {
-	return guest.BgOutput{SegmentBytes: b.lim.SegmentBytes, HeadSegments: b.lim.HeadSegments, TailSegments: b.lim.TailSegments}
+func (b *Background) output() runnerproto.BgOutput {
+	return runnerproto.BgOutput{SegmentBytes: b.lim.SegmentBytes, HeadSegments: b.lim.HeadSegments, TailSegments: b.lim.TailSegments}
 }
 
 // End kills this server's background processes and removes their records, within timeout: a
@@ -86,7 +87,7 @@ func (b *Background) End(timeout time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	_, err := b.conn.BgEnd(ctx, guest.BgEndRequest{Group: b.group()})
+	_, err := b.conn.BgEnd(ctx, runnerproto.BgEndRequest{Group: b.group()})
 	return err
 }
 
@@ -94,7 +95,7 @@ func (b *Background) End(timeout time.Duration) error {
 // they died without ending them: those whose owner's host process is gone.
 func (b *Background) reapOrphans(ctx context.Context) {
 	b.reaped.Do(func() {
-		res, err := b.conn.BgEnd(ctx, guest.BgEndRequest{Group: b.session, ListOnly: true})
+		res, err := b.conn.BgEnd(ctx, runnerproto.BgEndRequest{Group: b.session, ListOnly: true})
 		if err != nil {
 			return
 		}
@@ -109,7 +110,7 @@ func (b *Background) reapOrphans(ctx context.Context) {
 			}
 		}
 		if dead {
-			_, _ = b.conn.BgEnd(ctx, guest.BgEndRequest{Group: b.session, KeepOwners: keep})
+			_, _ = b.conn.BgEnd(ctx, runnerproto.BgEndRequest{Group: b.session, KeepOwners: keep})
 		}
 	})
 }

@@ -3,7 +3,7 @@ package tools
 import (
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
@@ -24,7 +24,7 @@ type BackgroundStatus struct {
 
 // backgroundStatus shapes a status from the guest (checked: guest/replies_background.go) for
 // the agent, with guest paths as the agent's.
-func backgroundStatus(ws *workspace.Workspace, s guest.BgStatus) BackgroundStatus {
+func backgroundStatus(ws *workspace.Workspace, s runnerproto.BgStatus) BackgroundStatus {
 	out := BackgroundStatus{
 		ID:          s.ID,
 		Command:     shellquote.JoinCommand(s.Argv),

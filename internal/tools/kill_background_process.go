@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 var killBackgroundProcessTool = &mcp.Tool{
@@ -57,7 +57,7 @@ func (ts *Toolset) KillBackgroundProcess(ctx context.Context, req *mcp.CallToolR
 		}
 		grace = *args.GraceSeconds
 	}
-	r, err := ts.conn.BgSignal(ctx, guest.BgSignalRequest{Group: b.group(), ID: args.ID, Signal: "SIG" + sig, GraceMillis: (time.Duration(grace) * time.Second).Milliseconds(), Output: b.output()})
+	r, err := ts.conn.BgSignal(ctx, runnerproto.BgSignalRequest{Group: b.group(), ID: args.ID, Signal: "SIG" + sig, GraceMillis: (time.Duration(grace) * time.Second).Milliseconds(), Output: b.output()})
 	if err != nil {
 		return nil, nil, bgError(err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 var listBackgroundProcessesTool = &mcp.Tool{
@@ -38,7 +38,7 @@ func (ts *Toolset) ListBackgroundProcesses(ctx context.Context, req *mcp.CallToo
 	if !started {
 		return nil, res, nil // nothing to ask the guest
 	}
-	r, err := ts.conn.BgList(ctx, guest.BgListRequest{Group: b.group(), Max: b.lim.MaxKept, Output: b.output()})
+	r, err := ts.conn.BgList(ctx, runnerproto.BgListRequest{Group: b.group(), Max: b.lim.MaxKept, Output: b.output()})
 	if err != nil {
 		return nil, nil, bgError(err)
 	}

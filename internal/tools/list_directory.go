@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
@@ -89,7 +89,7 @@ func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, 
 }
 
 // listResult turns the runner's bounded listing into the tool's result, sorted by name.
-func listResult(ws *workspace.Workspace, lr *guest.ListResult) *ListDirectoryResult {
+func listResult(ws *workspace.Workspace, lr *runnerproto.ListResult) *ListDirectoryResult {
 	res := &ListDirectoryResult{Entries: make([]ListDirectoryResultEntry, len(lr.Entries)), Truncated: lr.Truncated}
 	sort.Slice(lr.Entries, func(i, j int) bool { return lr.Entries[i].Name < lr.Entries[j].Name })
 	for i, le := range lr.Entries {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 var readBackgroundOutputTool = &mcp.Tool{
@@ -58,7 +58,7 @@ func (ts *Toolset) ReadBackgroundOutput(ctx context.Context, req *mcp.CallToolRe
 		}
 		off = *args.Offset
 	}
-	r, err := ts.conn.BgRead(ctx, guest.BgReadRequest{Group: b.group(), ID: args.ID, Offset: off, Max: max, Output: b.output()})
+	r, err := ts.conn.BgRead(ctx, runnerproto.BgReadRequest{Group: b.group(), ID: args.ID, Offset: off, Max: max, Output: b.output()})
 	if err != nil {
 		return nil, nil, bgError(err)
 	}

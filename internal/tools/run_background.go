@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
@@ -20,7 +20,7 @@ func (ts *Toolset) startBackground(ctx context.Context, ws *workspace.Workspace,
 	b.mu.Lock()
 	b.started = true // from now on, End asks the guest (a start may succeed and its reply be lost)
 	b.mu.Unlock()
-	r, err := ts.conn.BgStart(ctx, guest.BgStartRequest{
+	r, err := ts.conn.BgStart(ctx, runnerproto.BgStartRequest{
 		Group:      b.group(),
 		Argv:       args.Command,
 		Dir:        guestDir,

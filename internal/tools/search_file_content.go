@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 var searchFileContentTool = &mcp.Tool{
@@ -47,7 +47,7 @@ func (ts *Toolset) SearchFileContent(ctx context.Context, req *mcp.CallToolReque
 	if err := ts.checkDir(ctx, dir, guestDir); err != nil {
 		return nil, nil, err
 	}
-	grep := guest.GrepRequest{Dir: guestDir, Pattern: args.Pattern, MaxBytes: ts.lim.SearchBytes}
+	grep := runnerproto.GrepRequest{Dir: guestDir, Pattern: args.Pattern, MaxBytes: ts.lim.SearchBytes}
 	if args.Include != nil {
 		grep.Include = *args.Include
 	}
