@@ -5,7 +5,6 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
-	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
 // BackgroundStatus is what the tools say about one background process.
@@ -24,11 +23,12 @@ type BackgroundStatus struct {
 
 // backgroundStatus shapes a status from the guest (checked: guest/replies_background.go) for
 // the agent, with guest paths as the agent's.
-func backgroundStatus(ws *workspace.Workspace, s runnerproto.BgStatus) BackgroundStatus {
+// backgroundStatus is s for the agent (its directory a host path: env.Env's results).
+func backgroundStatus(s runnerproto.BgStatus) BackgroundStatus {
 	out := BackgroundStatus{
 		ID:          s.ID,
 		Command:     shellquote.JoinCommand(s.Argv),
-		Directory:   ws.ToHost(s.Dir),
+		Directory:   s.Dir,
 		PID:         s.PID,
 		Started:     time.UnixMilli(s.Started).UTC().Format(time.RFC3339),
 		Running:     s.Running,
