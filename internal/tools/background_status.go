@@ -21,7 +21,7 @@ type BackgroundStatus struct {
 	OutputBytes int64  `json:"output_bytes" jsonschema:"bytes of output (stdout and stderr together) it wrote so far"`
 }
 
-// backgroundStatus shapes a status from the guest (checked: guest/replies_background.go) for
+// backgroundStatus shapes a status from the guest (checked: guest/runnerclient/background.go) for
 // the agent, with guest paths as the agent's.
 // backgroundStatus is s for the agent (its directory a host path: env.Env's results).
 func backgroundStatus(s runnerproto.BgStatus) BackgroundStatus {

@@ -49,7 +49,7 @@ type CheckpointInfo struct {
 }
 
 func checkpointInfo(c runnerproto.CkptInfo) CheckpointInfo {
-	id, _ := strconv.Atoi(c.ID) // checked: a number (guest/replies_checkpoint.go)
+	id, _ := strconv.Atoi(c.ID) // checked: a number (guest/runnerclient/checkpoint.go)
 	return CheckpointInfo{
 		ID: id, Label: c.Label, Auto: c.Auto, Files: c.Files, Bytes: c.Bytes, StoredBytes: c.Stored,
 		Time: time.UnixMilli(c.TimeMillis).UTC().Format(time.RFC3339),
