@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"path"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
@@ -81,11 +81,11 @@ func (a *Agent) check() error {
 	return nil
 }
 
-// as wraps a shell command so that it runs as the agent's user, from its home directory,
+// As wraps a shell command so that it runs as the agent's user, from its home directory,
 // confined by runner (the verified root-owned runner: its `net as` gives the agent a mount
 // namespace without the local daemons' sockets, no_new_privs, no groups). Without a runner it
 // runs nothing: the agent never starts unconfined.
-func (a *Agent) as(runner, cmd string) string {
+func (a *Agent) As(runner, cmd string) string {
 	if runner == "" {
 		return "echo 'limactl-mcp: no verified runner to confine the agent user with' >&2; exit 126"
 	}
@@ -128,49 +128,20 @@ func (a *Agent) parseSetup(out string) (*AgentSetup, error) {
 	}
 	var s AgentSetup
 	if len(line) > 4096 || json.Unmarshal([]byte(line), &s) != nil {
-		return nil, fmt.Errorf("setting up the agent user %s: unexpected answer %q", a.User, truncate(line, 200))
+		return nil, fmt.Errorf("setting up the agent user %s: unexpected answer %q", a.User, sshlink.Truncate(line, 200))
 	}
 	if s.User != a.User || s.UID <= 0 || !path.IsAbs(s.Home) || path.Clean(s.Home) != s.Home || s.Home == "/" || strings.ContainsAny(s.Home+s.EnvFile+s.Log, "\n\x00") ||
 		(s.EnvFile != "" && !path.IsAbs(s.EnvFile)) || (s.Log != "" && !path.IsAbs(s.Log)) {
-		return nil, fmt.Errorf("setting up the agent user %s: unexpected answer %q", a.User, truncate(line, 200))
+		return nil, fmt.Errorf("setting up the agent user %s: unexpected answer %q", a.User, sshlink.Truncate(line, 200))
 	}
 	return &s, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}
-
-// output runs cmd as the Lima user over whichever way l reaches the guest.
-func (l *link) output(ctx context.Context, cmd string) (string, error) {
-	if l.master != nil {
-		return l.master.output(ctx, cmd)
-	}
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := runSession(l.client, cmd)
-		done <- result{out, err}
-	}()
-	select {
-	case r := <-done:
-		return r.out, r.err
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
 }
 
 // becomeAgent sets the agent up with the verified runner exe and moves l's SFTP to the agent's
 // user; the runner is then started as that user (runnerCommand).
 func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	a := l.agent
-	out, err := l.output(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)))
+	out, err := l.t.Output(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)))
 	if err != nil {
 		if exitStatus(err) == 97 {
 			return ErrPolicyNeedsSudo
@@ -182,24 +153,16 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 		return err
 	}
 	setup.Runner = exe
-	sc, p, stop, err := l.agentSFTP(ctx, exe)
+	sc, p, err := l.agentSFTP(ctx, exe)
 	if err != nil {
 		return fmt.Errorf("sftp as the agent user %s: %w", a.User, err)
 	}
 	// The Lima user's SFTP goes: from now on the link is the agent's.
-	old, oldProcs := l.sftp, l.procs
-	l.sftp, l.setup, l.home = sc, setup, setup.Home
-	l.procs = nil
-	if p != nil {
-		l.procs = []*proc{p}
-	} else {
-		l.closers = append(l.closers, stop)
-	}
+	old := l.sftp
+	l.sftp, l.sftpDone, l.setup, l.home = sc, p.Done, setup, setup.Home
+	l.closers = append(l.closers, p.Stop)
 	if old != nil {
 		_ = old.Close()
-	}
-	for _, op := range oldProcs {
-		op.kill()
 	}
 	return nil
 }
@@ -209,53 +172,26 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 // subsystem (which runs as the Lima user).
 var sftpServers = []string{"/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server", "/usr/lib/ssh/sftp-server", "/usr/libexec/sftp-server"}
 
-func (l *link) agentSFTP(ctx context.Context, runner string) (*sftp.Client, *proc, func(), error) {
+func (l *link) agentSFTP(ctx context.Context, runner string) (*sftp.Client, *sshlink.Pipes, error) {
 	var find strings.Builder
 	for _, p := range sftpServers {
 		find.WriteString("[ -x " + p + " ] && exec " + p + "; ")
 	}
 	find.WriteString("echo 'no sftp-server in the guest' >&2; exit 127")
-	cmd := l.agent.as(runner, find.String())
 	stderr := headtail.New(2048, 2048)
-	var stdin io.WriteCloser
-	var stdout io.Reader
-	var stop func()
-	var mp *proc
-	if l.master != nil {
-		in, out, p, err := l.master.pipe(cmd, stderr)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		stdin, stdout, stop, mp = in, out, p.kill, p
-	} else {
-		s, err := l.client.NewSession()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if stdin, err = s.StdinPipe(); err != nil {
-			s.Close()
-			return nil, nil, nil, err
-		}
-		if stdout, err = s.StdoutPipe(); err != nil {
-			s.Close()
-			return nil, nil, nil, err
-		}
-		s.Stderr = stderr
-		if err := s.Start(cmd); err != nil {
-			s.Close()
-			return nil, nil, nil, err
-		}
-		stop = func() { s.Close() }
-	}
-	abort := context.AfterFunc(ctx, stop)
-	defer abort()
-	sc, err := sftp.NewClientPipe(stdout, stdin, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
+	p, err := l.t.Pipe(l.agent.As(runner, find.String()), stderr)
 	if err != nil {
-		stop()
-		o := stderr.Output()
-		return nil, nil, nil, fmt.Errorf("%w (%s)", err, strings.TrimSpace(string(o.Head)+string(o.Tail)))
+		return nil, nil, err
 	}
-	return sc, mp, stop, nil
+	abort := context.AfterFunc(ctx, p.Stop)
+	defer abort()
+	sc, err := sftp.NewClientPipe(p.Stdout, p.Stdin, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
+	if err != nil {
+		p.Stop()
+		o := stderr.Output()
+		return nil, nil, fmt.Errorf("%w (%s)", err, strings.TrimSpace(string(o.Head)+string(o.Tail)))
+	}
+	return sc, p, nil
 }
 
 // ReleaseAgent ends the network policy of an agent user (a session going back to "open"): as
@@ -296,7 +232,7 @@ func (c *Conn) ReleaseAgent(ctx context.Context, user, own string, carry []strin
 		b.WriteString(`if [ -n "$ah" ] && ` + asAgent + ` test -f "$ah"/` + q(f) + `; then mkdir -p "$(dirname "$HOME"/` + q(f) + `)"; rm -f "$HOME"/` + q(f) +
 			`; ` + asAgent + ` head -c 4096 "$ah"/` + q(f) + ` > "$HOME"/` + q(f) + "; fi\n")
 	}
-	if _, err := l.output(ctx, "sh -c "+q(b.String())); err != nil {
+	if _, err := l.t.Output(ctx, "sh -c "+q(b.String())); err != nil {
 		if exitStatus(err) == 97 {
 			return ErrPolicyNeedsSudo
 		}

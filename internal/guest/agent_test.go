@@ -84,11 +84,11 @@ func TestAgentAs(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := run(a.as(runner, script))
+	out, err := run(a.As(runner, script))
 	if want := "it's|" + dir + `|a"b|$HOME|`; err != nil || out != want {
 		t.Fatalf("got %q, %v; want %q", out, err, want)
 	}
-	if out, err := run(a.as("", "echo ran")); err == nil || strings.Contains(out, "ran\n") {
+	if out, err := run(a.As("", "echo ran")); err == nil || strings.Contains(out, "ran\n") {
 		t.Fatalf("without a runner: %q, %v; want nothing run, an error", out, err)
 	}
 }

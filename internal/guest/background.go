@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerclient"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
@@ -12,71 +13,59 @@ import (
 // connection has now, so a process started before a handoff or a reconnect is still there
 // after it.
 
-// The background calls' requests and results, as the runner's protocol has them.
-type (
-	BgOutput        = runnerproto.BgOutput
-	BgStatus        = runnerproto.BgStatus
-	BgStartRequest  = runnerproto.BgStartRequest
-	BgStartResult   = runnerproto.BgStartResult
-	BgReadRequest   = runnerproto.BgReadRequest
-	BgReadResult    = runnerproto.BgReadResult
-	BgListRequest   = runnerproto.BgListRequest
-	BgListResult    = runnerproto.BgListResult
-	BgSignalRequest = runnerproto.BgSignalRequest
-	BgSignalResult  = runnerproto.BgSignalResult
-	BgEndRequest    = runnerproto.BgEndRequest
-	BgEndResult     = runnerproto.BgEndResult
-)
-
 // BgStart starts a background process (ErrNoRunner without the runner).
 func (c *Conn) BgStart(ctx context.Context, req runnerproto.BgStartRequest) (*runnerproto.BgStartResult, error) {
-	resp, err := c.bgCall(ctx, &runnerproto.Request{BgStart: &req})
+	res, err := viaRunner(ctx, c, func(r *runnerclient.Client) (*runnerproto.BgStartResult, error) { return r.BgStart(ctx, req) })
 	if err != nil {
 		return nil, fmt.Errorf("starting a background process in the guest: %w", err)
 	}
-	return resp.BgStart, nil
+	return res, nil
 }
 
 // BgRead reads a background process's output and status.
 func (c *Conn) BgRead(ctx context.Context, req runnerproto.BgReadRequest) (*runnerproto.BgReadResult, error) {
-	resp, err := c.bgCall(ctx, &runnerproto.Request{BgRead: &req})
+	res, err := viaRunner(ctx, c, func(r *runnerclient.Client) (*runnerproto.BgReadResult, error) { return r.BgRead(ctx, req) })
 	if err != nil {
 		return nil, fmt.Errorf("reading background process %d in the guest: %w", req.ID, err)
 	}
-	return resp.BgRead, nil
+	return res, nil
 }
 
 // BgList lists a group's background processes.
 func (c *Conn) BgList(ctx context.Context, req runnerproto.BgListRequest) (*runnerproto.BgListResult, error) {
-	resp, err := c.bgCall(ctx, &runnerproto.Request{BgList: &req})
+	res, err := viaRunner(ctx, c, func(r *runnerclient.Client) (*runnerproto.BgListResult, error) { return r.BgList(ctx, req) })
 	if err != nil {
 		return nil, fmt.Errorf("listing the background processes in the guest: %w", err)
 	}
-	return resp.BgList, nil
+	return res, nil
 }
 
 // BgSignal signals a background process's group (then SIGKILL after the grace period).
 func (c *Conn) BgSignal(ctx context.Context, req runnerproto.BgSignalRequest) (*runnerproto.BgSignalResult, error) {
-	resp, err := c.bgCall(ctx, &runnerproto.Request{BgSignal: &req})
+	res, err := viaRunner(ctx, c, func(r *runnerclient.Client) (*runnerproto.BgSignalResult, error) { return r.BgSignal(ctx, req) })
 	if err != nil {
 		return nil, fmt.Errorf("signalling background process %d in the guest: %w", req.ID, err)
 	}
-	return resp.BgSignal, nil
+	return res, nil
 }
 
 // BgEnd kills and removes the background processes of an owner, or of a whole session.
 func (c *Conn) BgEnd(ctx context.Context, req runnerproto.BgEndRequest) (*runnerproto.BgEndResult, error) {
-	resp, err := c.bgCall(ctx, &runnerproto.Request{BgEnd: &req})
+	res, err := viaRunner(ctx, c, func(r *runnerclient.Client) (*runnerproto.BgEndResult, error) { return r.BgEnd(ctx, req) })
 	if err != nil {
 		return nil, fmt.Errorf("ending the background processes of %s in the guest: %w", req.Group, err)
 	}
-	return resp.BgEnd, nil
+	return res, nil
 }
 
-func (c *Conn) bgCall(ctx context.Context, req *runnerproto.Request) (*runnerproto.Response, error) {
-	l, err := c.get(ctx)
+// viaRunner runs one call of the live link's runner (ErrNoRunner without one); a broken
+// connection is dropped so that the next call reconnects.
+func viaRunner[T any](ctx context.Context, c *Conn, call func(r *runnerclient.Client) (T, error)) (T, error) {
+	l, r, err := c.runnerOf(ctx)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return c.call(ctx, l, req) // checked against the request (replies.go)
+	res, err := call(r)
+	return res, c.dropIf(l, err)
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 // WaitError says that the guest did not answer one step within the bound the host set for it
 // (Within), or stopped answering altogether while the step ran. The runner's own deadlines
-// (replies.go) are sized for the largest trees and so are minutes long; a step that holds
+// (guest/runnerclient) are sized for the largest trees and so are minutes long; a step that holds
 // something for the person (a session's lock during a review apply or a sync, a discard) is
 // bounded tighter by its caller.
 type WaitError struct {
@@ -85,11 +83,15 @@ func (c *Conn) watchRunner(ctx context.Context, silent chan struct{}, stop func(
 		c.mu.Lock()
 		l := c.cur
 		c.mu.Unlock()
-		if l == nil || l.runner == nil {
-			continue // connecting, or no runner: the step's own bound applies
+		if l == nil {
+			continue // connecting: the step's own bound applies
+		}
+		r, err := l.ops.runner()
+		if err != nil {
+			continue // no runner: the step's own bound applies
 		}
 		pctx, cancel := context.WithTimeout(ctx, pingWait)
-		_, err := l.runner.call(pctx, &runnerproto.Request{List: &runnerproto.ListRequest{Dir: "/", Max: 1}})
+		err = r.Ping(pctx)
 		timedOut := pctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if timedOut && err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 )
 
 // Close ends a connect in progress instead of waiting for it: a server that goes away while
@@ -28,8 +29,8 @@ func TestCloseEndsAConnectInProgress(t *testing.T) {
 			defer c.Close() // accept, never answer
 		}
 	}()
-	c := guest.New(func(context.Context) (*guest.Target, error) {
-		return &guest.Target{Name: "silent", Addr: ln.Addr().String(), User: "nobody"}, nil
+	c := guest.New(func(context.Context) (*sshlink.Target, error) {
+		return &sshlink.Target{Name: "silent", Addr: ln.Addr().String(), User: "nobody"}, nil
 	}, guest.Options{})
 	errc := make(chan error, 1)
 	go func() {

@@ -1,3 +1,14 @@
+// Package guest is the one connection limactl-mcp keeps to a Lima instance, the façade the
+// rest of the program calls (Conn: files, commands, searches, background processes,
+// checkpoints, the agent user of a network policy), reconnecting on the next call after the
+// guest restarts. Below it: guest/sshlink, the transport (a connection of our own, or the
+// instance's OpenSSH ControlMaster: two implementations of sshlink.Transport), and
+// guest/runnerclient, the typed and checked client of the guest runner. Beside it:
+// guest/terminal, a person's commands on their own terminal (`shell`).
+//
+// Requests and results are the runner protocol's own types (internal/runnerproto), which
+// callers import openly: this package re-exports none of them (no aliases). Its own types are
+// host-side ones (ExecRequest, FileReader, WaitError, Agent, Options).
 package guest
 
 import (
@@ -10,7 +21,9 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
-	"golang.org/x/crypto/ssh"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerclient"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 )
 
 // Options tune a Conn.
@@ -39,7 +52,7 @@ type Options struct {
 
 // Conn is one connection to the guest, made on first use and made again after it breaks.
 type Conn struct {
-	resolve Resolver
+	resolve sshlink.Resolver
 	opts    Options
 	log     *slog.Logger
 
@@ -53,17 +66,17 @@ type Conn struct {
 	stopOnce sync.Once
 }
 
-// link is everything that lives and dies with one SSH connection.
+// link is everything that lives and dies with one connection to the guest.
 type link struct {
-	target *Target
-	via    Via
-	client *ssh.Client // ViaSSH
-	master *master     // ViaControlMaster
-	procs  []*proc     // ViaControlMaster: the ssh client processes (sftp, runner)
+	target *sshlink.Target
+	t      sshlink.Transport // a connection of our own, or the instance's ControlMaster
 	sftp   *sftp.Client
-	runner *runnerClient // nil when the runner is off or could not start
-	home   string
-	done   chan struct{} // closed when the connection is gone
+	// sftpDone, when not nil, is closed when the SFTP session ends (through the master: a
+	// process of its own).
+	sftpDone <-chan struct{}
+	ops      backend // through the runner, or without it when it is off or could not start
+	home     string
+	done     chan struct{} // closed when the connection is gone
 	// agent is Options.Agent; setup what the guest reported setting it up (nil without).
 	agent   *Agent
 	setup   *AgentSetup
@@ -73,7 +86,7 @@ type link struct {
 }
 
 // New returns a Conn that connects on first use.
-func New(resolve Resolver, opts Options) *Conn {
+func New(resolve sshlink.Resolver, opts Options) *Conn {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -121,7 +134,7 @@ func (c *Conn) get(ctx context.Context) (*link, error) {
 		return nil, err
 	}
 	c.cur = l
-	if l.via == ViaControlMaster && c.opts.Handoff {
+	if l.t.Via() == sshlink.ViaControlMaster && c.opts.Handoff {
 		go c.handoff(l)
 	}
 	return l, nil
@@ -160,7 +173,7 @@ func (c *Conn) handoff(old *link) {
 		c.log.Debug("staying on the ControlMaster: no connection of our own", "reason", err)
 		return
 	}
-	if l.runner == nil {
+	if _, err := l.ops.runner(); err != nil {
 		c.log.Debug("staying on the ControlMaster: the runner did not start on the connection of our own")
 		l.close()
 		return
@@ -173,7 +186,7 @@ func (c *Conn) handoff(old *link) {
 	}
 	c.cur = l
 	c.mu.Unlock()
-	c.log.Debug("connected to the guest", "via", l.via, "handoff", true, "took", time.Since(t0).Round(time.Millisecond))
+	c.log.Debug("connected to the guest", "via", l.t.Via(), "handoff", true, "took", time.Since(t0).Round(time.Millisecond))
 	cancel()
 	c.retire(old)
 }
@@ -207,7 +220,7 @@ func (c *Conn) offMaster(ctx context.Context, l *link, why error) (*link, error)
 	}
 	c.cur = nl
 	c.mu.Unlock()
-	c.log.Debug("connected to the guest", "via", nl.via, "reason", why, "took", time.Since(t0).Round(time.Millisecond))
+	c.log.Debug("connected to the guest", "via", nl.t.Via(), "reason", why, "took", time.Since(t0).Round(time.Millisecond))
 	go c.retire(l)
 	return nl, nil
 }
@@ -228,7 +241,7 @@ func (c *Conn) retire(old *link) {
 			return
 		case <-tick.C:
 		}
-		if time.Since(since) >= grace && (old.runner == nil || old.runner.idle()) {
+		if time.Since(since) >= grace && old.idle() {
 			c.log.Debug("the ControlMaster's sessions retired")
 			old.close()
 			return
@@ -267,11 +280,11 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 	// first, then fast. Without the runner every command would be a session of its own, which
 	// the direct connection serves as `limactl shell` does.
 	if t.ControlPath != "" && !c.opts.NoRunner {
-		m, err := newMaster(t)
+		m, err := sshlink.NewMaster(t)
 		if err == nil {
 			var l *link
 			if l, err = c.dialMaster(ctx, t, m); err == nil {
-				c.log.Debug("connected to the guest", "via", l.via, "took", time.Since(start).Round(time.Millisecond))
+				c.log.Debug("connected to the guest", "via", l.t.Via(), "took", time.Since(start).Round(time.Millisecond))
 				return l, nil
 			}
 			if ctx.Err() != nil {
@@ -282,181 +295,161 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 	}
 	l, err := c.dialDirect(ctx, t)
 	if err == nil {
-		c.log.Debug("connected to the guest", "via", l.via, "took", time.Since(start).Round(time.Millisecond))
+		c.log.Debug("connected to the guest", "via", l.t.Via(), "took", time.Since(start).Round(time.Millisecond))
 	}
 	return l, err
+}
+
+// newLink is a link over the transport tr to t.
+func (c *Conn) newLink(t *sshlink.Target, tr sshlink.Transport) *link {
+	return &link{target: t, t: tr, ops: sessionBackend{}, done: make(chan struct{}), agent: c.opts.Agent}
+}
+
+// watch closes l.done when the transport is gone or any of vital is closed (a nil one never is).
+func (l *link) watch(vital ...<-chan struct{}) {
+	for len(vital) < 2 {
+		vital = append(vital, nil)
+	}
+	go func() {
+		select {
+		case <-l.t.Done():
+		case <-vital[0]:
+		case <-vital[1]:
+		}
+		close(l.done)
+	}()
 }
 
 // dialMaster connects through the master m: SFTP and the runner, each in an ssh client
 // process of its own. Any failure closes what was started and returns an error: the caller
 // then connects directly.
-func (c *Conn) dialMaster(ctx context.Context, t *Target, m *master) (*link, error) {
-	l := &link{target: t, via: ViaControlMaster, master: m, done: make(chan struct{}), agent: c.opts.Agent}
+func (c *Conn) dialMaster(ctx context.Context, t *sshlink.Target, m *sshlink.Master) (*link, error) {
+	l := c.newLink(t, sshlink.NewMasterTransport(m))
+	// SFTP calls and the runner's upload take no context: ending the processes ends them when
+	// ctx ends (Close, or the caller giving up).
+	abort := context.AfterFunc(ctx, l.t.Close)
+	defer abort()
 	login := !c.opts.NoLoginShell
 	// The runner's shell starts while SFTP starts and the runner is checked; it execs the
 	// runner only once told the path of the verified file. Not for an agent of its own: its
 	// runner starts once the agent is set up (startRunner).
-	var waiting *waitingRunner
-	var wp *proc
+	var waiting *runnerclient.Waiting
 	var err error
 	if l.agent == nil {
-		if waiting, wp, err = startWaitingRunner(m, login); err != nil {
+		if waiting, err = runnerclient.StartWaiting(l.t, login); err != nil {
+			l.t.Close()
 			return nil, err
 		}
 	}
 	t0 := time.Now()
-	sc, sp, err := m.sftp(ctx)
-	if err != nil {
-		waiting.abandon()
+	if l.sftp, l.sftpDone, err = l.t.SFTP(ctx); err != nil {
+		waiting.Abandon()
+		l.t.Close()
 		return nil, err
 	}
 	c.log.Debug("sftp through the ControlMaster", "took", time.Since(t0).Round(time.Millisecond))
-	l.sftp, l.procs = sc, []*proc{sp}
-	if wp != nil {
-		l.procs = append(l.procs, wp)
+	// Every command goes through the runner here: without it, no link.
+	r, err := c.setUp(ctx, l, login, waiting, true, "sftp through the ControlMaster")
+	if err != nil {
+		return nil, err
 	}
-	// SFTP calls and the runner's upload take no context: ending the processes ends them when
-	// ctx ends (Close, or the caller giving up).
-	abort := context.AfterFunc(ctx, func() {
-		for _, p := range l.procs {
-			p.kill()
-		}
-	})
+	// The link is gone when either process is (SFTP's, the runner's): the master went away
+	// (the VM stopped), or a side failed. The next call connects again.
+	l.watch(l.sftpDone, r.Done())
+	return l, nil
+}
+
+// dialDirect makes a connection of our own to the guest's sshd.
+func (c *Conn) dialDirect(ctx context.Context, t *sshlink.Target) (*link, error) {
+	d, err := sshlink.NewDirect(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	l := c.newLink(t, d)
+	// sftp and the runner's start take no context: closing the connection ends them when ctx
+	// ends (Close, or the caller giving up).
+	abort := context.AfterFunc(ctx, l.t.Close)
 	defer abort()
-	ok := false
-	defer func() {
-		if !ok {
+	l.watch()
+	l.t.Keepalive(c.opts.KeepaliveInterval, func(err error) { c.drop(l, err) })
+	if l.sftp, l.sftpDone, err = l.t.SFTP(ctx); err != nil {
+		l.close()
+		return nil, err
+	}
+	if c.opts.NoRunner {
+		if l.home, err = l.sftp.Getwd(); err != nil {
 			l.close()
+			return nil, fmt.Errorf("sftp in instance %q: %w", t.Name, err)
 		}
-	}()
-	// The home directory is asked for while the runner is checked: the root-owned runner's
-	// path does not depend on it (a round trip less before the first answer).
+		return l, nil
+	}
+	// Without the runner, commands go on one SSH session each (not an agent's: never the Lima
+	// user's commands in its place, they would not be under the policy).
+	if _, err := c.setUp(ctx, l, !c.opts.NoLoginShell, nil, l.agent != nil, fmt.Sprintf("sftp in instance %q", t.Name)); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// setUp starts the runner on l (SFTP up) and sets l's home directory, asked for while
+// the runner is checked: the root-owned runner's path does not depend on it (a round trip less
+// before the first answer). When the runner cannot start, l is closed and that is an error if
+// required; else commands go on one SSH session each, and it says why that is slower.
+func (c *Conn) setUp(ctx context.Context, l *link, login bool, waiting *runnerclient.Waiting, required bool, sftpWhat string) (*runnerclient.Client, error) {
 	type homeResult struct {
 		dir string
 		err error
 	}
 	homec := make(chan homeResult, 1)
+	sc := l.sftp
 	go func() {
-		dir, err := l.sftp.Getwd()
+		dir, err := sc.Getwd()
 		homec <- homeResult{dir, err}
 	}()
 	home := sync.OnceValues(func() (string, error) {
 		r := <-homec
 		if r.err != nil {
-			return "", fmt.Errorf("sftp through the ControlMaster: %w", r.err)
+			return "", fmt.Errorf("%s: %w", sftpWhat, r.err)
 		}
 		return r.dir, nil
 	})
-	if l.runner, err = startRunner(ctx, l, c.log, login, waiting, home); err != nil {
+	r, err := startRunner(ctx, l, c.log, login, waiting, home)
+	switch {
+	case err == nil:
+		l.ops = runnerBackend{r}
+	case required:
+		l.close()
+		return nil, err
+	default:
+		c.log.Warn("the guest runner could not start; falling back to one ssh session per command", "error", err)
+	}
+	h, err := home()
+	if err != nil {
+		l.close()
 		return nil, err
 	}
-	if h, err := home(); err != nil {
-		return nil, err
-	} else if l.home == "" { // an agent's is its own user's (becomeAgent)
+	if l.home == "" { // an agent's is its own user's (becomeAgent)
 		l.home = h
 	}
-	// The link is gone when either process is (SFTP's, the runner's): the master went away (the VM stopped), or a side failed. The next call connects again.
-	watched := l.procs
-	go func() {
-		select {
-		case <-watched[0].done:
-		case <-watched[len(watched)-1].done:
-		}
-		close(l.done)
-	}()
-	ok = true
-	return l, nil
-}
-
-// dialDirect makes a connection of our own to the guest's sshd.
-func (c *Conn) dialDirect(ctx context.Context, t *Target) (*link, error) {
-	client, err := sshClient(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	// sftp and the runner's start take no context: closing the connection ends them when ctx
-	// ends (Close, or the caller giving up).
-	abort := context.AfterFunc(ctx, func() { client.Close() })
-	defer abort()
-	l := &link{target: t, via: ViaSSH, client: client, done: make(chan struct{}), agent: c.opts.Agent}
-	go func() {
-		_ = client.Wait()
-		close(l.done)
-	}()
-	go c.keepalive(l)
-
-	l.sftp, err = sftp.NewClient(client, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
-	if err != nil {
-		l.close()
-		return nil, fmt.Errorf("cannot start sftp in instance %q (is openssh-sftp-server installed in the guest?): %w", t.Name, err)
-	}
-	if l.home, err = l.sftp.Getwd(); err != nil {
-		l.close()
-		return nil, fmt.Errorf("sftp in instance %q: %w", t.Name, err)
-	}
-	if !c.opts.NoRunner {
-		l.runner, err = startRunner(ctx, l, c.log, !c.opts.NoLoginShell, nil, func() (string, error) { return l.home, nil })
-		if err != nil && l.agent != nil {
-			// Never the Lima user's commands in its place: they would not be under the policy.
-			l.close()
-			return nil, err
-		}
-		if err != nil {
-			// Commands still work, one SSH session each; say why it is slower.
-			c.log.Warn("the guest runner could not start; falling back to one ssh session per command", "error", err)
-			l.runner = nil
-		}
-	}
-	return l, nil
-}
-
-func (c *Conn) keepalive(l *link) {
-	t := time.NewTicker(c.opts.KeepaliveInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.done:
-			return
-		case <-t.C:
-			errc := make(chan error, 1)
-			go func() {
-				_, _, err := l.client.SendRequest("keepalive@openssh.com", true, nil)
-				errc <- err
-			}()
-			select {
-			case err := <-errc:
-				if err != nil {
-					c.drop(l, fmt.Errorf("keepalive: %w", err))
-					return
-				}
-			case <-time.After(3 * c.opts.KeepaliveInterval):
-				c.drop(l, errors.New("keepalive: no answer"))
-				return
-			}
-		}
-	}
+	return r, nil
 }
 
 func (l *link) close() {
-	if l.runner != nil {
-		l.runner.close()
-	}
+	l.ops.close()
 	for _, c := range l.closers {
 		c()
 	}
 	// The transport first: the SFTP client's Close waits for its reader to see the end of
 	// the stream, which would otherwise take a round trip to the guest (its sftp-server
 	// seeing our end, then exiting).
-	if l.client != nil {
-		_ = l.client.Close()
-	}
-	for _, p := range l.procs {
-		p.kill()
-	}
+	l.t.Close()
 	if l.sftp != nil {
 		_ = l.sftp.Close()
 	}
 }
+
+// idle says whether no runner call is pending on l.
+func (l *link) idle() bool { return l.ops.idle() }
 
 // Close closes the connection, ending a connect in progress; later calls fail with ErrClosed.
 func (c *Conn) Close() error {
@@ -490,12 +483,12 @@ func (c *Conn) Home(ctx context.Context) (string, error) {
 }
 
 // Via says how the connection reaches the guest (connecting if needed).
-func (c *Conn) Via(ctx context.Context) (Via, error) {
+func (c *Conn) Via(ctx context.Context) (sshlink.Via, error) {
 	l, err := c.get(ctx)
 	if err != nil {
 		return "", err
 	}
-	return l.via, nil
+	return l.t.Via(), nil
 }
 
 // UsesRunner says whether commands go through the guest runner (connecting if needed).
@@ -504,14 +497,13 @@ func (c *Conn) UsesRunner(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return l.runner != nil, nil
+	_, err = l.ops.runner()
+	return err == nil, nil
 }
 
 // IsConnectionError says whether err means the connection itself broke (as opposed to an
 // operation failing), so that the caller can report it as such.
 func IsConnectionError(err error) bool {
 	var oe *net.OpError
-	return errors.Is(err, errLinkDown) || errors.Is(err, errBadReply) || errors.As(err, &oe) || errors.Is(err, sftp.ErrSSHFxConnectionLost)
+	return errors.Is(err, sshlink.ErrLinkDown) || errors.Is(err, runnerclient.ErrBadReply) || errors.As(err, &oe) || errors.Is(err, sftp.ErrSSHFxConnectionLost)
 }
-
-var errLinkDown = errors.New("the connection to the guest was lost")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
@@ -36,7 +37,7 @@ func modes(t *testing.T, f func(t *testing.T, srv *sshd.Server, c *guest.Conn)) 
 	}
 }
 
-func run(t *testing.T, c *guest.Conn, dir string, argv ...string) *guest.ExecResult {
+func run(t *testing.T, c *guest.Conn, dir string, argv ...string) *runnerproto.ExecResult {
 	t.Helper()
 	r, err := c.Exec(context.Background(), guest.ExecRequest{Argv: argv, Dir: dir, Timeout: time.Minute, HeadBytes: 1 << 20, TailBytes: 1 << 16})
 	if err != nil {
@@ -45,7 +46,7 @@ func run(t *testing.T, c *guest.Conn, dir string, argv ...string) *guest.ExecRes
 	return r
 }
 
-func out(r *guest.ExecResult) (string, string) {
+func out(r *runnerproto.ExecResult) (string, string) {
 	return string(r.Stdout.Head) + string(r.Stdout.Tail), string(r.Stderr.Head) + string(r.Stderr.Tail)
 }
 
@@ -258,7 +259,7 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 	runner := strings.TrimSpace(before)
 	srv.Run(t, "sh", "-c", "s=$(ps -o ppid= -p "+runner+" | tr -d ' '); kill -9 "+runner+"; [ -n \"$s\" ] && kill $s; true")
 	time.Sleep(time.Second)
-	var r *guest.ExecResult
+	var r *runnerproto.ExecResult
 	var err error
 	for range 3 { // the call right after the break may report it; the next one reconnects
 		r, err = c.Exec(context.Background(), guest.ExecRequest{Argv: []string{"echo", "back"}, Dir: "/", HeadBytes: 100, Timeout: time.Minute})

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
@@ -55,8 +56,8 @@ func buildFake(t *testing.T) string {
 	return fakeBin
 }
 
-func target(srv *sshd.Server) *Target {
-	return &Target{Name: "sshd-test", Addr: srv.Addr, User: srv.User, Signers: []ssh.Signer{srv.ClientSigner},
+func target(srv *sshd.Server) *sshlink.Target {
+	return &sshlink.Target{Name: "sshd-test", Addr: srv.Addr, User: srv.User, Signers: []ssh.Signer{srv.ClientSigner},
 		HostKeyCallback: ssh.FixedHostKey(srv.HostKey), Arch: runtime.GOARCH}
 }
 
@@ -65,7 +66,7 @@ func target(srv *sshd.Server) *Target {
 func withFakeRunner(t *testing.T, srv *sshd.Server, mode string) (*Conn, *link) {
 	t.Helper()
 	bin := buildFake(t)
-	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
+	c := New(func(context.Context) (*sshlink.Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { c.Close() })
 	l, err := c.get(context.Background())
 	if err != nil {
@@ -79,7 +80,7 @@ func withFakeRunner(t *testing.T, srv *sshd.Server, mode string) (*Conn, *link) 
 	if err != nil {
 		t.Fatalf("starting the fake runner: %v", err)
 	}
-	l.runner = r
+	l.ops = runnerBackend{r}
 	return c, l
 }
 
@@ -98,7 +99,7 @@ func TestHostileRunnerReplies(t *testing.T) {
 	srv := sshd.Start(t)
 	for _, mode := range []string{"empty", "hash-count", "garbage", "oversize"} {
 		t.Run(mode, func(t *testing.T) {
-			c, l := withFakeRunner(t, srv, mode)
+			c, _ := withFakeRunner(t, srv, mode)
 			bounded(t, time.Minute, func() {
 				_, err := c.Hash(context.Background(), "/", []tree.Name{"a", "b"})
 				if err == nil {
@@ -108,56 +109,9 @@ func TestHostileRunnerReplies(t *testing.T) {
 			})
 			if mode == "empty" || mode == "hash-count" {
 				// The same link, another call (the runner was stopped: the next call says so).
-				_, err := c.call(context.Background(), l, &runnerproto.Request{Scan: &runnerproto.ScanRequest{Root: "/"}})
+				_, err := c.Scan(context.Background(), runnerproto.ScanRequest{Root: "/"})
 				if err == nil {
 					t.Error("Scan after a malformed reply: no error")
-				}
-			}
-		})
-	}
-}
-
-// A runner that never answers: the call ends at its deadline (shortened here) with a clear
-// error, and the runner is stopped.
-func TestSilentRunnerDeadline(t *testing.T) {
-	srv := sshd.Start(t)
-	defer func(d time.Duration) { replySlack = d }(replySlack)
-	replySlack = 2 * time.Second
-	_, l := withFakeRunner(t, srv, "silent")
-	req := &runnerproto.Request{Exec: &runnerproto.ExecRequest{Argv: []string{"true"}, Dir: "/", TimeoutMillis: 100, HeadBytes: 10, TailBytes: 10}}
-	start := time.Now()
-	bounded(t, 2*time.Minute, func() {
-		_, err := l.runner.call(context.Background(), req)
-		if err == nil || !strings.Contains(err.Error(), "did not answer") {
-			t.Errorf("silent runner: %v", err)
-		}
-	})
-	t.Logf("ended after %s (deadline %s)", time.Since(start).Round(time.Second), callDeadline(req))
-}
-
-// Seeded random replies: every call ends with an answer that fits its request or an error.
-func TestRandomRunnerReplies(t *testing.T) {
-	srv := sshd.Start(t)
-	for seed := 1; seed <= 40; seed++ {
-		c, l := withFakeRunner(t, srv, fmt.Sprintf("random:%d", seed))
-		bounded(t, time.Minute, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			hs, err := c.Hash(ctx, "/", []tree.Name{"a", "b"})
-			if err == nil && len(hs) != 2 {
-				t.Errorf("seed %d: %d hashes for 2 paths, no error", seed, len(hs))
-			}
-			if l.runner != nil {
-				res, err := l.runner.call(ctx, &runnerproto.Request{Exec: &runnerproto.ExecRequest{Argv: []string{"true"}, Dir: "/", TimeoutMillis: 1000, HeadBytes: 2, TailBytes: 2}})
-				if err == nil && (res.Exec == nil || len(res.Exec.Stdout.Head) > 2 || len(res.Exec.HeldBy) > maxHeldBy) {
-					t.Errorf("seed %d: exec reply unchecked: %+v", seed, res)
-				}
-			}
-			// A write's reply: an error, or one that fits the protocol; never a panic.
-			if l.runner != nil {
-				res, err := l.runner.call(ctx, &runnerproto.Request{Write: &runnerproto.WriteRequest{Path: "/nowhere/x", Data: []byte("x"), Mode: 0o644}})
-				if err == nil && (res.Write == nil || len(res.Write.Error) > 4096 || (res.Write.NotRegular != "" && res.Write.NotRegular != tree.Dir && res.Write.NotRegular != tree.Other)) {
-					t.Errorf("seed %d: write reply unchecked: %+v", seed, res.Write)
 				}
 			}
 		})
@@ -167,7 +121,7 @@ func TestRandomRunnerReplies(t *testing.T) {
 // A runner file the agent replaced (same size, other content) is put back before it starts.
 func TestReplacedRunnerIsRestored(t *testing.T) {
 	srv := sshd.Start(t)
-	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{Logger: slog.New(slog.DiscardHandler)})
+	c := New(func(context.Context) (*sshlink.Target, error) { return target(srv), nil }, Options{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { c.Close() })
 	if _, err := c.Hash(context.Background(), "/", []tree.Name{"etc/hostname"}); err != nil {
 		t.Fatal(err)
@@ -190,7 +144,11 @@ func TestReplacedRunnerIsRestored(t *testing.T) {
 		t.Fatalf("the real runner failed the check: %v %v", ok, err)
 	}
 	// Only this connection's runner is stopped (tests of other packages share the user).
-	srv.Run(t, "sh", "-c", fmt.Sprintf("mv %s.evil %s && kill %d", exe, exe, l.runner.hello.PID))
+	r, err := l.ops.runner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Run(t, "sh", "-c", fmt.Sprintf("mv %s.evil %s && kill %d", exe, exe, r.Hello().PID))
 	// The next call reconnects, finds the runner changed, and copies the real one back.
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -217,7 +175,7 @@ func TestStreamCapsFlood(t *testing.T) {
 	marker := fmt.Sprintf("limactl-mcp-flood-%d", time.Now().UnixNano())
 	line := `case "$BASH_EXECUTION_STRING" in *limactl-mcp-flood-*) exec yes;; esac`
 	srv.Run(t, "sh", "-c", `grep -q 'limactl-mcp-flood-' "$HOME/.bashrc" 2>/dev/null || { printf '%s\n' '`+line+`' | cat - "$HOME/.bashrc" 2>/dev/null > "$HOME/.bashrc.new"; mv "$HOME/.bashrc.new" "$HOME/.bashrc"; }`)
-	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
+	c := New(func(context.Context) (*sshlink.Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { c.Close() })
 	var err error
 	bounded(t, 2*time.Minute, func() {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/terminal"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
@@ -41,8 +43,8 @@ func startMaster(t *testing.T, srv *sshd.Server) string {
 	return sock
 }
 
-func masterTarget(srv *sshd.Server, sock string) guest.Resolver {
-	return func(context.Context) (*guest.Target, error) {
+func masterTarget(srv *sshd.Server, sock string) sshlink.Resolver {
+	return func(context.Context) (*sshlink.Target, error) {
 		t := guesttest.Target(srv)
 		t.ControlPath = sock
 		return t, nil
@@ -60,8 +62,8 @@ func TestControlMaster(t *testing.T) {
 	defer c.Close()
 
 	via, err := c.Via(ctx)
-	if err != nil || via != guest.ViaControlMaster {
-		t.Fatalf("Via = %q, %v; want %q", via, err, guest.ViaControlMaster)
+	if err != nil || via != sshlink.ViaControlMaster {
+		t.Fatalf("Via = %q, %v; want %q", via, err, sshlink.ViaControlMaster)
 	}
 	home, err := c.Home(ctx)
 	if err != nil || home != srv.Home {
@@ -109,8 +111,8 @@ func TestControlMaster(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if via, err := c.Via(ctx); err != nil || via != guest.ViaSSH {
-		t.Fatalf("after the master went away: Via = %q, %v; want %q", via, err, guest.ViaSSH)
+	if via, err := c.Via(ctx); err != nil || via != sshlink.ViaSSH {
+		t.Fatalf("after the master went away: Via = %q, %v; want %q", via, err, sshlink.ViaSSH)
 	}
 }
 
@@ -155,8 +157,8 @@ func TestControlMasterFallback(t *testing.T) {
 			defer c.Close()
 			t0 := time.Now()
 			via, err := c.Via(context.Background())
-			if err != nil || via != guest.ViaSSH {
-				t.Fatalf("Via = %q, %v; want %q", via, err, guest.ViaSSH)
+			if err != nil || via != sshlink.ViaSSH {
+				t.Fatalf("Via = %q, %v; want %q", via, err, sshlink.ViaSSH)
 			}
 			if _, err := c.Exec(context.Background(), guest.ExecRequest{Argv: []string{"true"}, Dir: "/"}); err != nil {
 				t.Fatal(err)
@@ -174,15 +176,15 @@ func TestControlMasterHandoff(t *testing.T) {
 	ctx := context.Background()
 	c := guest.New(masterTarget(srv, sock), guest.Options{Handoff: true})
 	defer c.Close()
-	if via, err := c.Via(ctx); err != nil || via != guest.ViaControlMaster {
-		t.Fatalf("Via = %q, %v; want %q first", via, err, guest.ViaControlMaster)
+	if via, err := c.Via(ctx); err != nil || via != sshlink.ViaControlMaster {
+		t.Fatalf("Via = %q, %v; want %q first", via, err, sshlink.ViaControlMaster)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := c.Exec(ctx, guest.ExecRequest{Argv: []string{"true"}, Dir: "/"}); err != nil {
 			t.Fatal(err)
 		}
-		if via, _ := c.Via(ctx); via == guest.ViaSSH {
+		if via, _ := c.Via(ctx); via == sshlink.ViaSSH {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -206,8 +208,8 @@ func TestControlMasterFull(t *testing.T) {
 	ctx := context.Background()
 	c := guest.New(masterTarget(srv, sock), guest.Options{})
 	defer c.Close()
-	if via, err := c.Via(ctx); err != nil || via != guest.ViaControlMaster {
-		t.Fatalf("Via = %q, %v; want %q first", via, err, guest.ViaControlMaster)
+	if via, err := c.Via(ctx); err != nil || via != sshlink.ViaControlMaster {
+		t.Fatalf("Via = %q, %v; want %q first", via, err, sshlink.ViaControlMaster)
 	}
 	// c holds two sessions (SFTP, the runner); a third process takes the last one.
 	hold := exec.Command("ssh", "-F", "/dev/null", "-o", "ControlPath="+sock, "-o", "ControlMaster=no", "-o", "BatchMode=yes",
@@ -235,24 +237,24 @@ func TestControlMasterFull(t *testing.T) {
 	if err != nil || strings.Fields(string(got))[0] != strconv.Itoa(len(input)) || !strings.HasSuffix(string(got), "done\n") {
 		t.Fatalf("Stream with a full master = %q, %v; want all %d bytes read", got, err, len(input))
 	}
-	if via, err := c.Via(ctx); err != nil || via != guest.ViaSSH {
-		t.Fatalf("after the refusal: Via = %q, %v; want %q", via, err, guest.ViaSSH)
+	if via, err := c.Via(ctx); err != nil || via != sshlink.ViaSSH {
+		t.Fatalf("after the refusal: Via = %q, %v; want %q", via, err, sshlink.ViaSSH)
 	}
 	if res, err := c.Exec(ctx, guest.ExecRequest{Argv: []string{"true"}, Dir: "/"}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("Exec after moving off the master = %+v, %v", res, err)
 	}
 
-	tm := guest.OpenTerminal(func() *guest.Target { tg := guesttest.Target(srv); tg.ControlPath = sock; return tg }(), nil)
+	tm := terminal.Open(func() *sshlink.Target { tg := guesttest.Target(srv); tg.ControlPath = sock; return tg }(), nil)
 	defer tm.Close()
-	if tm.Via() != guest.ViaControlMaster {
+	if tm.Via() != sshlink.ViaControlMaster {
 		t.Fatalf("the terminal does not try the master first: %s", tm.Via())
 	}
 	var so, se strings.Builder
-	st, err := tm.Run(ctx, guest.TerminalRequest{Script: "echo ran; echo err >&2; exit 3", Stdout: &so, Stderr: &se})
+	st, err := tm.Run(ctx, terminal.Request{Script: "echo ran; echo err >&2; exit 3", Stdout: &so, Stderr: &se})
 	if err != nil || st != 3 || so.String() != "ran\n" || se.String() != "err\n" {
 		t.Fatalf("Run with a full master = %d, %v, stdout %q, stderr %q; want 3, ran, err", st, err, so.String(), se.String())
 	}
-	if tm.Via() != guest.ViaSSH {
+	if tm.Via() != sshlink.ViaSSH {
 		t.Errorf("the terminal stayed on the full master")
 	}
 	if o, err := tm.Output(ctx, "echo probe"); err != nil || o != "probe\n" {

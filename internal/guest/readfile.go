@@ -42,14 +42,14 @@ func (c *Conn) ReadFile(ctx context.Context, path string, limit int64) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	if l.runner == nil {
-		return c.readFileSFTP(ctx, l, path, limit)
-	}
-	resp, err := c.call(ctx, l, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: tree.Name(path), Limit: limit}})
-	if err != nil {
+	return l.ops.readFile(ctx, c, l, path, limit)
+}
+
+func (b runnerBackend) readFile(ctx context.Context, c *Conn, l *link, path string, limit int64) ([]byte, error) {
+	r, err := b.r.Read(ctx, runnerproto.ReadRequest{Path: tree.Name(path), Limit: limit})
+	if err = c.dropIf(l, err); err != nil {
 		return nil, fmt.Errorf("read %s in the guest: %w", path, err)
 	}
-	r := resp.Read // checked against the request (replies.go)
 	switch {
 	case r.Missing:
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist}
@@ -61,7 +61,7 @@ func (c *Conn) ReadFile(ctx context.Context, path string, limit int64) ([]byte, 
 	return r.Data, nil
 }
 
-func (c *Conn) readFileSFTP(ctx context.Context, l *link, path string, limit int64) ([]byte, error) {
+func (sessionBackend) readFile(ctx context.Context, c *Conn, l *link, path string, limit int64) ([]byte, error) {
 	type result struct {
 		data []byte
 		err  error
@@ -152,13 +152,9 @@ func (c *Conn) OpenFile(ctx context.Context, path string) (*FileReader, error) {
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	r := &FileReader{path: path, ctx: rctx, cancel: cancel, closer: func() {}}
-	if l.runner == nil {
-		if err := c.openFileSFTP(ctx, l, r); err != nil {
-			cancel()
-			return nil, err
-		}
-	} else {
-		r.fetch = func(ctx context.Context, off int64) chunk { return c.readChunkRunner(ctx, l, path, off) }
+	if err := l.ops.openFile(ctx, c, l, r); err != nil {
+		cancel()
+		return nil, err
 	}
 	first := r.fetch(rctx, 0)
 	if first.err != nil {
@@ -232,12 +228,17 @@ func (r *FileReader) Close() error {
 	return nil
 }
 
-func (c *Conn) readChunkRunner(ctx context.Context, l *link, path string, off int64) chunk {
-	resp, err := c.call(ctx, l, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: tree.Name(path), Offset: off, Limit: readChunk}})
-	if err != nil {
+// openFile sets r up to read through the runner, a chunk a request.
+func (b runnerBackend) openFile(_ context.Context, c *Conn, l *link, r *FileReader) error {
+	r.fetch = func(ctx context.Context, off int64) chunk { return b.readChunk(ctx, c, l, r.path, off) }
+	return nil
+}
+
+func (b runnerBackend) readChunk(ctx context.Context, c *Conn, l *link, path string, off int64) chunk {
+	rr, err := b.r.Read(ctx, runnerproto.ReadRequest{Path: tree.Name(path), Offset: off, Limit: readChunk})
+	if err = c.dropIf(l, err); err != nil {
 		return chunk{err: fmt.Errorf("read %s in the guest: %w", path, err)}
 	}
-	rr := resp.Read // checked against the request (replies.go)
 	switch {
 	case rr.Missing:
 		return chunk{err: &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist}}
@@ -247,12 +248,12 @@ func (c *Conn) readChunkRunner(ctx context.Context, l *link, path string, off in
 	return chunk{data: rr.Data, more: rr.Truncated, size: rr.Size}
 }
 
-// openFileSFTP sets r up to read over SFTP: lstat, refuse what is not a regular file, open;
+// openFile sets r up to read over SFTP: lstat, refuse what is not a regular file, open;
 // the open and each read are bounded by ctx (the caller's, not the reader's: a read ahead
 // abandoned by Close must not drop the connection) and sftpReadDeadline (the connection is
 // dropped when one is not answered: the guest's sftp server may be blocked on a swapped-in
 // fifo).
-func (c *Conn) openFileSFTP(ctx context.Context, l *link, r *FileReader) error {
+func (sessionBackend) openFile(ctx context.Context, c *Conn, l *link, r *FileReader) error {
 	type opened struct {
 		f    *sftp.File
 		size int64

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math/rand"
 	"path"
 	"runtime/debug"
@@ -18,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerclient"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
@@ -29,7 +32,7 @@ import (
 // reply is taken apart field by field and each field is made missing, null, of every wrong
 // type, huge (strings, arrays, numbers), negative, duplicated (both orders), deeply nested;
 // each operation also has replies that contradict their request. Every shape goes through the
-// real client (frames over a pipe, runnerClient, Conn) and then through what the host does
+// real client (frames over a pipe, runnerclient.Client, Conn) and then through what the host does
 // with an accepted reply (the consumers below do what staging, tools and the commands do with
 // the fields). Nothing may panic or hang; a reply the host cannot use is a clear error.
 
@@ -473,7 +476,7 @@ func replyOps() []replyOp {
 			valid: runnerproto.CkptListResult{Checkpoints: []runnerproto.CkptInfo{info("1", ""), info("2", "x")}, StoreBytes: 5},
 			contradictory: map[string]any{
 				"an id twice":       runnerproto.CkptListResult{Checkpoints: []runnerproto.CkptInfo{info("1", ""), info("1", "")}},
-				"a label at length": runnerproto.CkptListResult{Checkpoints: []runnerproto.CkptInfo{info("1", strings.Repeat("x", maxCkptText+1))}},
+				"a label at length": runnerproto.CkptListResult{Checkpoints: []runnerproto.CkptInfo{info("1", strings.Repeat("x", 1024+1))}},
 				"a negative store":  runnerproto.CkptListResult{StoreBytes: -1},
 			},
 			call: func(ctx context.Context, c *Conn) error {
@@ -649,15 +652,15 @@ func ptrTo[T any](v T) *T { return &v }
 // pipeConn is a Conn whose runner is fake, in this process: it answers each request with the
 // frame reply(id) returns, through the real client (framing, checks, failure).
 func pipeConn(t testing.TB, reply func(id uint64) []byte) *Conn {
-	r := newRunnerClient()
 	hostR, runnerW := io.Pipe()
 	runnerR, hostW := io.Pipe()
-	r.stdin = hostW
-	r.stop = func() {
-		hostW.Close()
-		runnerW.Close()
-	}
 	go func() {
+		hello, _ := json.Marshal(runnerproto.Response{Hello: &runnerproto.Hello{Version: runnerproto.Version, PID: 5}})
+		var hdr [4]byte
+		binary.BigEndian.PutUint32(hdr[:], uint32(len(hello)))
+		if _, err := runnerW.Write(append(append([]byte(runnerproto.Magic), hdr[:]...), hello...)); err != nil {
+			return
+		}
 		in := bufio.NewReader(runnerR)
 		for {
 			var req runnerproto.Request
@@ -669,19 +672,36 @@ func pipeConn(t testing.TB, reply func(id uint64) []byte) *Conn {
 				continue
 			}
 			body := reply(req.ID)
-			var hdr [4]byte
 			binary.BigEndian.PutUint32(hdr[:], uint32(len(body)))
 			if _, err := runnerW.Write(append(hdr[:], body...)); err != nil {
 				return
 			}
 		}
 	}()
-	go r.readLoop(bufio.NewReaderSize(hostR, 64<<10))
-	c := New(func(context.Context) (*Target, error) { return nil, fmt.Errorf("no guest in this test") }, Options{})
-	c.cur = &link{runner: r, done: make(chan struct{})}
+	pipes := pipeStarter{&sshlink.Pipes{Stdin: hostW, Stdout: hostR, Stop: func() {
+		hostW.Close()
+		runnerW.Close()
+	}}}
+	r, err := runnerclient.Launch(context.Background(), pipes, slog.New(slog.DiscardHandler), "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(func(context.Context) (*sshlink.Target, error) { return nil, fmt.Errorf("no guest in this test") }, Options{})
+	c.cur = &link{t: noTransport{}, ops: runnerBackend{r}, done: make(chan struct{})}
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// pipeStarter starts nothing: its pipes are in this process.
+type pipeStarter struct{ p *sshlink.Pipes }
+
+func (s pipeStarter) Pipe(string, io.Writer) (*sshlink.Pipes, error) { return s.p, nil }
+
+// noTransport is the transport of a link that has only a runner (pipeConn): closing it is
+// all it does.
+type noTransport struct{ sshlink.Transport }
+
+func (noTransport) Close() {}
 
 // frameWith is a reply frame: the id, then key with the JSON text body (body "" leaves key out).
 func frameWith(id uint64, key string, body []byte) []byte {
@@ -815,8 +835,9 @@ func helloShapes(t *testing.T) {
 		binary.BigEndian.PutUint32(hdr[:], uint32(len(frame)))
 		b.Write(hdr[:])
 		b.Write(frame)
-		r := newRunnerClient()
-		return r.readHello(bufio.NewReader(&b))
+		_, stdin := io.Pipe()
+		_, err := runnerclient.Launch(context.Background(), pipeStarter{&sshlink.Pipes{Stdin: stdin, Stdout: &b, Stop: func() { stdin.Close() }}}, slog.New(slog.DiscardHandler), "serve")
+		return err
 	}
 	if err := try(valid); err != nil {
 		t.Fatalf("a valid hello: %v", err)

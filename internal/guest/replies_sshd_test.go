@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerclient"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
@@ -21,7 +22,7 @@ func TestHostileRunnerManifestWithoutCheckpoint(t *testing.T) {
 		if err == nil {
 			t.Fatalf("a manifest without its checkpoint was taken (checkpoint %v): review --since reads m.Checkpoint.TimeMillis from it", m.Checkpoint)
 		}
-		if !errors.Is(err, errBadReply) {
+		if !errors.Is(err, runnerclient.ErrBadReply) {
 			t.Errorf("not a malformed-reply error: %v", err)
 		}
 		t.Logf("%v", err)

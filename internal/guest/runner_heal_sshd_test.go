@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
 
@@ -81,7 +83,7 @@ func TestRunnerHealsAReplacedRootRunner(t *testing.T) {
 				t.Fatalf("the replaced runner does not pass the lstat check (%v, %v): the test tests nothing", ok, err)
 			}
 			var logged syncBuffer
-			c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoLoginShell: true, Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			c := New(func(context.Context) (*sshlink.Target, error) { return target(srv), nil }, Options{NoLoginShell: true, Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			t.Cleanup(func() { c.Close() })
 			// A call only the runner answers.
 			if _, err := c.CkptList(context.Background(), "heal-test"); err != nil {
@@ -100,18 +102,18 @@ func TestRunnerHealsAReplacedRootRunner(t *testing.T) {
 // that names it, the connection is dropped, and the next call starts a runner anew.
 func TestWithinBoundsASilentRunner(t *testing.T) {
 	srv := sshd.Start(t)
-	limits := CkptLimits{MaxEntries: 10, MaxStoreBytes: 1 << 20, MaxAuto: 1, MaxLabelled: 1}
+	limits := runnerproto.CkptLimits{MaxEntries: 10, MaxStoreBytes: 1 << 20, MaxAuto: 1, MaxLabelled: 1}
 	steps := map[string]func(c *Conn, ctx context.Context) error{
 		"the automatic checkpoint": func(c *Conn, ctx context.Context) error {
-			_, err := c.CkptCreate(ctx, CkptCreateRequest{Tree: CkptTree{Session: "s1", Root: "/nonexistent"}, Auto: true, Limits: limits})
+			_, err := c.CkptCreate(ctx, runnerproto.CkptCreateRequest{Tree: runnerproto.CkptTree{Session: "s1", Root: "/nonexistent"}, Auto: true, Limits: limits})
 			return err
 		},
 		"ending the background processes": func(c *Conn, ctx context.Context) error {
-			_, err := c.BgEnd(ctx, BgEndRequest{Group: "s1"})
+			_, err := c.BgEnd(ctx, runnerproto.BgEndRequest{Group: "s1"})
 			return err
 		},
 		"counting the pending changes": func(c *Conn, ctx context.Context) error {
-			_, err := c.Scan(ctx, ScanRequest{Root: "/nonexistent"})
+			_, err := c.Scan(ctx, runnerproto.ScanRequest{Root: "/nonexistent"})
 			return err
 		},
 	}
@@ -143,7 +145,7 @@ func TestWithinFindsASilentRunnerEarly(t *testing.T) {
 	c, _ := withFakeRunner(t, srv, "silent")
 	bounded(t, time.Minute, func() {
 		err := c.Within(context.Background(), 10*time.Minute, "the automatic checkpoint", func(ctx context.Context) error {
-			_, err := c.CkptCreate(ctx, CkptCreateRequest{Tree: CkptTree{Session: "s1", Root: "/nonexistent"}, Auto: true, Limits: CkptLimits{MaxEntries: 10, MaxStoreBytes: 1 << 20, MaxAuto: 1, MaxLabelled: 1}})
+			_, err := c.CkptCreate(ctx, runnerproto.CkptCreateRequest{Tree: runnerproto.CkptTree{Session: "s1", Root: "/nonexistent"}, Auto: true, Limits: runnerproto.CkptLimits{MaxEntries: 10, MaxStoreBytes: 1 << 20, MaxAuto: 1, MaxLabelled: 1}})
 			return err
 		})
 		var werr *WaitError
@@ -152,7 +154,7 @@ func TestWithinFindsASilentRunnerEarly(t *testing.T) {
 		}
 	})
 
-	live := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoLoginShell: true, Logger: slog.New(slog.DiscardHandler)})
+	live := New(func(context.Context) (*sshlink.Target, error) { return target(srv), nil }, Options{NoLoginShell: true, Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { live.Close() })
 	if _, err := live.CkptList(context.Background(), "within-test"); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerclient"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
@@ -28,7 +30,7 @@ import (
 // without a password. A guest without it keeps the user's copy and its read-back.
 //
 // Root can still replace it, and the agent has sudo in a default Lima guest (it can replace
-// sshd too): that is why every reply of the runner is checked as hostile input (replies.go).
+// sshd too): that is why every reply of the runner is checked as hostile input (guest/runnerclient).
 
 // systemRunnerDir is the root-owned directory of the runner (a variable for the tests only).
 var systemRunnerDir = "/usr/local/libexec/limactl-mcp"
@@ -148,7 +150,7 @@ func rootOwned(ctx context.Context, l *link, exe string, size int64) (bool, erro
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-t.C:
-			return false, fmt.Errorf("%w: checking the runner %s did not finish within %s", errLinkDown, exe, runnerStartTimeout)
+			return false, fmt.Errorf("%w: checking the runner %s did not finish within %s", sshlink.ErrLinkDown, exe, runnerStartTimeout)
 		}
 	}
 	return ok, nil
@@ -184,14 +186,6 @@ func installSystemRunner(ctx context.Context, l *link, exe string, bin []byte) e
 	return nil
 }
 
-// noHelloError: the runner's process started (or was meant to) but did not say hello as
-// expected: its file may not be the runner (replaced by root, truncated by a crash or a full
-// disk during an install), which healIfNoHello finds out.
-type noHelloError struct{ err error }
-
-func (e *noHelloError) Error() string { return e.err.Error() }
-func (e *noHelloError) Unwrap() error { return e.err }
-
 // healIfNoHello returns r, err as they are unless err says the runner at exe did not say
 // hello. Then, once and before any fallback, the file is verified in full (read back and
 // hashed against the embedded copy) and, when it is not the embedded runner, put back from
@@ -200,8 +194,8 @@ func (e *noHelloError) Unwrap() error { return e.err }
 // lstat proves only who can change root's runner, not what it holds: in open mode the agent
 // has sudo, and a same-size root-owned file passes it. The person is told, in one line
 // (warning level: every command shows it on stderr).
-func healIfNoHello(ctx context.Context, l *link, log *slog.Logger, img *runnerImage, exe string, system, login bool, home func() (string, error), r *runnerClient, err error) (*runnerClient, error) {
-	var nh *noHelloError
+func healIfNoHello(ctx context.Context, l *link, log *slog.Logger, img *runnerImage, exe string, system, login bool, home func() (string, error), r *runnerclient.Client, err error) (*runnerclient.Client, error) {
+	var nh *runnerclient.NoHelloError
 	if err == nil || !errors.As(err, &nh) || ctx.Err() != nil {
 		return r, err
 	}

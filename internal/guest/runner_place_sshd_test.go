@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/runnerbin"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
 
@@ -119,7 +120,7 @@ func TestSystemRunnerWithoutSudo(t *testing.T) {
 		t.Fatalf("no marker after the failed install: %v", err)
 	}
 	// A runner started now is the user's copy, and works.
-	c2 := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoLoginShell: true, Logger: slog.New(slog.DiscardHandler)})
+	c2 := New(func(context.Context) (*sshlink.Target, error) { return target(srv), nil }, Options{NoLoginShell: true, Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { c2.Close() })
 	res, err := c2.Exec(ctx, ExecRequest{Argv: []string{"sh", "-c", "readlink /proc/$PPID/exe"}, Dir: "/", HeadBytes: 4096})
 	if err != nil {
@@ -141,7 +142,7 @@ func must(t *testing.T, err error) {
 func sshdLink(t *testing.T) (*sshd.Server, *Conn, *link) {
 	t.Helper()
 	srv := sshd.Start(t)
-	c := New(func(context.Context) (*Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
+	c := New(func(context.Context) (*sshlink.Target, error) { return target(srv), nil }, Options{NoRunner: true, Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { c.Close() })
 	l, err := c.get(context.Background())
 	if err != nil {

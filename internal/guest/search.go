@@ -2,7 +2,6 @@ package guest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -12,64 +11,45 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
-// The results and requests of the guest's operations are the runner's messages: guest is the
-// one client of the wire, and the rest of the program speaks these names, never the protocol's.
-type (
-	GlobResult  = runnerproto.GlobResult
-	GrepRequest = runnerproto.GrepRequest
-	GrepResult  = runnerproto.GrepResult
-	ScanRequest = runnerproto.ScanRequest
-	ScanResult  = runnerproto.ScanResult
-	ListResult  = runnerproto.ListResult
-)
-
 // Glob lists paths under dir matching pattern (`**` crosses directories).
-func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*GlobResult, error) {
+func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
 	l, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if l.runner == nil {
-		return globSFTP(l, dir, pattern, maxMatches)
-	}
-	resp, err := c.call(ctx, l, &runnerproto.Request{Glob: &runnerproto.GlobRequest{Dir: dir, Pattern: pattern, MaxMatches: maxMatches}})
-	if err != nil {
-		return nil, err
-	}
-	if resp.Glob == nil {
-		return nil, errors.New("the guest runner sent no glob result")
-	}
-	return resp.Glob, nil
+	return l.ops.glob(ctx, c, l, dir, pattern, maxMatches)
 }
 
-func globSFTP(l *link, dir, pattern string, maxMatches int) (*GlobResult, error) {
+func (b runnerBackend) glob(ctx context.Context, c *Conn, l *link, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
+	res, err := b.r.Glob(ctx, runnerproto.GlobRequest{Dir: dir, Pattern: pattern, MaxMatches: maxMatches})
+	return res, c.dropIf(l, err)
+}
+
+// glob over SFTP (doublestar on an fs.FS of the guest).
+func (sessionBackend) glob(_ context.Context, _ *Conn, l *link, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
 	m, truncated, err := globfs.Glob(func(root string) fs.FS { return sftpFS{c: l.sftp, root: root} }, dir, pattern, maxMatches)
 	if err != nil {
 		return nil, err
 	}
-	return &GlobResult{Matches: m, Truncated: truncated}, nil
+	return &runnerproto.GlobResult{Matches: m, Truncated: truncated}, nil
 }
 
 // Grep searches file contents under dir like `git grep -n --no-index`.
-func (c *Conn) Grep(ctx context.Context, req GrepRequest) (*GrepResult, error) {
+func (c *Conn) Grep(ctx context.Context, req runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
 	l, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if l.runner == nil {
-		return grepSession(ctx, c, req)
-	}
-	resp, err := c.call(ctx, l, &runnerproto.Request{Grep: &req})
-	if err != nil {
-		return nil, err
-	}
-	if resp.Grep == nil {
-		return nil, errors.New("the guest runner sent no search result")
-	}
-	return resp.Grep, nil
+	return l.ops.grep(ctx, c, l, req)
 }
 
-func grepSession(ctx context.Context, c *Conn, req runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
+func (b runnerBackend) grep(ctx context.Context, c *Conn, l *link, req runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
+	res, err := b.r.Grep(ctx, req)
+	return res, c.dropIf(l, err)
+}
+
+// grep with git grep in a session of its own.
+func (sessionBackend) grep(ctx context.Context, c *Conn, _ *link, req runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
 	res, err := c.Exec(ctx, ExecRequest{Argv: gitgrep.Args(req.Pattern, req.Include), Dir: req.Dir, HeadBytes: req.MaxBytes})
 	if err != nil {
 		return nil, err

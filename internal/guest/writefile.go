@@ -9,7 +9,6 @@ import (
 	"path"
 	"syscall"
 
-	"github.com/pkg/sftp"
 	"golang.org/x/sys/unix"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
@@ -31,14 +30,14 @@ func (c *Conn) WriteFile(ctx context.Context, p string, data []byte, mode uint32
 	if err != nil {
 		return err
 	}
-	if l.runner == nil {
-		return writeFileSFTP(l.sftp, p, data, makeParents)
-	}
-	resp, err := c.call(ctx, l, &runnerproto.Request{Write: &runnerproto.WriteRequest{Path: p, Data: data, Mode: mode, MakeParents: makeParents}})
-	if err != nil {
+	return l.ops.writeFile(ctx, c, l, p, data, mode, makeParents)
+}
+
+func (b runnerBackend) writeFile(ctx context.Context, c *Conn, l *link, p string, data []byte, mode uint32, makeParents bool) error {
+	r, err := b.r.Write(ctx, runnerproto.WriteRequest{Path: p, Data: data, Mode: mode, MakeParents: makeParents})
+	if err = c.dropIf(l, err); err != nil {
 		return fmt.Errorf("write %s in the guest: %w", p, err)
 	}
-	r := resp.Write // checked against the request (replies.go)
 	switch {
 	case r.NotRegular == tree.Dir:
 		return &fs.PathError{Op: "write", Path: p, Err: syscall.EISDIR}
@@ -53,10 +52,11 @@ func (c *Conn) WriteFile(ctx context.Context, p string, data []byte, mode uint32
 	return nil
 }
 
-// writeFileSFTP writes data to p in place (keeping the mode, owner and links of an existing
+// writeFile writes data to p in place over SFTP (keeping the mode, owner and links of an existing
 // file), creating missing parent directories when asked. The common case costs three round
 // trips (open, write, close); what failed is looked into only on failure.
-func writeFileSFTP(sc *sftp.Client, p string, data []byte, makeParents bool) error {
+func (sessionBackend) writeFile(_ context.Context, _ *Conn, l *link, p string, data []byte, _ uint32, makeParents bool) error {
+	sc := l.sftp
 	// A fifo would block the open (and the guest's sftp server with it) until a reader came.
 	if fi, err := sc.Stat(p); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
 		return fmt.Errorf("write %s: %w (%s)", p, ErrNotRegular, fi.Mode().Type())

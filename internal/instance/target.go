@@ -10,12 +10,12 @@ import (
 	"github.com/lima-vm/lima/v2/pkg/limatype/filenames"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 )
 
-// Resolver returns a guest.Resolver that looks the instance up anew at every (re)connect.
-func Resolver(limactl, name string) guest.Resolver {
-	return func(ctx context.Context) (*guest.Target, error) {
+// Resolver returns a sshlink.Resolver that looks the instance up anew at every (re)connect.
+func Resolver(limactl, name string) sshlink.Resolver {
+	return func(ctx context.Context) (*sshlink.Target, error) {
 		inst, err := Inspect(ctx, limactl, name)
 		if err != nil {
 			return nil, err
@@ -29,11 +29,11 @@ func Resolver(limactl, name string) guest.Resolver {
 
 // ResolverFrom is Resolver, except that the first resolve uses inst (just looked up by the
 // caller) instead of asking limactl again; every later one (a reconnect) asks anew.
-func ResolverFrom(limactl, name string, inst *Instance) guest.Resolver {
+func ResolverFrom(limactl, name string, inst *Instance) sshlink.Resolver {
 	again := Resolver(limactl, name)
 	var mu sync.Mutex
 	first := inst
-	return func(ctx context.Context) (*guest.Target, error) {
+	return func(ctx context.Context) (*sshlink.Target, error) {
 		mu.Lock()
 		i := first
 		first = nil
@@ -46,7 +46,7 @@ func ResolverFrom(limactl, name string, inst *Instance) guest.Resolver {
 }
 
 // TargetOf says how to reach a running instance over ssh.
-func TargetOf(inst *Instance) (*guest.Target, error) {
+func TargetOf(inst *Instance) (*sshlink.Target, error) {
 	keyPath, err := PrivateKeyPath()
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func TargetOf(inst *Instance) (*guest.Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot parse Lima's ssh key %s: %w", keyPath, err)
 	}
-	t := &guest.Target{
+	t := &sshlink.Target{
 		Name:    inst.Name,
 		Addr:    inst.SSHAddr(),
 		User:    inst.User(),

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
@@ -46,8 +47,8 @@ func TestApplyChildProcess(t *testing.T) {
 	must(t, err)
 	hostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(spec.HostKey))
 	must(t, err)
-	conn := guest.New(func(context.Context) (*guest.Target, error) {
-		return &guest.Target{Name: "child", Addr: spec.Addr, User: spec.User, Signers: []ssh.Signer{signer}, HostKeyCallback: ssh.FixedHostKey(hostKey)}, nil
+	conn := guest.New(func(context.Context) (*sshlink.Target, error) {
+		return &sshlink.Target{Name: "child", Addr: spec.Addr, User: spec.User, Signers: []ssh.Signer{signer}, HostKeyCallback: ssh.FixedHostKey(hostKey)}, nil
 	}, guest.Options{NoLoginShell: true})
 	defer conn.Close()
 	ctx := context.Background()

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -282,8 +282,8 @@ func (s *Session) gitMetadataChanges(ctx context.Context, guest []tree.Entry) ([
 
 // scanRequest lists the staged tree with the session's ignore patterns, keeping baseline
 // paths that the patterns would skip (tracked files that match .gitignore).
-func (s *Session) scanRequest() guest.ScanRequest {
-	req := guest.ScanRequest{Root: s.State.GuestPath, Also: gitMetadataPaths}
+func (s *Session) scanRequest() runnerproto.ScanRequest {
+	req := runnerproto.ScanRequest{Root: s.State.GuestPath, Also: gitMetadataPaths}
 	for _, p := range s.State.Patterns {
 		req.Patterns = append(req.Patterns, tree.Pattern{Line: p.Line, Dir: p.Dir})
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 // Checkpoints are snapshots of the guest copy, taken and restored by the runner in the guest
@@ -17,7 +18,7 @@ import (
 
 // CheckpointLimits bound a session's checkpoints: the staged tree's own bound on entries, 2 GiB
 // of stored content, the last 10 automatic checkpoints and the last 50 asked for.
-var CheckpointLimits = guest.CkptLimits{MaxEntries: 200_000, MaxStoreBytes: 2 << 30, MaxAuto: 10, MaxLabelled: 50}
+var CheckpointLimits = runnerproto.CkptLimits{MaxEntries: 200_000, MaxStoreBytes: 2 << 30, MaxAuto: 10, MaxLabelled: 50}
 
 // checkpointStoreRel is where the runner keeps the stores, under its user's home (one
 // directory per session id: internal/runner/ckptstore.go).
@@ -35,15 +36,15 @@ type CheckpointRefusedError struct{ Reason string }
 func (e *CheckpointRefusedError) Error() string { return e.Reason }
 
 // checkpointTree is what a checkpoint of the session covers: the tree change detection scans.
-func (s *Session) checkpointTree() guest.CkptTree {
+func (s *Session) checkpointTree() runnerproto.CkptTree {
 	req := s.scanRequest()
-	return guest.CkptTree{Session: s.State.ID, Root: s.State.GuestPath, Patterns: req.Patterns, Keep: req.Keep}
+	return runnerproto.CkptTree{Session: s.State.ID, Root: s.State.GuestPath, Patterns: req.Patterns, Keep: req.Keep}
 }
 
 // Checkpoint takes a checkpoint of the guest copy. auto marks the ones taken before a review
 // apply or a sync (pruned first).
-func (s *Session) Checkpoint(ctx context.Context, label string, auto bool) (*guest.CkptCreateResult, error) {
-	res, err := s.conn.CkptCreate(ctx, guest.CkptCreateRequest{Tree: s.checkpointTree(), Label: label, Auto: auto, Limits: CheckpointLimits})
+func (s *Session) Checkpoint(ctx context.Context, label string, auto bool) (*runnerproto.CkptCreateResult, error) {
+	res, err := s.conn.CkptCreate(ctx, runnerproto.CkptCreateRequest{Tree: s.checkpointTree(), Label: label, Auto: auto, Limits: CheckpointLimits})
 	if err != nil {
 		return nil, err
 	}
@@ -61,14 +62,14 @@ func (s *Session) Checkpoint(ctx context.Context, label string, auto bool) (*gue
 }
 
 // Checkpoints lists the session's checkpoints, oldest first.
-func (s *Session) Checkpoints(ctx context.Context) (*guest.CkptListResult, error) {
+func (s *Session) Checkpoints(ctx context.Context) (*runnerproto.CkptListResult, error) {
 	return s.conn.CkptList(ctx, s.State.ID)
 }
 
 // RestoreCheckpoint makes the guest copy exactly what checkpoint id holds (dryRun: lists what
 // it would change). The host is not touched.
-func (s *Session) RestoreCheckpoint(ctx context.Context, id string, dryRun bool) (*guest.CkptRestoreResult, error) {
-	res, err := s.conn.CkptRestore(ctx, guest.CkptRestoreRequest{Tree: s.checkpointTree(), ID: id, DryRun: dryRun, MaxChanges: maxRestoreChanges})
+func (s *Session) RestoreCheckpoint(ctx context.Context, id string, dryRun bool) (*runnerproto.CkptRestoreResult, error) {
+	res, err := s.conn.CkptRestore(ctx, runnerproto.CkptRestoreRequest{Tree: s.checkpointTree(), ID: id, DryRun: dryRun, MaxChanges: maxRestoreChanges})
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +84,8 @@ func (s *Session) RestoreCheckpoint(ctx context.Context, id string, dryRun bool)
 
 // CheckpointManifest is what checkpoint id holds, and where its contents are in the guest
 // (ObjectDir/HASH).
-func (s *Session) CheckpointManifest(ctx context.Context, id string) (*guest.CkptManifestResult, error) {
-	res, err := s.conn.CkptManifest(ctx, guest.CkptManifestRequest{Session: s.State.ID, ID: id, MaxEntries: CheckpointLimits.MaxEntries})
+func (s *Session) CheckpointManifest(ctx context.Context, id string) (*runnerproto.CkptManifestResult, error) {
+	res, err := s.conn.CkptManifest(ctx, runnerproto.CkptManifestRequest{Session: s.State.ID, ID: id, MaxEntries: CheckpointLimits.MaxEntries})
 	if err != nil {
 		return nil, err
 	}
@@ -128,8 +129,8 @@ func (s *Session) AutoCheckpoint(ctx context.Context, before string) (id string,
 	return res.Checkpoint.ID, nil
 }
 
-func (s *Session) autoCheckpoint(ctx context.Context, label string) (*guest.CkptCreateResult, error) {
-	var res *guest.CkptCreateResult
+func (s *Session) autoCheckpoint(ctx context.Context, label string) (*runnerproto.CkptCreateResult, error) {
+	var res *runnerproto.CkptCreateResult
 	err := s.conn.Within(ctx, AutoCheckpointWait, "the automatic checkpoint", func(ctx context.Context) error {
 		var err error
 		res, err = s.Checkpoint(ctx, label, true)
@@ -149,7 +150,7 @@ func (s *Session) Within(ctx context.Context, d time.Duration, what string, f fu
 
 // RestoreCheckpointFirst takes the automatic checkpoint a restore takes first (the copy as it
 // is, so that the restore can be undone), within AutoCheckpointWait.
-func (s *Session) RestoreCheckpointFirst(ctx context.Context, id string) (*guest.CkptCreateResult, error) {
+func (s *Session) RestoreCheckpointFirst(ctx context.Context, id string) (*runnerproto.CkptCreateResult, error) {
 	return s.autoCheckpoint(ctx, "before restoring "+id)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -13,7 +14,7 @@ import (
 // now against what the checkpoint holds (the host plays no part), and where the checkpoint's
 // contents are, for diffs.
 type SinceCheckpoint struct {
-	Checkpoint guest.CkptInfo
+	Checkpoint runnerproto.CkptInfo
 	Changes    *ChangeSet
 	objectDir  string
 }
@@ -55,7 +56,7 @@ func (s *Session) ChangesSince(ctx context.Context, id string) (*SinceCheckpoint
 // checkpointBase is a checkpoint's manifest as change detection compares with it: mtimes of
 // files only (a file whose mtime is the recorded one and whose size is too is unchanged, as
 // against the staging baseline).
-func checkpointBase(m *guest.CkptManifestResult) *Manifest {
+func checkpointBase(m *runnerproto.CkptManifestResult) *Manifest {
 	out := &Manifest{Entries: make([]tree.Entry, 0, len(m.Entries))}
 	for _, e := range m.Entries {
 		if e.Type != tree.File {

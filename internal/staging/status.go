@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 // SessionStatus is what `status` shows of a session.
@@ -27,9 +28,9 @@ type SessionStatus struct {
 	Network *NetworkReport `json:"network"`
 	// Checkpoints are the guest copy's checkpoints, oldest first, and CheckpointBytes what
 	// they take in the guest; CheckpointsError says why they could not be listed.
-	Checkpoints      []guest.CkptInfo `json:"checkpoints"`
-	CheckpointBytes  int64            `json:"checkpoint_bytes"`
-	CheckpointsError string           `json:"checkpoints_error,omitempty"`
+	Checkpoints      []runnerproto.CkptInfo `json:"checkpoints"`
+	CheckpointBytes  int64                  `json:"checkpoint_bytes"`
+	CheckpointsError string                 `json:"checkpoints_error,omitempty"`
 }
 
 // Statuses describes every session of the store; connFor's connections (nil when the instance

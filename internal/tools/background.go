@@ -15,7 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
-	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tools/env"
 )
 
 // Background is the background processes of one server: the session's, started by this
@@ -26,7 +27,7 @@ import (
 // them running until the next server of the session on this host starts a background process
 // (it ends the ones whose server's host process is gone) or discard.
 type Background struct {
-	conn    *guest.Conn
+	g       *env.Guest
 	session string
 	owner   string
 	lim     BackgroundLimits
@@ -66,13 +67,13 @@ func NewBackground(conn *guest.Conn, session string, lim BackgroundLimits) (*Bac
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	return &Background{conn: conn, session: session, owner: strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b), lim: lim, next: map[int]int64{}}, nil
+	return &Background{g: env.NewGuest(conn), session: session, owner: strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b), lim: lim, next: map[int]int64{}}, nil
 }
 
 func (b *Background) group() string { return b.session + "/" + b.owner }
 
-func (b *Background) output() guest.BgOutput {
-	return guest.BgOutput{SegmentBytes: b.lim.SegmentBytes, HeadSegments: b.lim.HeadSegments, TailSegments: b.lim.TailSegments}
+func (b *Background) output() runnerproto.BgOutput {
+	return runnerproto.BgOutput{SegmentBytes: b.lim.SegmentBytes, HeadSegments: b.lim.HeadSegments, TailSegments: b.lim.TailSegments}
 }
 
 // End kills this server's background processes and removes their records, within timeout: a
@@ -86,7 +87,7 @@ func (b *Background) End(timeout time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	_, err := b.conn.BgEnd(ctx, guest.BgEndRequest{Group: b.group()})
+	_, err := b.g.EndBackground(ctx, runnerproto.BgEndRequest{Group: b.group()})
 	return err
 }
 
@@ -94,7 +95,7 @@ func (b *Background) End(timeout time.Duration) error {
 // they died without ending them: those whose owner's host process is gone.
 func (b *Background) reapOrphans(ctx context.Context) {
 	b.reaped.Do(func() {
-		res, err := b.conn.BgEnd(ctx, guest.BgEndRequest{Group: b.session, ListOnly: true})
+		res, err := b.g.EndBackground(ctx, runnerproto.BgEndRequest{Group: b.session, ListOnly: true})
 		if err != nil {
 			return
 		}
@@ -109,7 +110,7 @@ func (b *Background) reapOrphans(ctx context.Context) {
 			}
 		}
 		if dead {
-			_, _ = b.conn.BgEnd(ctx, guest.BgEndRequest{Group: b.session, KeepOwners: keep})
+			_, _ = b.g.EndBackground(ctx, runnerproto.BgEndRequest{Group: b.session, KeepOwners: keep})
 		}
 	})
 }
@@ -126,17 +127,17 @@ func bgError(err error) error {
 }
 
 // errNoBackground is the answer of a server without background processes.
-// background is what the background tools start with: the workspace (a server that cannot
+// background is what the background tools start with: the environment (a server that cannot
 // reach its instance says so first) and the server's background processes.
-func (ts *Toolset) background(ctx context.Context, req *mcp.CallToolRequest) (*workspace.Workspace, *Background, error) {
-	ws, err := ts.workspace(ctx, req)
+func (ts *Toolset) background(ctx context.Context, req *mcp.CallToolRequest) (*env.Env, *Background, error) {
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	if ts.bg == nil {
 		return nil, nil, errNoBackground
 	}
-	return ws, ts.bg, nil
+	return e, ts.bg, nil
 }
 
 var errNoBackground = errors.New("this server does not run background processes (it has no session); run the command in the foreground")

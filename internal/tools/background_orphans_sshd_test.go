@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 	"github.com/limactl-mcp/limactl-mcp/internal/tools"
@@ -23,7 +24,7 @@ func TestBackgroundOrphansOfDeadServers(t *testing.T) {
 	srv := sshd.Start(t)
 	conn := guesttest.Connect(t, srv, guest.Options{})
 	session := fmt.Sprintf("orphans-%d", time.Now().UnixNano())
-	t.Cleanup(func() { _, _ = conn.BgEnd(context.Background(), guest.BgEndRequest{Group: session}) })
+	t.Cleanup(func() { _, _ = conn.BgEnd(context.Background(), runnerproto.BgEndRequest{Group: session}) })
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
@@ -34,8 +35,8 @@ func TestBackgroundOrphansOfDeadServers(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = alive.Process.Kill(); _ = alive.Wait() })
 	start := func(owner string) int {
-		st, err := conn.BgStart(context.Background(), guest.BgStartRequest{Group: session + "/" + owner, Argv: []string{"sleep", "600"}, Dir: "/",
-			Output: guest.BgOutput{SegmentBytes: 4096, HeadSegments: 1, TailSegments: 1}, MaxRunning: 2, MaxKept: 2})
+		st, err := conn.BgStart(context.Background(), runnerproto.BgStartRequest{Group: session + "/" + owner, Argv: []string{"sleep", "600"}, Dir: "/",
+			Output: runnerproto.BgOutput{SegmentBytes: 4096, HeadSegments: 1, TailSegments: 1}, MaxRunning: 2, MaxKept: 2})
 		if err != nil || st.PID < 2 {
 			t.Fatalf("BgStart for %s: %+v, %v", owner, st, err)
 		}

@@ -3,9 +3,8 @@ package tools
 import (
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
-	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
 // BackgroundStatus is what the tools say about one background process.
@@ -22,13 +21,14 @@ type BackgroundStatus struct {
 	OutputBytes int64  `json:"output_bytes" jsonschema:"bytes of output (stdout and stderr together) it wrote so far"`
 }
 
-// backgroundStatus shapes a status from the guest (checked: guest/replies_background.go) for
+// backgroundStatus shapes a status from the guest (checked: guest/runnerclient/background.go) for
 // the agent, with guest paths as the agent's.
-func backgroundStatus(ws *workspace.Workspace, s guest.BgStatus) BackgroundStatus {
+// backgroundStatus is s for the agent (its directory a host path: env.Env's results).
+func backgroundStatus(s runnerproto.BgStatus) BackgroundStatus {
 	out := BackgroundStatus{
 		ID:          s.ID,
 		Command:     shellquote.JoinCommand(s.Argv),
-		Directory:   ws.ToHost(s.Dir),
+		Directory:   s.Dir,
 		PID:         s.PID,
 		Started:     time.UnixMilli(s.Started).UTC().Format(time.RFC3339),
 		Running:     s.Running,

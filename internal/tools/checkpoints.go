@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
@@ -47,8 +48,8 @@ type CheckpointInfo struct {
 	StoredBytes int64 `json:"stored_bytes" jsonschema:"bytes of new content it stored (unchanged files cost nothing)"`
 }
 
-func checkpointInfo(c guest.CkptInfo) CheckpointInfo {
-	id, _ := strconv.Atoi(c.ID) // checked: a number (guest/replies_checkpoint.go)
+func checkpointInfo(c runnerproto.CkptInfo) CheckpointInfo {
+	id, _ := strconv.Atoi(c.ID) // checked: a number (guest/runnerclient/checkpoint.go)
 	return CheckpointInfo{
 		ID: id, Label: c.Label, Auto: c.Auto, Files: c.Files, Bytes: c.Bytes, StoredBytes: c.Stored,
 		Time: time.UnixMilli(c.TimeMillis).UTC().Format(time.RFC3339),

@@ -3,16 +3,12 @@ package tools
 import (
 	"context"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
+	"github.com/limactl-mcp/limactl-mcp/internal/tools/env"
 )
 
 // checkDir says clearly when the directory of a search is missing or not a directory.
-func (ts *Toolset) checkDir(ctx context.Context, dir, guestDir string) error {
-	sc, err := ts.conn.SFTP(ctx)
-	if err != nil {
-		return err
-	}
-	if fi, err := sc.Stat(guestDir); err != nil {
+func checkDir(ctx context.Context, e *env.Env, dir string) error {
+	if fi, err := e.Stat(ctx, dir); err != nil {
 		return fsError(dir, err)
 	} else if !fi.IsDir() {
 		return notADirectory(dir)
@@ -22,11 +18,10 @@ func (ts *Toolset) checkDir(ctx context.Context, dir, guestDir string) error {
 
 // searchDir resolves the optional directory of glob and search_file_content: the given
 // absolute path, or the workspace's default directory.
-func searchDir(ws *workspace.Workspace, p *string) (host, guest string, err error) {
-	host = ws.DefaultDir()
+func searchDir(e *env.Env, p *string) (string, error) {
+	dir := e.DefaultDir()
 	if p != nil && *p != "" {
-		host = *p
+		dir = *p
 	}
-	guest, err = ws.ToGuest(host)
-	return host, guest, err
+	return dir, e.Check(dir)
 }

@@ -29,27 +29,23 @@ type GlobResult struct {
 
 // Glob finds files by name in the guest.
 func (ts *Toolset) Glob(ctx context.Context, req *mcp.CallToolRequest, args GlobParams) (*mcp.CallToolResult, *GlobResult, error) {
-	ws, err := ts.workspace(ctx, req)
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	if args.Pattern == "" {
 		return nil, nil, fmt.Errorf("pattern is empty: pass a glob pattern such as \"**/*.go\"")
 	}
-	dir, guestDir, err := searchDir(ws, args.Path)
+	dir, err := searchDir(e, args.Path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ts.checkDir(ctx, dir, guestDir); err != nil {
+	if err := checkDir(ctx, e, dir); err != nil {
 		return nil, nil, err
 	}
-	r, err := ts.conn.Glob(ctx, guestDir, args.Pattern, ts.lim.GlobMatches)
+	matches, truncated, err := e.Glob(ctx, dir, args.Pattern, ts.lim.GlobMatches)
 	if err != nil {
 		return nil, nil, fsError(dir, err)
 	}
-	res := &GlobResult{Matches: make([]string, len(r.Matches)), Truncated: r.Truncated}
-	for i, m := range r.Matches {
-		res.Matches[i] = ws.ToHost(m)
-	}
-	return nil, res, nil
+	return nil, &GlobResult{Matches: matches, Truncated: truncated}, nil
 }

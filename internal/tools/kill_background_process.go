@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 var killBackgroundProcessTool = &mcp.Tool{
@@ -39,7 +39,7 @@ type KillBackgroundProcessResult struct {
 
 // KillBackgroundProcess signals a background process.
 func (ts *Toolset) KillBackgroundProcess(ctx context.Context, req *mcp.CallToolRequest, args KillBackgroundProcessParams) (*mcp.CallToolResult, *KillBackgroundProcessResult, error) {
-	ws, b, err := ts.background(ctx, req)
+	e, b, err := ts.background(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,11 +57,11 @@ func (ts *Toolset) KillBackgroundProcess(ctx context.Context, req *mcp.CallToolR
 		}
 		grace = *args.GraceSeconds
 	}
-	r, err := ts.conn.BgSignal(ctx, guest.BgSignalRequest{Group: b.group(), ID: args.ID, Signal: "SIG" + sig, GraceMillis: (time.Duration(grace) * time.Second).Milliseconds(), Output: b.output()})
+	r, err := e.SignalBackground(ctx, runnerproto.BgSignalRequest{Group: b.group(), ID: args.ID, Signal: "SIG" + sig, GraceMillis: (time.Duration(grace) * time.Second).Milliseconds(), Output: b.output()})
 	if err != nil {
 		return nil, nil, bgError(err)
 	}
-	st := backgroundStatus(ws, r.Status)
+	st := backgroundStatus(r.Status)
 	switch {
 	case r.Unknown:
 		return nil, nil, unknownBackground(args.ID)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 var listBackgroundProcessesTool = &mcp.Tool{
@@ -27,7 +27,7 @@ type ListBackgroundProcessesResult struct {
 
 // ListBackgroundProcesses lists this server's background processes.
 func (ts *Toolset) ListBackgroundProcesses(ctx context.Context, req *mcp.CallToolRequest, _ ListBackgroundProcessesParams) (*mcp.CallToolResult, *ListBackgroundProcessesResult, error) {
-	ws, b, err := ts.background(ctx, req)
+	e, b, err := ts.background(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -38,12 +38,12 @@ func (ts *Toolset) ListBackgroundProcesses(ctx context.Context, req *mcp.CallToo
 	if !started {
 		return nil, res, nil // nothing to ask the guest
 	}
-	r, err := ts.conn.BgList(ctx, guest.BgListRequest{Group: b.group(), Max: b.lim.MaxKept, Output: b.output()})
+	r, err := e.ListBackground(ctx, runnerproto.BgListRequest{Group: b.group(), Max: b.lim.MaxKept, Output: b.output()})
 	if err != nil {
 		return nil, nil, bgError(err)
 	}
 	for _, s := range r.Processes {
-		res.Processes = append(res.Processes, backgroundStatus(ws, s))
+		res.Processes = append(res.Processes, backgroundStatus(s))
 	}
 	return nil, res, nil
 }

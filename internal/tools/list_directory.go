@@ -3,15 +3,13 @@ package tools
 import (
 	"context"
 	"io/fs"
-	"path"
 	"sort"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
-	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
 var listDirectoryTool = &mcp.Tool{
@@ -49,26 +47,21 @@ const maxListEntries = 10000
 
 // ListDirectory lists a directory of the guest.
 func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, args ListDirectoryParams) (*mcp.CallToolResult, *ListDirectoryResult, error) {
-	ws, err := ts.workspace(ctx, req)
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	guestPath, err := ws.ToGuest(args.Path)
-	if err != nil {
+	if err := e.Check(args.Path); err != nil {
 		return nil, nil, err
 	}
-	if lr, err := ts.conn.List(ctx, guestPath, maxListEntries); err == nil && !lr.NotDir {
-		return nil, listResult(ws, lr), nil
+	if lr, err := e.List(ctx, args.Path, maxListEntries); err == nil && !lr.NotDir {
+		return nil, listResult(lr), nil
 	}
 	// Without the runner, or to say precisely what is wrong: SFTP (which lists everything).
-	sc, err := ts.conn.SFTP(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	ents, err := sc.ReadDirContext(ctx, guestPath)
+	ents, err := e.ReadDir(ctx, args.Path)
 	if err != nil {
 		// Diagnose only on failure: the common case costs no extra round trip.
-		if fi, serr := sc.Stat(guestPath); serr == nil && !fi.IsDir() {
+		if fi, serr := e.Stat(ctx, args.Path); serr == nil && !fi.IsDir() {
 			return nil, nil, notADirectory(args.Path)
 		}
 		return nil, nil, fsError(args.Path, err)
@@ -76,20 +69,16 @@ func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, 
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	res := &ListDirectoryResult{Entries: make([]ListDirectoryResultEntry, len(ents))}
 	for i, f := range ents {
-		e := &res.Entries[i]
-		e.Name = f.Name()
-		e.Size, e.Mode, e.ModTime, e.IsDir = ptr(f.Size()), ptr(f.Mode()), ptr(f.ModTime()), ptr(f.IsDir())
-		if f.Mode()&fs.ModeSymlink != 0 {
-			if target, err := sc.ReadLink(path.Join(guestPath, f.Name())); err == nil {
-				e.LinkTarget = ws.ToHost(target)
-			}
-		}
+		ent := &res.Entries[i]
+		ent.Name = f.Name()
+		ent.Size, ent.Mode, ent.ModTime, ent.IsDir = ptr(f.Size()), ptr(f.Mode()), ptr(f.ModTime()), ptr(f.IsDir())
+		ent.LinkTarget = f.LinkTarget
 	}
 	return nil, res, nil
 }
 
 // listResult turns the runner's bounded listing into the tool's result, sorted by name.
-func listResult(ws *workspace.Workspace, lr *guest.ListResult) *ListDirectoryResult {
+func listResult(lr *runnerproto.ListResult) *ListDirectoryResult {
 	res := &ListDirectoryResult{Entries: make([]ListDirectoryResultEntry, len(lr.Entries)), Truncated: lr.Truncated}
 	sort.Slice(lr.Entries, func(i, j int) bool { return lr.Entries[i].Name < lr.Entries[j].Name })
 	for i, le := range lr.Entries {
@@ -98,7 +87,7 @@ func listResult(ws *workspace.Workspace, lr *guest.ListResult) *ListDirectoryRes
 		mode := fs.FileMode(le.Mode)
 		e.Size, e.Mode, e.ModTime, e.IsDir = ptr(le.Size), ptr(mode), ptr(time.Unix(0, le.MTime)), ptr(le.Type == tree.Dir)
 		if le.Type == tree.Symlink {
-			e.LinkTarget = ws.ToHost(string(le.Target))
+			e.LinkTarget = string(le.Target) // a host path (env.Env.List)
 		}
 	}
 	return res

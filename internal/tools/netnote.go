@@ -6,18 +6,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
 
 // networkNote says, for a command that failed under a network policy, which connections the
 // policy refused while it ran, and what the agent can do about it; "" when none were.
 func (ts *Toolset) networkNote(ctx context.Context, since time.Time) string {
-	a := ts.conn.Agent()
+	a := ts.g.Agent()
 	if a == nil {
 		return ""
 	}
-	blocked := staging.BlockedSince(ctx, ts.conn, since)
+	blocked := ts.g.BlockedSince(ctx, since)
 	if len(blocked) == 0 {
 		return ""
 	}

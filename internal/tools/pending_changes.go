@@ -46,17 +46,17 @@ type PendingChangesResult struct {
 
 // PendingChanges lists the agent's pending changes.
 func (ts *Toolset) PendingChanges(ctx context.Context, req *mcp.CallToolRequest, args PendingChangesParams) (*mcp.CallToolResult, *PendingChangesResult, error) {
-	ws, err := ts.workspace(ctx, req)
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	if ts.pending == nil {
 		return nil, nil, errors.New("nothing is staged: this server works on a live mount of the host (an instance with mounts), so there is nothing pending")
 	}
-	root := ws.DefaultDir()
+	root := e.DefaultDir()
 	res := &PendingChangesResult{Changes: []PendingChange{}}
 	if args.Path != "" {
-		if _, err := ws.ToGuest(args.Path); err != nil {
+		if err := e.Check(args.Path); err != nil {
 			return nil, nil, err
 		}
 		p := path.Clean(args.Path)

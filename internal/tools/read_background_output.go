@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 var readBackgroundOutputTool = &mcp.Tool{
@@ -38,7 +38,7 @@ type ReadBackgroundOutputResult struct {
 
 // ReadBackgroundOutput reads a background process's output.
 func (ts *Toolset) ReadBackgroundOutput(ctx context.Context, req *mcp.CallToolRequest, args ReadBackgroundOutputParams) (*mcp.CallToolResult, *ReadBackgroundOutputResult, error) {
-	ws, b, err := ts.background(ctx, req)
+	e, b, err := ts.background(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -58,7 +58,7 @@ func (ts *Toolset) ReadBackgroundOutput(ctx context.Context, req *mcp.CallToolRe
 		}
 		off = *args.Offset
 	}
-	r, err := ts.conn.BgRead(ctx, guest.BgReadRequest{Group: b.group(), ID: args.ID, Offset: off, Max: max, Output: b.output()})
+	r, err := e.ReadBackground(ctx, runnerproto.BgReadRequest{Group: b.group(), ID: args.ID, Offset: off, Max: max, Output: b.output()})
 	if err != nil {
 		return nil, nil, bgError(err)
 	}
@@ -71,12 +71,12 @@ func (ts *Toolset) ReadBackgroundOutput(ctx context.Context, req *mcp.CallToolRe
 	}
 	b.mu.Unlock()
 	res := &ReadBackgroundOutputResult{
-		Output:           ws.HostText(string(r.Data)),
+		Output:           string(r.Data),
 		Offset:           r.Offset,
 		NextOffset:       r.Next,
 		SkippedBytes:     r.Skipped,
 		More:             r.Next < r.Status.OutputBytes,
-		BackgroundStatus: backgroundStatus(ws, r.Status),
+		BackgroundStatus: backgroundStatus(r.Status),
 	}
 	return nil, res, nil
 }

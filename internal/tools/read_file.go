@@ -56,12 +56,11 @@ const maxScan = 64 << 20
 
 // ReadFile reads a file of the guest.
 func (ts *Toolset) ReadFile(ctx context.Context, req *mcp.CallToolRequest, args ReadFileParams) (*mcp.CallToolResult, *ReadFileResult, error) {
-	ws, err := ts.workspace(ctx, req)
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	guestPath, err := ws.ToGuest(args.Path)
-	if err != nil {
+	if err := e.Check(args.Path); err != nil {
 		return nil, nil, err
 	}
 	offset, limit := 0, ts.lim.ReadLines
@@ -77,12 +76,8 @@ func (ts *Toolset) ReadFile(ctx context.Context, req *mcp.CallToolRequest, args 
 		}
 		limit = *args.Limit
 	}
-	sc, err := ts.conn.SFTP(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	// Stat first, for a clear answer about a directory or a special file.
-	fi, err := sc.Stat(guestPath)
+	fi, err := e.Stat(ctx, args.Path)
 	if err != nil {
 		return nil, nil, fsError(args.Path, err)
 	}
@@ -95,11 +90,7 @@ func (ts *Toolset) ReadFile(ctx context.Context, req *mcp.CallToolRequest, args 
 	// Read the file the path leads to through the runner, which opens it without blocking and
 	// refuses what is not a regular file: the agent may swap it for a fifo or a link to a
 	// device after the stat, and an SFTP open of a fifo would block the guest's sftp server.
-	real, err := sc.RealPath(guestPath)
-	if err != nil {
-		return nil, nil, fsError(args.Path, err)
-	}
-	f, err := ts.conn.OpenFile(ctx, real)
+	f, err := e.Open(ctx, args.Path)
 	if errors.Is(err, guest.ErrNotRegular) {
 		return nil, nil, fmt.Errorf("not a regular file: %s (it changed while it was read); read_file reads regular files only", args.Path)
 	}

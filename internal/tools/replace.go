@@ -38,12 +38,11 @@ type ReplaceResult struct {
 
 // Replace edits a file of the guest.
 func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args ReplaceParams) (*mcp.CallToolResult, *ReplaceResult, error) {
-	ws, err := ts.workspace(ctx, req)
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	guestPath, err := ws.ToGuest(args.FilePath)
-	if err != nil {
+	if err := e.Check(args.FilePath); err != nil {
 		return nil, nil, err
 	}
 	want := 1
@@ -59,15 +58,11 @@ func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args R
 	if len(args.NewString) > ts.lim.WriteBytes {
 		return nil, nil, fmt.Errorf("new_string is %d bytes, more than the %d-byte limit", len(args.NewString), ts.lim.WriteBytes)
 	}
-	sc, err := ts.conn.SFTP(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	// Stat first: a fifo would block the guest's sftp server at open, and a device (a link to
 	// /dev/zero) reports no size and never ends.
-	fi, err := sc.Stat(guestPath)
+	fi, err := e.Stat(ctx, args.FilePath)
 	if errors.Is(err, fs.ErrNotExist) && args.OldString == "" {
-		if err := ts.writeGuestFile(ctx, args.FilePath, guestPath, []byte(args.NewString), "replace"); err != nil {
+		if err := writeGuestFile(ctx, e, args.FilePath, []byte(args.NewString), "replace"); err != nil {
 			return nil, nil, err
 		}
 		return nil, &ReplaceResult{Replacements: 1, Created: true}, nil
@@ -86,11 +81,7 @@ func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args R
 	}
 	// Read the file the path leads to, bounded and without blocking: the agent may swap it for
 	// a fifo or let it grow between the stat and the read.
-	real, err := sc.RealPath(guestPath)
-	if err != nil {
-		return nil, nil, fsError(args.FilePath, err)
-	}
-	data, err := ts.conn.ReadFile(ctx, real, int64(ts.lim.WriteBytes))
+	data, err := e.ReadFile(ctx, args.FilePath, int64(ts.lim.WriteBytes))
 	switch {
 	case errors.Is(err, guest.ErrTooLarge):
 		return nil, nil, fmt.Errorf("%s grew past the %d-byte limit of replace while it was read; edit it with run_shell_command (sed, patch)", args.FilePath, ts.lim.WriteBytes)
@@ -113,7 +104,7 @@ func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args R
 	case n != want:
 		return nil, nil, fmt.Errorf("old_string occurs %d times in %s but expected_replacements is %d: nothing was changed. Add surrounding lines to old_string to make it unique, or set expected_replacements to %d to replace them all", n, args.FilePath, want, n)
 	}
-	if err := ts.writeGuestFile(ctx, args.FilePath, guestPath, []byte(strings.ReplaceAll(text, args.OldString, args.NewString)), "replace"); err != nil {
+	if err := writeGuestFile(ctx, e, args.FilePath, []byte(strings.ReplaceAll(text, args.OldString, args.NewString)), "replace"); err != nil {
 		return nil, nil, err
 	}
 	return nil, &ReplaceResult{Replacements: n}, nil

@@ -43,7 +43,7 @@ func (ts *Toolset) RestoreCheckpoint(ctx context.Context, req *mcp.CallToolReque
 	if args.ID < 1 {
 		return nil, nil, errors.New("id is required: the checkpoint to restore, a number from checkpoint or list_checkpoints")
 	}
-	ws, err := ts.workspace(ctx, req)
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,7 +55,7 @@ func (ts *Toolset) RestoreCheckpoint(ctx context.Context, req *mcp.CallToolReque
 	if err != nil {
 		return nil, nil, checkpointError(err)
 	}
-	root := ws.DefaultDir()
+	root := e.DefaultDir()
 	res := &RestoreCheckpointResult{ID: args.ID, Changes: []RestoredChange{}, Total: r.Total}
 	for _, c := range r.Changes {
 		res.Changes = append(res.Changes, RestoredChange{Path: path.Join(root, string(c.Path)), Change: c.Kind})

@@ -6,12 +6,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
-	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tools/env"
 )
 
 // startBackground is run_shell_command with background: true.
-func (ts *Toolset) startBackground(ctx context.Context, ws *workspace.Workspace, args RunShellCommandParams, guestDir string) (*mcp.CallToolResult, *RunShellCommandResult, error) {
+func (ts *Toolset) startBackground(ctx context.Context, e *env.Env, args RunShellCommandParams) (*mcp.CallToolResult, *RunShellCommandResult, error) {
 	b := ts.bg
 	if b == nil {
 		return nil, nil, errNoBackground
@@ -20,10 +20,10 @@ func (ts *Toolset) startBackground(ctx context.Context, ws *workspace.Workspace,
 	b.mu.Lock()
 	b.started = true // from now on, End asks the guest (a start may succeed and its reply be lost)
 	b.mu.Unlock()
-	r, err := ts.conn.BgStart(ctx, guest.BgStartRequest{
+	r, err := e.StartBackground(ctx, runnerproto.BgStartRequest{
 		Group:      b.group(),
 		Argv:       args.Command,
-		Dir:        guestDir,
+		Dir:        args.Directory,
 		Output:     b.output(),
 		MaxRunning: b.lim.MaxRunning,
 		MaxKept:    b.lim.MaxKept,
@@ -37,7 +37,7 @@ func (ts *Toolset) startBackground(ctx context.Context, ws *workspace.Workspace,
 	case r.DirMissing:
 		return nil, nil, fmt.Errorf("directory %s does not exist in the guest: create it first, or run the command in an existing directory", args.Directory)
 	case r.StartError != "":
-		return nil, nil, fmt.Errorf("the command could not start in the background (exit status %d): %s", r.ExitCode, ws.HostText(r.StartError))
+		return nil, nil, fmt.Errorf("the command could not start in the background (exit status %d): %s", r.ExitCode, r.StartError)
 	}
 	res := &RunShellCommandResult{BackgroundID: ptr(r.ID), PID: ptr(r.PID)}
 	res.Note = fmt.Sprintf("started in the background as id %d (pid %d); it runs on: read its output with read_background_output {\"id\": %d}, stop it with kill_background_process {\"id\": %d}", r.ID, r.PID, r.ID, r.ID)

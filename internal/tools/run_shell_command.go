@@ -9,8 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
-	"github.com/limactl-mcp/limactl-mcp/internal/headtail"
+	"github.com/limactl-mcp/limactl-mcp/internal/tools/env"
 )
 
 var runShellCommandTool = &mcp.Tool{
@@ -56,7 +55,7 @@ type RunShellCommandResult struct {
 
 // RunShellCommand runs a command in the guest.
 func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest, args RunShellCommandParams) (*mcp.CallToolResult, *RunShellCommandResult, error) {
-	ws, err := ts.workspace(ctx, req)
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,14 +63,13 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 		return nil, nil, errors.New(`command is empty: pass the program and its arguments, e.g. ["ls", "-la"] or ["bash", "-c", "make && make test"]`)
 	}
 	if args.Directory == "" {
-		return nil, nil, fmt.Errorf("directory is empty: pass the absolute directory to run the command in, such as %q", ws.DefaultDir())
+		return nil, nil, fmt.Errorf("directory is empty: pass the absolute directory to run the command in, such as %q", e.DefaultDir())
 	}
-	guestDir, err := ws.ToGuest(args.Directory)
-	if err != nil {
+	if err := e.Check(args.Directory); err != nil {
 		return nil, nil, err
 	}
 	if args.Background != nil && *args.Background {
-		return ts.startBackground(ctx, ws, args, guestDir)
+		return ts.startBackground(ctx, e, args)
 	}
 	timeout := ts.lim.DefaultTimeout
 	if args.TimeoutSeconds != nil {
@@ -81,9 +79,9 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 		}
 	}
 	start := time.Now()
-	r, err := ts.conn.Exec(ctx, guest.ExecRequest{
+	r, err := e.Run(ctx, env.RunRequest{
 		Argv:      args.Command,
-		Dir:       guestDir,
+		Dir:       args.Directory,
 		Timeout:   time.Duration(timeout) * time.Second,
 		HeadBytes: ts.lim.OutputHead,
 		TailBytes: ts.lim.OutputTail,
@@ -94,10 +92,7 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 		}
 		return nil, nil, err
 	}
-	res := &RunShellCommandResult{Signal: r.Signal, TimedOut: r.TimedOut}
-	res.Stdout, res.StdoutCutBytes = joinOutput(r.Stdout)
-	res.Stderr, res.StderrCutBytes = joinOutput(r.Stderr)
-	res.Stdout, res.Stderr = ws.HostText(res.Stdout), ws.HostText(res.Stderr)
+	res := &RunShellCommandResult{Signal: r.Signal, TimedOut: r.TimedOut, Stdout: r.Stdout, Stderr: r.Stderr, StdoutCutBytes: r.StdoutCutBytes, StderrCutBytes: r.StderrCutBytes}
 	if r.Signal == "" {
 		res.ExitCode = ptr(r.ExitCode)
 	}
@@ -122,13 +117,4 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 		}
 	}
 	return nil, res, nil
-}
-
-// joinOutput returns what was kept of a stream, with a marker where bytes were cut.
-func joinOutput(o headtail.Output) (string, int64) {
-	cut := o.Total - int64(len(o.Head)) - int64(len(o.Tail))
-	if cut <= 0 {
-		return string(o.Head) + string(o.Tail), 0
-	}
-	return fmt.Sprintf("%s\n[... %d bytes cut: the output was %d bytes; redirect it to a file and read parts of it to see everything ...]\n%s", o.Head, cut, o.Total, o.Tail), cut
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 var searchFileContentTool = &mcp.Tool{
@@ -33,25 +33,25 @@ type SearchFileContentResult struct {
 
 // SearchFileContent searches file contents in the guest.
 func (ts *Toolset) SearchFileContent(ctx context.Context, req *mcp.CallToolRequest, args SearchFileContentParams) (*mcp.CallToolResult, *SearchFileContentResult, error) {
-	ws, err := ts.workspace(ctx, req)
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	if args.Pattern == "" {
 		return nil, nil, fmt.Errorf("pattern is empty: pass a regular expression to search for")
 	}
-	dir, guestDir, err := searchDir(ws, args.Path)
+	dir, err := searchDir(e, args.Path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ts.checkDir(ctx, dir, guestDir); err != nil {
+	if err := checkDir(ctx, e, dir); err != nil {
 		return nil, nil, err
 	}
-	grep := guest.GrepRequest{Dir: guestDir, Pattern: args.Pattern, MaxBytes: ts.lim.SearchBytes}
+	grep := runnerproto.GrepRequest{Dir: dir, Pattern: args.Pattern, MaxBytes: ts.lim.SearchBytes}
 	if args.Include != nil {
 		grep.Include = *args.Include
 	}
-	r, err := ts.conn.Grep(ctx, grep)
+	r, err := e.Grep(ctx, grep)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,5 +61,5 @@ func (ts *Toolset) SearchFileContent(ctx context.Context, req *mcp.CallToolReque
 	if r.Error != "" {
 		return nil, nil, fmt.Errorf("search in %s failed: %s", dir, r.Error)
 	}
-	return nil, &SearchFileContentResult{GitGrepOutput: ws.HostText(r.Output), Truncated: r.Truncated}, nil
+	return nil, &SearchFileContentResult{GitGrepOutput: r.Output, Truncated: r.Truncated}, nil
 }

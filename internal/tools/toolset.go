@@ -1,6 +1,7 @@
 // Package tools holds the MCP tool handlers: the "MCP Sandbox Interface" of Lima's bundled
-// server (same names, fields and result shapes) and more. Handlers are thin: they map paths
-// through the workspace and call the guest connection.
+// server (same names, fields and result shapes) and more. Handlers are thin: they check their
+// arguments, call the session's environment (env.Env: host paths in and out, the workspace
+// mapping and the guest connection behind it) and word its answers for the agent.
 package tools
 
 import (
@@ -13,13 +14,14 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tools/env"
 	"github.com/limactl-mcp/limactl-mcp/internal/version"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
 )
 
 // Toolset is the set of tools over one guest connection and one workspace.
 type Toolset struct {
-	conn    *guest.Conn
+	g       *env.Guest // no tool holds the connection: each call's env.Env does
 	src     WorkspaceSource
 	lim     Limits
 	pending PendingSource
@@ -41,8 +43,13 @@ func (s Static) Workspace(context.Context, *mcp.CallToolRequest) (*workspace.Wor
 	return s.WS, nil
 }
 
-func (ts *Toolset) workspace(ctx context.Context, req *mcp.CallToolRequest) (*workspace.Workspace, error) {
-	return ts.src.Workspace(ctx, req)
+// env is the environment of a call: the guest through the workspace the call works in.
+func (ts *Toolset) env(ctx context.Context, req *mcp.CallToolRequest) (*env.Env, error) {
+	ws, err := ts.src.Workspace(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return ts.g.In(ws), nil
 }
 
 // Limits bound what tools accept and return.
@@ -76,7 +83,7 @@ var DefaultLimits = Limits{
 // New returns the tools over conn; a nil conn is allowed for listing the tools only.
 // pending, when not nil, serves the pending_changes tool (a staged session).
 func New(conn *guest.Conn, src WorkspaceSource, lim Limits, pending PendingSource) *Toolset {
-	return &Toolset{conn: conn, src: src, lim: lim, pending: pending}
+	return &Toolset{g: env.NewGuest(conn), src: src, lim: lim, pending: pending}
 }
 
 // WithBackground gives the tools background processes (run_shell_command's background, and

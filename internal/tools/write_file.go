@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/tools/env"
 )
 
 var writeFileTool = &mcp.Tool{
@@ -29,18 +30,17 @@ type WriteFileResult struct{}
 
 // WriteFile writes a file of the guest, creating its parent directories.
 func (ts *Toolset) WriteFile(ctx context.Context, req *mcp.CallToolRequest, args WriteFileParams) (*mcp.CallToolResult, *WriteFileResult, error) {
-	ws, err := ts.workspace(ctx, req)
+	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	guestPath, err := ws.ToGuest(args.Path)
-	if err != nil {
+	if err := e.Check(args.Path); err != nil {
 		return nil, nil, err
 	}
 	if len(args.Content) > ts.lim.WriteBytes {
 		return nil, nil, fmt.Errorf("content is %d bytes, more than the %d-byte limit of write_file; write a smaller file, or generate the data with run_shell_command", len(args.Content), ts.lim.WriteBytes)
 	}
-	if err := ts.writeGuestFile(ctx, args.Path, guestPath, []byte(args.Content), "write_file"); err != nil {
+	if err := writeGuestFile(ctx, e, args.Path, []byte(args.Content), "write_file"); err != nil {
 		return nil, nil, err
 	}
 	return nil, &WriteFileResult{}, nil
@@ -48,8 +48,8 @@ func (ts *Toolset) WriteFile(ctx context.Context, req *mcp.CallToolRequest, args
 
 // writeGuestFile writes a guest file for a tool (replaced whole through the runner; see
 // guest.Conn.WriteFile), creating its parent directories, and words the errors for the agent.
-func (ts *Toolset) writeGuestFile(ctx context.Context, hostPath, guestPath string, data []byte, tool string) error {
-	err := ts.conn.WriteFile(ctx, guestPath, data, 0o644, true)
+func writeGuestFile(ctx context.Context, e *env.Env, hostPath string, data []byte, tool string) error {
+	err := e.WriteFile(ctx, hostPath, data)
 	var errno syscall.Errno
 	switch {
 	case err == nil:

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 )
 
 // project creates a host project directory owned by the user that runs limactl (so that
@@ -159,8 +160,8 @@ func rootConn(t *testing.T) *guest.Conn {
 	if user == "" {
 		user = os.Getenv("USER")
 	}
-	c := guest.New(func(context.Context) (*guest.Target, error) {
-		return &guest.Target{Name: instanceName, Addr: "127.0.0.1:" + port, User: user, Signers: []ssh.Signer{signer}, Arch: "x86_64"}, nil
+	c := guest.New(func(context.Context) (*sshlink.Target, error) {
+		return &sshlink.Target{Name: instanceName, Addr: "127.0.0.1:" + port, User: user, Signers: []ssh.Signer{signer}, Arch: "x86_64"}, nil
 	}, guest.Options{NoLoginShell: true})
 	t.Cleanup(func() { c.Close() })
 	return c

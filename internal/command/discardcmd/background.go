@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
 
@@ -15,10 +16,10 @@ import (
 // processes", or ""). A failure is reported and does not stop the discard: they are the
 // agent's own processes, in the guest.
 func endBackground(ctx context.Context, conn *guest.Conn, session string, errOut io.Writer) string {
-	var r *guest.BgEndResult
+	var r *runnerproto.BgEndResult
 	err := conn.Within(ctx, bgEndWait, "ending the agent's background processes", func(ctx context.Context) error {
 		var err error
-		r, err = conn.BgEnd(ctx, guest.BgEndRequest{Group: session})
+		r, err = conn.BgEnd(ctx, runnerproto.BgEndRequest{Group: session})
 		return err
 	})
 	switch {

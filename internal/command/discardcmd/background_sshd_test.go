@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
@@ -17,10 +18,10 @@ import (
 func TestDiscardEndsBackgroundProcesses(t *testing.T) {
 	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
 	conn := guesttest.Connect(t, f.Srv, guest.Options{})
-	output := guest.BgOutput{SegmentBytes: 4096, HeadSegments: 1, TailSegments: 1}
+	output := runnerproto.BgOutput{SegmentBytes: 4096, HeadSegments: 1, TailSegments: 1}
 	var pids []int
 	for _, owner := range []string{"111-aa", "222-bb"} {
-		st, err := conn.BgStart(context.Background(), guest.BgStartRequest{Group: staging.SessionID(f.Workdir) + "/" + owner, Argv: []string{"sleep", "600"}, Dir: "/", Output: output, MaxRunning: 1, MaxKept: 1})
+		st, err := conn.BgStart(context.Background(), runnerproto.BgStartRequest{Group: staging.SessionID(f.Workdir) + "/" + owner, Argv: []string{"sleep", "600"}, Dir: "/", Output: output, MaxRunning: 1, MaxKept: 1})
 		if err != nil || st.PID < 2 {
 			t.Fatalf("BgStart = %+v, %v", st, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
@@ -181,7 +182,7 @@ const backgroundEndTimeout = 3 * time.Second
 // serveUnavailable serves the tools of a server whose instance cannot be found: every call
 // says why and what to do.
 func serveUnavailable(ctx context.Context, opts *Options, log *slog.Logger, why error) error {
-	conn := guest.New(func(context.Context) (*guest.Target, error) { return nil, why }, guest.Options{Logger: log})
+	conn := guest.New(func(context.Context) (*sshlink.Target, error) { return nil, why }, guest.Options{Logger: log})
 	defer conn.Close()
 	u := tools.Unavailable{Err: why}
 	server := tools.NewServer(fmt.Sprintf("Lima instance: %s (not found: every tool call says what to do).", opts.Instance))

@@ -20,7 +20,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/terminal"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
@@ -61,9 +61,9 @@ type Options struct {
 	Open sessionopen.Opener
 	// LookupEnv reads the host's environment (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
-	// Terminal makes the way to the guest for the command (default: guest.OpenTerminal on
+	// Terminal makes the way to the guest for the command (default: terminal.Open on
 	// the instance's ssh target).
-	Terminal func(inst *instance.Instance, log *slog.Logger) (*guest.Terminal, error)
+	Terminal func(inst *instance.Instance, log *slog.Logger) (*terminal.Terminal, error)
 	// Review reviews the session once the command has run (default reviewcmd.Run).
 	Review func(ctx context.Context, opts *reviewcmd.Options) error
 }
@@ -185,12 +185,12 @@ func Run(ctx context.Context, opts *Options) error {
 
 	newTerminal := opts.Terminal
 	if newTerminal == nil {
-		newTerminal = func(inst *instance.Instance, log *slog.Logger) (*guest.Terminal, error) {
+		newTerminal = func(inst *instance.Instance, log *slog.Logger) (*terminal.Terminal, error) {
 			target, err := instance.TargetOf(inst)
 			if err != nil {
 				return nil, err
 			}
-			return guest.OpenTerminal(target, log), nil
+			return terminal.Open(target, log), nil
 		}
 	}
 	tm, err := newTerminal(t.Instance, log)
@@ -219,7 +219,7 @@ func Run(ctx context.Context, opts *Options) error {
 			termName = DefaultTerm
 		}
 	}
-	run := func(sess *staging.Session) (guest.ExitStatus, staging.ProbeResult, error) {
+	run := func(sess *staging.Session) (terminal.ExitStatus, staging.ProbeResult, error) {
 		guestDir, err := sess.Workspace().ToGuest(workdir)
 		if err != nil {
 			return 0, staging.ProbeResult{}, err
@@ -308,7 +308,7 @@ func Run(ctx context.Context, opts *Options) error {
 // review reviews the session: on a terminal, the interactive review; with --yes, every change
 // that is not a conflict; otherwise the summary and the command to run, with no write. What it
 // prints goes to stderr unless the review is interactive: stdout is the command's.
-func review(ctx context.Context, opts *Options, t *sessionopen.Target, workdir, session string, status guest.ExitStatus, done error) error {
+func review(ctx context.Context, opts *Options, t *sessionopen.Target, workdir, session string, status terminal.ExitStatus, done error) error {
 	ios := opts.IO
 	rios := ios
 	if opts.Yes || !(ios.IsStdinTTY() && ios.IsStdoutTTY()) {
@@ -348,10 +348,10 @@ func interrupted(w io.Writer, name, workdir string) error {
 // (see staging.Probe): without a terminal, in the same session, after the command, on stderr
 // (which a probeFilter reads); with one, or when the script did not get that far, in a session
 // of its own. When it cannot tell, the result says "changed", so that the review looks.
-func runCommand(ctx context.Context, tm *guest.Terminal, sess *staging.Session, guestDir string, opts *Options, env []string, tty bool, termName string) (guest.ExitStatus, staging.ProbeResult, error) {
+func runCommand(ctx context.Context, tm *terminal.Terminal, sess *staging.Session, guestDir string, opts *Options, env []string, tty bool, termName string) (terminal.ExitStatus, staging.ProbeResult, error) {
 	ios := opts.IO
 	probe := sess.NewProbe()
-	req := guest.TerminalRequest{TTY: tty, Term: termName, Stdin: ios.In, Stdout: ios.RawOut(), Stderr: ios.RawErrOut()} // the command's own terminal, as `limactl shell` gives it
+	req := terminal.Request{TTY: tty, Term: termName, Stdin: ios.In, Stdout: ios.RawOut(), Stderr: ios.RawErrOut()} // the command's own terminal, as `limactl shell` gives it
 	var filter *probeFilter
 	after := ""
 	if !tty {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/shellcmd"
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/terminal"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
@@ -31,8 +31,8 @@ func run(t *testing.T, f *sessiontest.Fixture, env map[string]string, opts shell
 		opts.Workdir = f.Workdir
 	}
 	opts.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	opts.Terminal = func(*instance.Instance, *slog.Logger) (*guest.Terminal, error) {
-		return guest.OpenTerminal(guesttest.Target(f.Srv), nil), nil
+	opts.Terminal = func(*instance.Instance, *slog.Logger) (*terminal.Terminal, error) {
+		return terminal.Open(guesttest.Target(f.Srv), nil), nil
 	}
 	err := shellcmd.Run(context.Background(), &opts)
 	if err != nil && !strings.Contains(err.Error(), exitcode.ErrSilent.Error()) {
@@ -150,8 +150,8 @@ func TestShellRunSyncShellStdin(t *testing.T) {
 	ios, in, out, errOut := iostreams.Test()
 	in.WriteString("echo from-stdin; pwd\nexit 6\n")
 	opts := shellcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener(),
-		Terminal: func(*instance.Instance, *slog.Logger) (*guest.Terminal, error) {
-			return guest.OpenTerminal(guesttest.Target(f.Srv), nil), nil
+		Terminal: func(*instance.Instance, *slog.Logger) (*terminal.Terminal, error) {
+			return terminal.Open(guesttest.Target(f.Srv), nil), nil
 		}}
 	err := shellcmd.Run(context.Background(), &opts)
 	if exitcode.Of(err) != 6 || out.String() != "from-stdin\n"+f.GuestPath+"\n" {

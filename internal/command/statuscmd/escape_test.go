@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe/termsafetest"
 )
@@ -35,7 +35,7 @@ func TestStatusPrintsGuestTextEscaped(t *testing.T) {
 	all := termsafetest.All()
 	sts := []staging.SessionStatus{
 		{Workdir: "/w", GuestPath: "/w", PendingTotal: 1, Pending: map[staging.Kind]int{staging.Added: 1}, Network: &staging.NetworkReport{Policy: "allow:example.com", Summary: &sum},
-			Checkpoints: []guest.CkptInfo{{ID: "1", Label: all}}},
+			Checkpoints: []runnerproto.CkptInfo{{ID: "1", Label: all}}},
 		{Workdir: "/v", GuestPath: "/v", PendingTotal: -1, Error: "the guest runner failed: " + all, Network: &staging.NetworkReport{Policy: "none", Error: "reading the network log: " + all},
 			CheckpointsError: "listing: " + all},
 	}

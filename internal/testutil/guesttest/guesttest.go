@@ -12,12 +12,13 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
 
 // Target is how to reach srv.
-func Target(srv *sshd.Server) *guest.Target {
-	return &guest.Target{
+func Target(srv *sshd.Server) *sshlink.Target {
+	return &sshlink.Target{
 		Name:            "sshd-test",
 		Addr:            srv.Addr,
 		User:            srv.User,
@@ -33,7 +34,7 @@ func Connect(t testing.TB, srv *sshd.Server, opts guest.Options) *guest.Conn {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	c := guest.New(func(context.Context) (*guest.Target, error) { return Target(srv), nil }, opts)
+	c := guest.New(func(context.Context) (*sshlink.Target, error) { return Target(srv), nil }, opts)
 	t.Cleanup(func() { c.Close() })
 	return c
 }

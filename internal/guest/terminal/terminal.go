@@ -1,6 +1,10 @@
 //go:build unix
 
-package guest
+// Package terminal runs commands in a Lima guest with the caller's own standard streams, as
+// `limactl shell` does (used by the shell command only): a PTY when asked, through the
+// instance's ControlMaster or a connection of our own (guest/sshlink). It is not the guest
+// connection of the tools and the review (package guest): no runner, no SFTP.
+package terminal
 
 import (
 	"bytes"
@@ -11,7 +15,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +23,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/term"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
@@ -30,22 +35,22 @@ import (
 // (golang.org/x/crypto/ssh), where this package does the same. It is separate from Conn: it
 // starts no runner and no SFTP, so that a command starts within one ssh session's time.
 type Terminal struct {
-	target *Target
+	target *sshlink.Target
 	log    *slog.Logger
-	m      *master // nil: a connection of our own
+	m      *sshlink.Master // nil: a connection of our own
 
 	mu     sync.Mutex
 	client *ssh.Client
 
 	// agent, when set (AsAgent), runs every script as the agent's user.
-	agent *Agent
-	setup *AgentSetup
+	agent *guest.Agent
+	setup *guest.AgentSetup
 }
 
 // AsAgent makes the terminal run its scripts as the agent's user under its network policy,
 // with the proxy settings of its environment file. setup is what Conn.Setup reported: the
 // agent must have been set up (since the VM's boot) before a script of its runs.
-func (tm *Terminal) AsAgent(a *Agent, setup *AgentSetup) {
+func (tm *Terminal) AsAgent(a *guest.Agent, setup *guest.AgentSetup) {
 	tm.agent, tm.setup = a, setup
 }
 
@@ -59,7 +64,7 @@ func (tm *Terminal) asAgent(script string) string {
 		// KEY=VALUE lines, read (not sourced): the values are data.
 		pre = `while IFS= read -r kv || [ -n "$kv" ]; do case $kv in ''|'#'*) continue;; esac; export "$kv"; done < ` + shellquote.Quote(tm.setup.EnvFile) + "\n"
 	}
-	return tm.agent.as(tm.runner(), pre+script)
+	return tm.agent.As(tm.runner(), pre+script)
 }
 
 // runner is the verified runner the agent's scripts start through ("" without a setup: they
@@ -71,13 +76,13 @@ func (tm *Terminal) runner() string {
 	return tm.setup.Runner
 }
 
-// OpenTerminal picks how to reach the guest of t; it makes no connection yet.
-func OpenTerminal(t *Target, log *slog.Logger) *Terminal {
+// Open picks how to reach the guest of t; it makes no connection yet.
+func Open(t *sshlink.Target, log *slog.Logger) *Terminal {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	tm := &Terminal{target: t, log: log}
-	if m, err := newMaster(t); err == nil {
+	if m, err := sshlink.NewMaster(t); err == nil {
 		tm.m = m
 	} else {
 		log.Debug("not using the instance's ssh ControlMaster for the terminal; connecting directly", "reason", err)
@@ -86,11 +91,11 @@ func OpenTerminal(t *Target, log *slog.Logger) *Terminal {
 }
 
 // Via says how the terminal reaches the guest.
-func (tm *Terminal) Via() Via {
+func (tm *Terminal) Via() sshlink.Via {
 	if tm.m != nil {
-		return ViaControlMaster
+		return sshlink.ViaControlMaster
 	}
-	return ViaSSH
+	return sshlink.ViaSSH
 }
 
 // Close ends the connection of our own, if one was made.
@@ -103,8 +108,8 @@ func (tm *Terminal) Close() {
 	}
 }
 
-// TerminalRequest is a script run in the guest with the caller's streams.
-type TerminalRequest struct {
+// Request is a script run in the guest with the caller's streams.
+type Request struct {
 	// Script is a POSIX sh script, run as the guest user by the user's login shell (as
 	// `limactl shell` runs its own; an sh-compatible shell: bash, zsh, dash...). It is on
 	// command lines (ssh's, the guest shell's, sudo's under an agent, and so in the guest's
@@ -126,14 +131,14 @@ type ExitStatus int
 // Run runs req and returns the script's exit status. When ctx ends first, the session is
 // ended (the guest program gets SIGHUP from its PTY, or the end of its input) and ctx's error
 // is returned.
-func (tm *Terminal) Run(ctx context.Context, req TerminalRequest) (ExitStatus, error) {
+func (tm *Terminal) Run(ctx context.Context, req Request) (ExitStatus, error) {
 	if req.TTY && ttyFd(req.Stdin) < 0 {
 		return 0, errors.New("a PTY needs a terminal on standard input")
 	}
 	req.Script = tm.asAgent(req.Script)
 	if tm.m != nil {
 		st, err := tm.runMaster(ctx, req)
-		if !errors.Is(err, errMasterFull) {
+		if !errors.Is(err, sshlink.ErrMasterFull) {
 			return st, err
 		}
 		// Nothing ran; this terminal goes on over a connection of its own.
@@ -174,7 +179,7 @@ func (f *refusalFilter) decide() {
 		return
 	}
 	f.decided = true
-	if masterRefused(string(f.first)) {
+	if sshlink.MasterRefused(string(f.first)) {
 		f.refused = true
 		return
 	}
@@ -186,30 +191,11 @@ func (f *refusalFilter) decide() {
 
 // runMaster runs req through the ControlMaster, with OpenSSH's client on the caller's own
 // terminal.
-func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitStatus, error) {
-	tty := "-T"
-	if req.TTY {
-		tty = "-t"
-	}
-	m := tm.m
-	args := []string{
-		"-F", "/dev/null",
-		"-o", "ControlMaster=no",
-		"-o", "ControlPath=" + strconv.Quote(strings.ReplaceAll(m.sock, "%", "%%")),
-		"-o", "ControlPersist=no",
-		"-o", "ProxyCommand=false",
-		"-o", "BatchMode=yes",
-		"-o", "StrictHostKeyChecking=no",
-		"-o", "UserKnownHostsFile=/dev/null",
-		"-o", "LogLevel=ERROR",
-		tty, "-a", "-x", "-e", "none",
-		"-l", m.user, "-p", m.port, "--", m.host, req.Script,
-	}
-	cmd := exec.Command(m.ssh, args...)
+func (tm *Terminal) runMaster(ctx context.Context, req Request) (ExitStatus, error) {
 	// Not in a process group of its own: with a PTY, ssh reads the terminal, which only the
 	// foreground process group may. Its environment is ours minus everything but what ssh
 	// itself needs (nothing is sent to the guest but TERM, with the PTY request).
-	cmd.Env = sshEnv(req.Term)
+	cmd := tm.m.Command(req.TTY, req.Term, "--", tm.m.Host(), req.Script)
 	stderr := &refusalFilter{w: req.Stderr}
 	if stderr.w == nil {
 		stderr.w = io.Discard
@@ -239,8 +225,8 @@ func (tm *Terminal) runMaster(ctx context.Context, req TerminalRequest) (ExitSta
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
-	if stderr.refused && refusedExit(werr, string(stderr.first)) {
-		return 0, errMasterFull
+	if stderr.refused && sshlink.RefusedExit(werr, string(stderr.first)) {
+		return 0, sshlink.ErrMasterFull
 	}
 	var ee *exec.ExitError
 	switch {
@@ -275,7 +261,7 @@ func (tm *Terminal) dial(ctx context.Context) (*ssh.Client, error) {
 	if tm.client != nil {
 		return tm.client, nil
 	}
-	client, err := sshClient(ctx, tm.target)
+	client, err := sshlink.Dial(ctx, tm.target)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +270,7 @@ func (tm *Terminal) dial(ctx context.Context) (*ssh.Client, error) {
 }
 
 // runDirect runs req in a session of a connection of our own.
-func (tm *Terminal) runDirect(ctx context.Context, req TerminalRequest) (ExitStatus, error) {
+func (tm *Terminal) runDirect(ctx context.Context, req Request) (ExitStatus, error) {
 	client, err := tm.dial(ctx)
 	if err != nil {
 		return 0, err
@@ -385,8 +371,8 @@ func (tm *Terminal) Input(ctx context.Context, script string, data []byte) (stri
 		return bytes.NewReader(data)
 	}
 	if tm.m != nil {
-		out, err := tm.m.outputWith(ctx, script, stdin())
-		if !errors.Is(err, errMasterFull) {
+		out, err := tm.m.OutputWith(ctx, script, stdin())
+		if !errors.Is(err, sshlink.ErrMasterFull) {
 			return out, err
 		}
 		// Nothing ran (the refusal comes before the session): data goes again, whole.

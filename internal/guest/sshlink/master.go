@@ -1,4 +1,4 @@
-package guest
+package sshlink
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/pkg/sftp"
 )
 
-// Via says how a connection reaches the guest.
+// Via says how a connection reaches the guest: which of the two Transports carries it.
 type Via string
 
 const (
@@ -33,8 +33,9 @@ const (
 // serve within it is given up for a connection of our own.
 const masterSFTPTimeout = 10 * time.Second
 
-// master reaches the guest through an OpenSSH ControlMaster.
-type master struct {
+// Master reaches the guest through an OpenSSH ControlMaster: every session is an OpenSSH client
+// process (Proc) riding the master's connection.
+type Master struct {
 	ssh  string // the ssh executable
 	sock string // the control socket
 	user string
@@ -42,9 +43,9 @@ type master struct {
 	port string
 }
 
-// newMaster returns how to use t's ControlMaster, or why not: no socket, a socket that is not
+// NewMaster returns how to use t's ControlMaster, or why not: no socket, a socket that is not
 // safely ours, no master answering on it, no ssh client.
-func newMaster(t *Target) (*master, error) {
+func NewMaster(t *Target) (*Master, error) {
 	if t.ControlPath == "" {
 		return nil, errors.New("no control socket")
 	}
@@ -66,14 +67,20 @@ func newMaster(t *Target) (*master, error) {
 	if err != nil {
 		host, port = "127.0.0.1", "22"
 	}
-	return &master{ssh: exe, sock: t.ControlPath, user: t.User, host: host, port: port}, nil
+	return &Master{ssh: exe, sock: t.ControlPath, user: t.User, host: host, port: port}, nil
 }
 
-// args is the ssh command line for a session through the master. ControlMaster=no uses the
-// master and never becomes one; ProxyCommand=false makes ssh fail at once, instead of making a
-// connection of its own (a handshake of seconds, the very cost this avoids), when the master
-// is gone; -F /dev/null keeps the user's ssh configuration out, as Lima does.
-func (m *master) args(tail ...string) []string {
+// Args is the ssh command line for a session through the master: the one place it is built
+// (for the transport's sessions, and for a terminal's, which asks for a PTY with tty). As
+// Lima's pkg/sshutil: ControlMaster=no uses the master and never becomes one;
+// ProxyCommand=false makes ssh fail at once, instead of making a connection of its own (a
+// handshake of seconds, the very cost this avoids), when the master is gone; -F /dev/null keeps
+// the user's ssh configuration out, as Lima does.
+func (m *Master) Args(tty bool, tail ...string) []string {
+	t := "-T"
+	if tty {
+		t = "-t"
+	}
 	a := []string{
 		"-F", "/dev/null",
 		"-o", "ControlMaster=no",
@@ -84,29 +91,29 @@ func (m *master) args(tail ...string) []string {
 		"-o", "StrictHostKeyChecking=no",
 		"-o", "UserKnownHostsFile=/dev/null",
 		"-o", "LogLevel=ERROR",
-		"-T", "-a", "-x", "-e", "none",
+		t, "-a", "-x", "-e", "none",
 		"-l", m.user, "-p", m.port,
 	}
 	return append(a, tail...)
 }
 
-// errMasterFull: the master's connection refused a new session. The guest's sshd allows
+// ErrMasterFull: the master's connection refused a new session. The guest's sshd allows
 // MaxSessions (10) per connection, and every process riding the master holds one or two
 // (`limactl shell`, our servers before their handoff, review, status, shell...). The command
 // did not run: the caller goes on over a connection of its own.
-var errMasterFull = errors.New("the instance's ssh ControlMaster refused a new session (the guest's sshd allows 10 per connection)")
+var ErrMasterFull = errors.New("the instance's ssh ControlMaster refused a new session (the guest's sshd allows 10 per connection)")
 
-// masterRefused says whether ssh's stderr (an exit of 255) is the master refusing a session:
+// MasterRefused says whether ssh's stderr (an exit of 255) is the master refusing a session:
 // "mux_client_request_session: session request failed: Session open refused by peer".
-func masterRefused(stderr string) bool {
+func MasterRefused(stderr string) bool {
 	return strings.Contains(stderr, "mux_client_request_session") && strings.Contains(stderr, "session request failed")
 }
 
-// refusedExit says whether a process that exited with err and printed stderr was the master
+// RefusedExit says whether a process that exited with err and printed stderr was the master
 // refusing its session.
-func refusedExit(err error, stderr string) bool {
+func RefusedExit(err error, stderr string) bool {
 	var ee *exec.ExitError
-	return errors.As(err, &ee) && ee.ExitCode() == 255 && masterRefused(stderr)
+	return errors.As(err, &ee) && ee.ExitCode() == 255 && MasterRefused(stderr)
 }
 
 // proc is one ssh client process through the master.
@@ -117,11 +124,21 @@ type proc struct {
 	once sync.Once
 }
 
-func (m *master) command(tail ...string) *exec.Cmd {
-	cmd := exec.Command(m.ssh, m.args(tail...)...)
+// Command is an ssh client command for a session through the master running tail (ssh's
+// arguments after the options: "--", host, command), with Args and its environment.
+func (m *Master) Command(tty bool, termName string, tail ...string) *exec.Cmd {
+	cmd := exec.Command(m.ssh, m.Args(tty, tail...)...)
 	// Only what ssh needs of our environment, which may hold the person's secrets (the values
 	// `shell --env` passes by name): a process's environment is no place for them.
-	cmd.Env = sshEnv("")
+	cmd.Env = Env(termName)
+	return cmd
+}
+
+// Host is the guest's host name for ssh's command line.
+func (m *Master) Host() string { return m.host }
+
+func (m *Master) command(tail ...string) *exec.Cmd {
+	cmd := m.Command(false, "", tail...)
 	setProcAttr(cmd)
 	// The master holds copies of our pipes while the session lasts: do not wait for them
 	// forever once the process is gone.
@@ -129,7 +146,7 @@ func (m *master) command(tail ...string) *exec.Cmd {
 	return cmd
 }
 
-func (m *master) start(cmd *exec.Cmd) (*proc, error) {
+func (m *Master) start(cmd *exec.Cmd) (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -152,12 +169,12 @@ func (p *proc) kill() {
 }
 
 // pipe starts cmd (run by the guest user's shell) with pipes on its stdin and stdout.
-func (m *master) pipe(cmd string, stderr io.Writer) (io.WriteCloser, io.Reader, *proc, error) {
+func (m *Master) pipe(cmd string, stderr io.Writer) (io.WriteCloser, io.Reader, *proc, error) {
 	c := m.command("--", m.host, cmd)
 	return m.startPipes(c, stderr)
 }
 
-func (m *master) startPipes(c *exec.Cmd, stderr io.Writer) (io.WriteCloser, io.Reader, *proc, error) {
+func (m *Master) startPipes(c *exec.Cmd, stderr io.Writer) (io.WriteCloser, io.Reader, *proc, error) {
 	stdin, err := c.StdinPipe()
 	if err != nil {
 		return nil, nil, nil, err
@@ -175,7 +192,7 @@ func (m *master) startPipes(c *exec.Cmd, stderr io.Writer) (io.WriteCloser, io.R
 }
 
 // sftp starts the guest's sftp subsystem through the master.
-func (m *master) sftp(ctx context.Context) (*sftp.Client, *proc, error) {
+func (m *Master) sftp(ctx context.Context) (*sftp.Client, *proc, error) {
 	var stderr strings.Builder
 	var mu sync.Mutex
 	c := m.command("-s", "--", m.host, "sftp")
@@ -203,17 +220,17 @@ func (m *master) sftp(ctx context.Context) (*sftp.Client, *proc, error) {
 
 // output runs cmd through the master and returns its stdout; errMasterFull when the master
 // refused the session (nothing ran).
-func (m *master) output(ctx context.Context, cmd string) (string, error) {
-	return m.outputWith(ctx, cmd, nil)
+func (m *Master) output(ctx context.Context, cmd string) (string, error) {
+	return m.OutputWith(ctx, cmd, nil)
 }
 
-// outputWith is output with in on cmd's standard input (nil: none).
-func (m *master) outputWith(ctx context.Context, cmd string, in io.Reader) (string, error) {
+// OutputWith runs cmd through the master with in on cmd's standard input (nil: none).
+func (m *Master) OutputWith(ctx context.Context, cmd string, in io.Reader) (string, error) {
 	c := m.command("--", m.host, cmd)
 	c.Stdin = in
 	stderr := newCapBuffer(64 << 10)
 	c.Stderr = stderr
-	stdout := newCapBuffer(maxCommandOutput)
+	stdout := newCapBuffer(MaxCommandOutput)
 	c.Stdout = stdout
 	p, err := m.start(c)
 	if err != nil {
@@ -227,8 +244,8 @@ func (m *master) outputWith(ctx context.Context, cmd string, in io.Reader) (stri
 		return "", ctx.Err()
 	}
 	switch {
-	case p.err != nil && refusedExit(p.err, stderr.buf.String()):
-		return "", errMasterFull
+	case p.err != nil && RefusedExit(p.err, stderr.buf.String()):
+		return "", ErrMasterFull
 	case p.err != nil:
 		return "", fmt.Errorf("%w (%s)", p.err, strings.TrimSpace(stderr.buf.String()))
 	}
@@ -246,9 +263,9 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// sshEnv is the environment of an ssh client: what it needs to run, and TERM (for a PTY;
+// Env is the environment of an ssh client: what it needs to run, and TERM (for a PTY;
 // "": none).
-func sshEnv(termName string) []string {
+func Env(termName string) []string {
 	var env []string
 	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE"} {
 		if v, ok := os.LookupEnv(k); ok {

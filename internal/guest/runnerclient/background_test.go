@@ -1,4 +1,4 @@
-package guest
+package runnerclient
 
 import (
 	"errors"
@@ -52,7 +52,7 @@ func TestCheckReplyBackground(t *testing.T) {
 		{"a negative count", end, &runnerproto.Response{BgEnd: &runnerproto.BgEndResult{Killed: -1}}, false},
 	} {
 		err := checkReply(tc.req, tc.resp)
-		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, errBadReply)) {
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrBadReply)) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package guest
+package runnerclient
 
 import (
 	"strings"
@@ -35,8 +35,49 @@ func TestCheckReplyHeldByAndWrite(t *testing.T) {
 			t.Errorf("%s: checkReply = %v", tc.name, err)
 		}
 	}
-	// A name the host does not know is no errno: the host words the error itself.
-	if errnoNamed("EWHATEVER") != 0 || errnoNamed("ENOSPC") == 0 {
-		t.Error("errnoNamed")
+}
+
+// checkReply is the post-condition of the method that sends req, applied to resp as that
+// method's call applies it: the tables above name a request and a reply, not a method.
+func checkReply(req *runnerproto.Request, resp *runnerproto.Response) error {
+	if err := checkErrorReply(resp); err != nil || resp.Error != "" {
+		return err
 	}
+	switch {
+	case req.Exec != nil:
+		return checkExec(req.Exec, resp)
+	case req.Hash != nil:
+		return checkHash(req.Hash, resp)
+	case req.Scan != nil:
+		return checkScan(resp)
+	case req.Glob != nil:
+		return checkGlob(req.Glob, resp)
+	case req.List != nil:
+		return checkList(req.List, resp)
+	case req.Read != nil:
+		return checkRead(req.Read, resp)
+	case req.Write != nil:
+		return checkWrite(resp)
+	case req.Grep != nil:
+		return checkGrep(req.Grep, resp)
+	case req.BgStart != nil:
+		return checkBgStart(resp)
+	case req.BgRead != nil:
+		return checkBgRead(req.BgRead, resp)
+	case req.BgList != nil:
+		return checkBgList(req.BgList, resp)
+	case req.BgSignal != nil:
+		return checkBgSignal(req.BgSignal, resp)
+	case req.BgEnd != nil:
+		return checkBgEnd(resp)
+	case req.CkptCreate != nil:
+		return checkCkptCreate(req.CkptCreate, resp)
+	case req.CkptList != nil:
+		return checkCkptList(resp)
+	case req.CkptRestore != nil:
+		return checkCkptRestore(req.CkptRestore, resp)
+	case req.CkptManifest != nil:
+		return checkCkptManifest(req.CkptManifest, resp)
+	}
+	return nil
 }

@@ -1,14 +1,14 @@
-package guest
+package sshlink
 
 import (
 	"bytes"
 	"fmt"
 )
 
-// maxCommandOutput bounds what is kept of a guest command's standard output that the host
+// MaxCommandOutput bounds what is kept of a guest command's standard output that the host
 // reads whole (setup and release scripts, `net report`, `uname -m`): the guest is hostile, and
 // none of these says more than a few hundred kilobytes (`net report` is parsed up to 8 MB).
-const maxCommandOutput = 16 << 20
+const MaxCommandOutput = 16 << 20
 
 // capBuffer keeps the first max bytes written to it and notes that more came; writing never
 // fails, so the command is not stopped half-way by a closed pipe.
@@ -34,7 +34,7 @@ func (c *capBuffer) Write(p []byte) (int, error) {
 // result is what was kept, or an error when the command said more than max.
 func (c *capBuffer) result(cmd string) (string, error) {
 	if c.over {
-		return "", fmt.Errorf("the guest's answer to %s was over %d bytes: refused", truncate(cmd, 80), c.max)
+		return "", fmt.Errorf("the guest's answer to %s was over %d bytes: refused", Truncate(cmd, 80), c.max)
 	}
 	return c.buf.String(), nil
 }

@@ -1,7 +1,10 @@
-// Package guest is the one connection limactl-mcp keeps to a Lima instance: an SSH client
-// (golang.org/x/crypto/ssh) carrying an SFTP session for file I/O and a channel to the guest
-// runner for commands, reconnecting on the next call after the guest restarts.
-package guest
+// Package sshlink is the transport to a Lima instance's sshd: where the guest is (Target), the
+// two ways to reach it, each a Transport (Direct: a connection of our own with
+// golang.org/x/crypto/ssh; the instance's OpenSSH ControlMaster: ssh client processes riding
+// it), and the one builder of an ssh command line through the master (Master.Args), as Lima's
+// pkg/sshutil keeps its own. It knows nothing of the guest runner, of the agent user or of
+// what the sessions carry: that is package guest (the façade) and guest/runnerclient.
+package sshlink
 
 import (
 	"context"
