@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/configurecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 )
 
@@ -18,7 +20,7 @@ import (
 func runConfigureCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ios, _, out, errOut := iostreams.Test()
-	cmd := newConfigureCmd(ios, nil)
+	cmd := configurecmd.NewCmd(cmdutil.New(ios), nil)
 	cmd.SetArgs(args)
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
@@ -149,7 +151,7 @@ func TestConfigureErrors(t *testing.T) {
 
 func TestConfigureCompletion(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
-	cmd := newConfigureCmd(ios, nil)
+	cmd := configurecmd.NewCmd(cmdutil.New(ios), nil)
 	got, directive := cmd.ValidArgsFunction(cmd, nil, "")
 	want := []cobra.Completion{"claude\tClaude Code", "codex\tCodex", "cursor\tCursor", "gemini\tGemini CLI",
 		"opencode\tOpenCode", "vscode\tVS Code (GitHub Copilot)", "zed\tZed"}

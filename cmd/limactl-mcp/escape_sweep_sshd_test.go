@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/restorecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/statuscmd"
@@ -65,7 +66,7 @@ func TestEscapeSweepTopLevelError(t *testing.T) {
 	}
 	for _, s := range samples {
 		term := newTerminal()
-		code := term.run(newStatusCmd(term.ios, func(context.Context, *statuscmd.Options) error {
+		code := term.run(statuscmd.NewCmd(cmdutil.New(term.ios), func(context.Context, *statuscmd.Options) error {
 			return fmt.Errorf("reading the guest: %w", errors.New("the guest runner failed on "+s+"\nlimactl-mcp: forged line"))
 		}))
 		if code == 0 {
@@ -111,7 +112,7 @@ func TestEscapeSweepRestoreForgedManifest(t *testing.T) {
 	f.Srv.Run(t, "sh", "-c", "printf '%s\\n' "+shellquote.Quote(line)+" >> "+manifest)
 	f.Guest("echo agent > a.txt")
 
-	code := term.run(newRestoreCmd(term.ios, func(ctx context.Context, o *restorecmd.Options) error {
+	code := term.run(restorecmd.NewCmd(cmdutil.New(term.ios), func(ctx context.Context, o *restorecmd.Options) error {
 		o.Open = open
 		return restorecmd.Run(ctx, o)
 	}), sessiontest.Instance, "1", "--workdir", f.Workdir)
@@ -161,7 +162,7 @@ func TestEscapeSweepReviewAndStatus(t *testing.T) {
 	review := func(args ...string) func(t *testing.T) {
 		return func(t *testing.T) {
 			term := newTerminal()
-			code := term.run(newReviewCmd(term.ios, func(ctx context.Context, o *reviewcmd.Options) error {
+			code := term.run(reviewcmd.NewCmd(cmdutil.New(term.ios), func(ctx context.Context, o *reviewcmd.Options) error {
 				o.Open = open
 				return reviewcmd.Run(ctx, o)
 			}), append([]string{sessiontest.Instance, "--workdir", f.Workdir}, args...)...)
@@ -178,7 +179,7 @@ func TestEscapeSweepReviewAndStatus(t *testing.T) {
 	t.Run("since-patch", review("--since", "1", "--patch"))
 	t.Run("status", func(t *testing.T) {
 		term := newTerminal()
-		code := term.run(newStatusCmd(term.ios, func(ctx context.Context, o *statuscmd.Options) error {
+		code := term.run(statuscmd.NewCmd(cmdutil.New(term.ios), func(ctx context.Context, o *statuscmd.Options) error {
 			o.Open = open
 			return statuscmd.Run(ctx, o)
 		}), sessiontest.Instance)

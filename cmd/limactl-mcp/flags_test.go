@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/configurecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
@@ -54,7 +55,7 @@ func TestReviewFlags(t *testing.T) {
 		{[]string{"--dry-run", "--patch", "--json", "--accessible", "--undo"}, reviewcmd.Options{IO: ios, Instance: "default", DryRun: true, Patch: true, JSON: true, Accessible: true, Undo: true}},
 	} {
 		var got *reviewcmd.Options
-		if err := execute(t, newReviewCmd(ios, capture(&got)), tc.args...); err != nil {
+		if err := execute(t, reviewcmd.NewCmd(cmdutil.New(ios), capture(&got)), tc.args...); err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
 		if !reflect.DeepEqual(*got, tc.want) {
@@ -68,7 +69,7 @@ func TestServeFlags(t *testing.T) {
 	var got *servecmd.Options
 	args := []string{"agent", "--workdir", "/w", "--exclude", "*.log", "--exclude", "tmp/", "--include-ignored", "--fresh", "--no-runner", "--debug", "--create",
 		"--http", "127.0.0.1:0", "--http-token-file", "/t"}
-	if err := execute(t, newServeCmd(ios, capture(&got)), args...); err != nil {
+	if err := execute(t, servecmd.NewCmd(cmdutil.New(ios), capture(&got)), args...); err != nil {
 		t.Fatal(err)
 	}
 	want := servecmd.Options{IO: ios, Instance: "agent", Workdir: "/w", Excludes: []string{"*.log", "tmp/"}, IncludeIgnored: true, Fresh: true, NoRunner: true, Debug: true, Create: true,
@@ -79,10 +80,10 @@ func TestServeFlags(t *testing.T) {
 
 	// A bad --http stops the command before its Run.
 	got = nil
-	if err := execute(t, newServeCmd(ios, capture(&got)), "--http", "0.0.0.0:1"); err == nil || got != nil {
+	if err := execute(t, servecmd.NewCmd(cmdutil.New(ios), capture(&got)), "--http", "0.0.0.0:1"); err == nil || got != nil {
 		t.Errorf("error %v; Run called: %v", err, got != nil)
 	}
-	if err := execute(t, newServeCmd(ios, capture(&got)), "a", "b"); err == nil || !strings.Contains(err.Error(), "accepts at most 1 arg(s)") {
+	if err := execute(t, servecmd.NewCmd(cmdutil.New(ios), capture(&got)), "a", "b"); err == nil || !strings.Contains(err.Error(), "accepts at most 1 arg(s)") {
 		t.Errorf("two instances: %v", err)
 	}
 }
@@ -90,43 +91,43 @@ func TestServeFlags(t *testing.T) {
 func TestSessionCommandFlags(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	var st *statuscmd.Options
-	if err := execute(t, newStatusCmd(ios, capture(&st)), "--json"); err != nil {
+	if err := execute(t, statuscmd.NewCmd(cmdutil.New(ios), capture(&st)), "--json"); err != nil {
 		t.Fatal(err)
 	}
 	if want := (statuscmd.Options{IO: ios, Instance: "default", JSON: true}); !reflect.DeepEqual(*st, want) {
 		t.Errorf("status: %+v", *st)
 	}
 	var sy *synccmd.Options
-	if err := execute(t, newSyncCmd(ios, capture(&sy)), "agent", "--workdir", "w"); err != nil {
+	if err := execute(t, synccmd.NewCmd(cmdutil.New(ios), capture(&sy)), "agent", "--workdir", "w"); err != nil {
 		t.Fatal(err)
 	}
 	if want := (synccmd.Options{IO: ios, Instance: "agent", Workdir: "w"}); !reflect.DeepEqual(*sy, want) {
 		t.Errorf("sync: %+v", *sy)
 	}
 	var d *discardcmd.Options
-	if err := execute(t, newDiscardCmd(ios, capture(&d)), "agent", "-y"); err != nil {
+	if err := execute(t, discardcmd.NewCmd(cmdutil.New(ios), capture(&d)), "agent", "-y"); err != nil {
 		t.Fatal(err)
 	}
 	if want := (discardcmd.Options{IO: ios, Instance: "agent", Yes: true}); !reflect.DeepEqual(*d, want) {
 		t.Errorf("discard: %+v", *d)
 	}
 	var rs *restorecmd.Options
-	if err := execute(t, newRestoreCmd(ios, capture(&rs)), "agent", "3", "--workdir", "w", "--dry-run"); err != nil {
+	if err := execute(t, restorecmd.NewCmd(cmdutil.New(ios), capture(&rs)), "agent", "3", "--workdir", "w", "--dry-run"); err != nil {
 		t.Fatal(err)
 	}
 	if want := (restorecmd.Options{IO: ios, Instance: "agent", Checkpoint: "3", Workdir: "w", DryRun: true}); !reflect.DeepEqual(*rs, want) {
 		t.Errorf("restore: %+v", *rs)
 	}
-	if err := execute(t, newRestoreCmd(ios, capture(&rs)), "3"); err != nil || rs.Instance != "default" || rs.Checkpoint != "3" {
+	if err := execute(t, restorecmd.NewCmd(cmdutil.New(ios), capture(&rs)), "3"); err != nil || rs.Instance != "default" || rs.Checkpoint != "3" {
 		t.Errorf("restore CHECKPOINT: %v %+v", err, rs)
 	}
-	if err := execute(t, newRestoreCmd(ios, nil)); err == nil {
+	if err := execute(t, restorecmd.NewCmd(cmdutil.New(ios), nil)); err == nil {
 		t.Error("restore without a checkpoint was accepted")
 	}
-	if err := execute(t, newReviewCmd(ios, nil), "--since", "3", "--yes"); err == nil {
+	if err := execute(t, reviewcmd.NewCmd(cmdutil.New(ios), nil), "--since", "3", "--yes"); err == nil {
 		t.Error("review --since --yes was accepted")
 	}
-	for _, cmd := range []*cobra.Command{newStatusCmd(ios, nil), newSyncCmd(ios, nil), newDiscardCmd(ios, nil)} {
+	for _, cmd := range []*cobra.Command{statuscmd.NewCmd(cmdutil.New(ios), nil), synccmd.NewCmd(cmdutil.New(ios), nil), discardcmd.NewCmd(cmdutil.New(ios), nil)} {
 		if err := execute(t, cmd, "a", "b"); err == nil {
 			t.Errorf("%s accepts two instances", cmd.Name())
 		}
@@ -136,7 +137,7 @@ func TestSessionCommandFlags(t *testing.T) {
 func TestConfigureFlags(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	var got *configurecmd.Options
-	if err := execute(t, newConfigureCmd(ios, capture(&got)), "codex", "--user", "--dry-run", "--name", "vm"); err != nil {
+	if err := execute(t, configurecmd.NewCmd(cmdutil.New(ios), capture(&got)), "codex", "--user", "--dry-run", "--name", "vm"); err != nil {
 		t.Fatal(err)
 	}
 	want := configurecmd.Options{IO: ios, Agent: "codex", Instance: "default", User: true, DryRun: true, Name: "vm", Template: "template:default"}

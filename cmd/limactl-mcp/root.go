@@ -9,7 +9,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/configurecmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/infocmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/restorecmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/servecmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/shellcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/statuscmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/synccmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/version"
 )
@@ -49,16 +59,17 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 	cmd.SetErr(ios.ErrOut)
 	cmd.SetVersionTemplate(version.Describe())
 	cmd.Flags().BoolP("version", "v", false, "Print the version")
+	f := cmdutil.New(ios)
 	cmd.AddCommand(
-		newInfoCmd(ios, nil),
-		newServeCmd(ios, nil),
-		newConfigureCmd(ios, nil),
-		newStatusCmd(ios, nil),
-		newSyncCmd(ios, nil),
-		newRestoreCmd(ios, nil),
-		newDiscardCmd(ios, nil),
-		newReviewCmd(ios, nil),
-		newShellCmd(ios, nil),
+		infocmd.NewCmd(f, nil),
+		servecmd.NewCmd(f, nil),
+		configurecmd.NewCmd(f, nil),
+		statuscmd.NewCmd(f, nil),
+		synccmd.NewCmd(f, nil),
+		restorecmd.NewCmd(f, nil),
+		discardcmd.NewCmd(f, nil),
+		reviewcmd.NewCmd(f, nil),
+		shellcmd.NewCmd(f, nil),
 		newGenerateDocCmd(),
 		newGenDocsCmd(ios),
 	)

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"runtime/debug"
 	"strings"
 	"testing"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/servecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 )
 
@@ -35,7 +36,7 @@ func TestServeHTTPFlags(t *testing.T) {
 		{[]string{"--http-token-file", "t"}, "--http-token-file needs --http"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			cmd := newServeCmd(nil, nil)
+			cmd := servecmd.NewCmd(cmdutil.New(nil), nil)
 			if err := cmd.ParseFlags(tc.args); err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +57,7 @@ func TestServeHTTPFlags(t *testing.T) {
 	t.Run("execute", func(t *testing.T) {
 		// The whole command stops at the flags: no instance, no staging.
 		ios, _, out, errOut := iostreams.Test()
-		cmd := newServeCmd(ios, nil)
+		cmd := servecmd.NewCmd(cmdutil.New(ios), nil)
 		cmd.SetArgs([]string{"--http", "10.1.2.3:8080", "no-such-instance"})
 		cmd.SetOut(out)
 		cmd.SetErr(errOut)
@@ -69,20 +70,4 @@ func TestServeHTTPFlags(t *testing.T) {
 			t.Errorf("stdout: %q", out.String())
 		}
 	})
-}
-
-// serve keeps its heap small (GOGC=50) unless the user set GOGC, which then stays as it is.
-func TestServeStaysLean(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	t.Setenv("GOGC", "")
-	stayLean()
-	if got := debug.SetGCPercent(100); got != 50 {
-		t.Errorf("without GOGC: GC percent %d, want 50", got)
-	}
-	t.Setenv("GOGC", "200")
-	debug.SetGCPercent(200) // as the runtime does at start for GOGC=200
-	stayLean()
-	if got := debug.SetGCPercent(100); got != 200 {
-		t.Errorf("with GOGC=200: GC percent %d, want 200 kept", got)
-	}
 }

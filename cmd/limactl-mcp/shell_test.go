@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/shellcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 )
@@ -28,14 +29,14 @@ func TestShellFlags(t *testing.T) {
 		{[]string{"--no-review", "agent", "true"}, shellcmd.Options{IO: ios, Instance: "agent", NoReview: true, Command: []string{"true"}}},
 	} {
 		var got *shellcmd.Options
-		if err := execute(t, newShellCmd(ios, capture(&got)), tc.args...); err != nil {
+		if err := execute(t, shellcmd.NewCmd(cmdutil.New(ios), capture(&got)), tc.args...); err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
 		if !reflect.DeepEqual(*got, tc.want) {
 			t.Errorf("%q: options %+v, want %+v", tc.args, *got, tc.want)
 		}
 	}
-	if err := execute(t, newShellCmd(ios, func(context.Context, *shellcmd.Options) error { return nil }), "--yes", "--no-review", "agent"); err == nil {
+	if err := execute(t, shellcmd.NewCmd(cmdutil.New(ios), func(context.Context, *shellcmd.Options) error { return nil }), "--yes", "--no-review", "agent"); err == nil {
 		t.Error("--yes with --no-review was accepted")
 	}
 }

@@ -1,7 +1,10 @@
 // Package sessionopen opens what a command works on: a Lima instance, the store of its staged
 // sessions on the host, a connection to its guest, and the staged session of a working
 // directory. Commands take an Opener, so that a test can hand them a stand-in (an sshd on
-// loopback for the guest, a temporary directory for the store).
+// loopback for the guest, a temporary directory for the store). It is the one place a command
+// looks a session up in the store (Find, Session, Lookup) and plans the opening or staging of
+// one under its network policy (Plan: serve and shell); it is not the command line (what a
+// command names is resolved by internal/command/cmdutil) and not staging itself (staging).
 package sessionopen
 
 import (

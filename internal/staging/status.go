@@ -10,27 +10,29 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
-// SessionStatus is what `status` shows of a session.
+// SessionStatus is what `status` shows of a session. It is not the JSON of `status --json`:
+// that is internal/command/statuscmd's (json.go), its one home, which docs/status-json.md
+// describes.
 type SessionStatus struct {
-	Workdir string `json:"workdir"`
+	Workdir string
 	// Session is the session's name ("" for the unnamed one).
-	Session   string       `json:"session,omitempty"`
-	GuestPath string       `json:"guest_path"`
-	StagedAt  time.Time    `json:"staged_at"`
-	UpdatedAt time.Time    `json:"updated_at"`
-	Files     int          `json:"files"`
-	Bytes     int64        `json:"bytes"`
-	Pending   map[Kind]int `json:"pending,omitempty"`
+	Session   string
+	GuestPath string
+	StagedAt  time.Time
+	UpdatedAt time.Time
+	Files     int
+	Bytes     int64
+	Pending   map[Kind]int
 	// PendingTotal is the number of pending changes (-1 when they could not be counted).
-	PendingTotal int    `json:"pending_total"`
-	Error        string `json:"error,omitempty"`
+	PendingTotal int
+	Error        string
 	// Network is the session's network policy and what its agent did on the network.
-	Network *NetworkReport `json:"network"`
+	Network *NetworkReport
 	// Checkpoints are the guest copy's checkpoints, oldest first, and CheckpointBytes what
 	// they take in the guest; CheckpointsError says why they could not be listed.
-	Checkpoints      []runnerproto.CkptInfo `json:"checkpoints"`
-	CheckpointBytes  int64                  `json:"checkpoint_bytes"`
-	CheckpointsError string                 `json:"checkpoints_error,omitempty"`
+	Checkpoints      []runnerproto.CkptInfo
+	CheckpointBytes  int64
+	CheckpointsError string
 }
 
 // Statuses describes every session of the store; connFor's connections (nil when the instance

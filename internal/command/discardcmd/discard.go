@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
@@ -19,7 +20,6 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
-	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
 
 // Options are the parsed command line of discard and what it depends on.
@@ -50,30 +50,23 @@ var (
 // Run discards the session of the working directory.
 func Run(ctx context.Context, opts *Options) error {
 	ios := opts.IO
-	wd, err := workdirpath.Resolve(opts.Workdir)
+	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "discard", Instance: opts.Instance, Workdir: opts.Workdir, Session: opts.Session, Open: opts.Open})
 	if err != nil {
 		return err
 	}
-	session, err := staging.ParseSessionName(opts.Session)
-	if err != nil {
-		return err
-	}
+	wd, session := ref.Workdir, ref.Session
 	// target is what the commands we suggest say after the verb: the instance, and the session.
-	target := opts.Instance + staging.SessionFlag(session)
+	target := opts.Instance + ref.Flag()
 	if !opts.Yes && !ios.IsStdinTTY() {
 		// Said at once, before the instance is opened or the guest is reached: there is
 		// nobody to ask, so nothing that follows could be used.
 		return exitcode.With(exitcode.Pending, fmt.Errorf("this would discard the staged copy of %s, with every change in it not yet reviewed; pass --yes to confirm without a terminal: `limactl mcp discard %s --yes` (to see the changes first: `limactl mcp review %s --dry-run`)", describe(wd, session), target, target))
 	}
-	open := opts.Open
-	if open == nil {
-		open = sessionopen.HostOpener(ios.ErrOut)
-	}
 	// On a terminal, the seconds spent connecting and counting the changes show progress.
 	if ios.IsStdinTTY() || ios.IsStdoutTTY() {
 		fmt.Fprintf(ios.ErrOut, "Connecting to %s… counting the changes in the staged copy of %s…\n", termsafe.String(opts.Instance), termsafe.String(wd))
 	}
-	t, s, err := sessionopen.OpenSession(ctx, open, "discard", opts.Instance, wd, session)
+	t, s, err := ref.OpenSession(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,7 +75,7 @@ func Run(ctx context.Context, opts *Options) error {
 	// command, and discards nothing: removing a whole project's staged copy is never done on
 	// a guess.
 	if found := s.State.Workdir; found != wd {
-		return fmt.Errorf("%s has no staged session of its own in instance %q: it is inside the staged project %s; to discard that project's staged copy, run `limactl mcp discard %s%s --workdir %s`", termsafe.String(wd), t.Instance.Name, termsafe.String(found), t.Instance.Name, staging.SessionFlag(session), termsafe.String(shellquote.Quote(found)))
+		return fmt.Errorf("%s has no staged session of its own in instance %q: it is inside the staged project %s; to discard that project's staged copy, run `limactl mcp discard %s%s --workdir %s`", termsafe.String(wd), t.Instance.Name, termsafe.String(found), t.Instance.Name, ref.Flag(), termsafe.String(shellquote.Quote(found)))
 	}
 	workdir := s.State.Workdir
 	what := "the staged copy of " + describe(workdir, session)

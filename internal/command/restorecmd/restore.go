@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
-	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
-	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
 
 // Options are the parsed command line of restore and what it depends on.
@@ -39,26 +38,18 @@ const lockWait = time.Minute
 // Run restores the guest copy of the working directory's session to a checkpoint.
 func Run(ctx context.Context, opts *Options) error {
 	ios := opts.IO
-	workdir, err := workdirpath.Resolve(opts.Workdir)
+	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "restore", Instance: opts.Instance, Workdir: opts.Workdir, Session: opts.Session, Open: opts.Open})
 	if err != nil {
 		return err
 	}
-	session, err := staging.ParseSessionName(opts.Session)
-	if err != nil {
-		return err
-	}
-	open := opts.Open
-	if open == nil {
-		open = sessionopen.HostOpener(ios.ErrOut)
-	}
-	t, s, err := sessionopen.OpenSession(ctx, open, "restore", opts.Instance, workdir, session)
+	t, s, err := ref.OpenSession(ctx)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
 	name := t.Instance.Name
-	if s.State.Workdir != workdir {
-		fmt.Fprintf(ios.ErrOut, "Restoring %s.\n", sessionopen.Which(s, workdir))
+	if ref.Inside(s) {
+		fmt.Fprintf(ios.ErrOut, "Restoring %s.\n", ref.Which(s))
 	}
 	// A sync or an apply of the same session would race with the restore: one at a time.
 	unlock, err := s.Store().Lock(s.State.ID, lockWait)
@@ -86,7 +77,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return fmt.Errorf("checkpointing the guest copy before the restore (nothing was changed): %w", err)
 	}
 	beforeID := termsafe.String(before.Checkpoint.ID)
-	back := fmt.Sprintf("`limactl mcp restore %s %s%s`", name, beforeID, staging.SessionFlag(session))
+	back := fmt.Sprintf("`limactl mcp restore %s %s%s`", name, beforeID, ref.Flag())
 	res, err := s.RestoreCheckpoint(ctx, opts.Checkpoint, false)
 	if err != nil {
 		// The runner checks every content it needs before the first change, so a damaged

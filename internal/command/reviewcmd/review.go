@@ -12,6 +12,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
@@ -52,24 +53,17 @@ type Options struct {
 // Run runs a review.
 func Run(ctx context.Context, opts *Options) error {
 	ios := opts.IO
-	workdir, err := workdirpath.Resolve(opts.Workdir)
+	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "review", Instance: opts.Instance, Workdir: opts.Workdir, Session: opts.Session, Open: opts.Open})
 	if err != nil {
 		return err
 	}
-	session, err := staging.ParseSessionName(opts.Session)
-	if err != nil {
-		return err
-	}
+	workdir, session := ref.Workdir, ref.Session
 	// The paths are checked before the instance is opened; they are made relative to the
 	// session's working directory once it is found (it may hold workdir).
 	for _, p := range opts.Paths {
 		if _, err := workdirpath.Rel(workdir, p); err != nil {
 			return err
 		}
-	}
-	open := opts.Open
-	if open == nil {
-		open = sessionopen.HostOpener(ios.ErrOut)
 	}
 	// Every wait on a terminal shows progress: opening the instance, connecting and reading
 	// the agent's changes take seconds.
@@ -81,7 +75,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		fmt.Fprintf(ios.ErrOut, "Connecting to %s… ", inst)
 	}
-	t, sess, err := sessionopen.OpenSession(ctx, open, "review", opts.Instance, workdir, session)
+	t, sess, err := ref.OpenSession(ctx)
 	if err != nil {
 		if progress {
 			fmt.Fprintln(ios.ErrOut)
@@ -90,9 +84,9 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	defer t.Close()
 	// name is what the commands we suggest say after `review`: the instance, and the session.
-	name := t.Instance.Name + staging.SessionFlag(session)
-	if !progress && sess.State.Workdir != workdir {
-		fmt.Fprintf(ios.ErrOut, "Reviewing %s, instance %s.\n", sessionopen.Which(sess, workdir), termsafe.String(name))
+	name := t.Instance.Name + ref.Flag()
+	if !progress && ref.Inside(sess) {
+		fmt.Fprintf(ios.ErrOut, "Reviewing %s, instance %s.\n", ref.Which(sess), termsafe.String(name))
 	}
 	var paths []string
 	for _, p := range opts.Paths {
@@ -118,7 +112,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if opts.Undo {
 		if progress {
-			fmt.Fprintf(ios.ErrOut, "undoing the last apply to %s…\n", sessionopen.Which(sess, workdir))
+			fmt.Fprintf(ios.ErrOut, "undoing the last apply to %s…\n", ref.Which(sess))
 		}
 		rep, err := review.Undo(ctx, sess)
 		if err != nil {
@@ -138,7 +132,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return nil
 	}
 	if progress {
-		fmt.Fprintf(ios.ErrOut, "reading the agent's changes to %s…\n", sessionopen.Which(sess, workdir))
+		fmt.Fprintf(ios.ErrOut, "reading the agent's changes to %s…\n", ref.Which(sess))
 	}
 	if rep, rolled, err := review.RecoverInterrupted(sess); err != nil {
 		return err
@@ -216,7 +210,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	}
 	if rep.Checkpoint != "" && (len(rep.Written) > 0 || len(rep.Guest) > 0) {
-		fmt.Fprintf(ios.ErrOut, "The guest copy as reviewed is checkpoint %s (`limactl mcp restore %s %s%s`).\n", rep.Checkpoint, name, rep.Checkpoint, staging.SessionFlag(session))
+		fmt.Fprintf(ios.ErrOut, "The guest copy as reviewed is checkpoint %s (`limactl mcp restore %s %s%s`).\n", rep.Checkpoint, name, rep.Checkpoint, ref.Flag())
 	}
 	if rep.CheckpointError != "" {
 		fmt.Fprintf(ios.ErrOut, "warning: no checkpoint of the guest copy was taken before the apply: %s\n", termsafe.String(rep.CheckpointError))

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
@@ -70,14 +71,11 @@ func Run(ctx context.Context, opts *Options) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: level}))
-	workdir, err := workdirpath.Resolve(opts.Workdir)
+	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "serve", Instance: opts.Instance, Workdir: opts.Workdir, Session: opts.Session})
 	if err != nil {
 		return err
 	}
-	session, err := staging.ParseSessionName(opts.Session)
-	if err != nil {
-		return err
-	}
+	workdir, session := ref.Workdir, ref.Session
 	// The session is the real directory's; the agent was started in shown, which may reach it
 	// through a symbolic link (a symlinked parent): its paths work too, and it sees them.
 	shown, err := workdirpath.Abs(opts.Workdir)
@@ -104,22 +102,22 @@ func Run(ctx context.Context, opts *Options) error {
 		log.Warn(t.ConnErr.Error())
 	}
 	conn := t.Conn
-	var plan *staging.NetworkPlan
+	var plan *sessionopen.Plan
 	if len(t.Instance.Mounts()) == 0 {
-		st, _, err := t.Store.LoadSession(workdir, session)
-		if err != nil && !errors.Is(err, staging.ErrNoSession) {
+		st, err := t.Lookup(workdir, session)
+		if err != nil {
 			return err
 		}
-		if plan, err = staging.PlanNetwork(workdir, session, st, opts.Network); err != nil {
+		if plan, err = t.PlanSession(workdir, session, st, opts.Network); err != nil {
 			return err
 		}
-		if plan.Network != plan.Previous && st != nil {
-			log.Warn("the session's network policy changes", "from", plan.Previous, "to", plan.Network)
+		if plan.Changes() {
+			log.Warn("the session's network policy changes", "from", plan.Net.Previous, "to", plan.Net.Network)
 		}
-		if plan.Network != staging.OpenNetwork {
-			log.Info("the agent's commands and tools run as a guest user of their own under network policy "+plan.Network, "user", plan.Agent.User)
+		if plan.Net.Network != staging.OpenNetwork {
+			log.Info("the agent's commands and tools run as a guest user of their own under network policy "+plan.Net.Network, "user", plan.Net.Agent.User)
 		}
-		conn = t.AgentConn(plan.Agent)
+		conn = plan.Conn()
 	} else if session != "" {
 		return fmt.Errorf("--session %s needs a staged session, and instance %q mounts host directories (one live copy, no sessions): use an instance started with --mount-none", session, opts.Instance)
 	} else if opts.Network != "" && opts.Network != staging.OpenNetwork {
@@ -140,8 +138,8 @@ func Run(ctx context.Context, opts *Options) error {
 			}
 		}()
 	} else {
-		st := &stager{conn: conn, limaConn: t.Conn, plan: plan, store: t.Store, log: log, opts: staging.OpenOptions{
-			Instance: opts.Instance, Workdir: workdir, Session: session, Fresh: opts.Fresh, Logger: log, GuestPath: plan.GuestPath,
+		st := &stager{conn: conn, plan: plan, log: log, opts: staging.OpenOptions{
+			Instance: opts.Instance, Fresh: opts.Fresh, Logger: log,
 			Select: staging.SelectOptions{Excludes: opts.Excludes, IncludeIgnored: opts.IncludeIgnored},
 		}}
 		staged := tools.NewStaged(ctx, st.open)
@@ -153,7 +151,7 @@ func Run(ctx context.Context, opts *Options) error {
 		src, pending = staged, staged
 		instructions += " The working directory is a staged copy inside the VM: your changes reach the host only after a person reviews them (limactl mcp review" + staging.SessionFlag(session) + "). Use pending_changes to see what you changed."
 		instructions += sessionInstructions(session)
-		instructions += networkInstructions(plan.Network)
+		instructions += networkInstructions(plan.Net.Network)
 	}
 	// Background processes live as long as this server: they are ended when it exits, within
 	// a bound, so that a shutdown never waits on the guest (before the connection closes: the
@@ -197,29 +195,18 @@ func serveUnavailable(ctx context.Context, opts *Options, log *slog.Logger, why 
 // stager stages the working directory, or resumes its session, for tools.NewStaged: once at
 // the start, and again at the next call after a failure.
 type stager struct {
-	conn *guest.Conn
-	// limaConn is the Lima user's connection (conn, unless the session has a network policy);
-	// plan how the session works under its policy.
-	limaConn *guest.Conn
-	plan     *staging.NetworkPlan
-	store    staging.Store
-	log      *slog.Logger
-	opts     staging.OpenOptions // without Progress
+	conn *guest.Conn // the session's connection (plan.Conn())
+	plan *sessionopen.Plan
+	log  *slog.Logger
+	opts staging.OpenOptions // without Progress; the plan gives the session and where it goes
 }
 
 func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*staging.Session, error) {
 	log := s.log
-	if s.plan.Release != "" {
-		// Back to "open": the agent's user hands the copy back first.
-		st, _, err := s.store.LoadSession(s.opts.Workdir, s.opts.Session)
-		if err != nil {
-			return nil, err
-		}
-		if err := staging.ReleaseAgent(ctx, s.limaConn, st); err != nil {
-			log.Error("cannot end the session's network policy", "error", err)
-			return nil, err
-		}
-		s.plan.Release = ""
+	// Back to "open": the agent's user hands the copy back first.
+	if err := s.plan.Release(ctx); err != nil {
+		log.Error("cannot end the session's network policy", "error", err)
+		return nil, err
 	}
 	// Connect first, so that the staging time logged is the staging's own.
 	t0 := time.Now()
@@ -235,7 +222,7 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 	start := time.Now()
 	opts := s.opts
 	opts.Progress = progressLogger(log, progress)
-	sess, outcome, err := staging.Open(ctx, s.conn, s.store, opts)
+	sess, outcome, err := s.plan.OpenOrStage(ctx, opts)
 	if err != nil {
 		if shuttingDown(ctx, err) {
 			log.Debug("staging stopped: the server is shutting down; it resumes at the next start", "error", err)
@@ -245,11 +232,11 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 		return nil, err
 	}
 	s.opts.Fresh = false // a retry after a failure must not discard again
-	if err := sess.SetNetwork(s.plan.Network); err != nil {
+	if err := sess.SetNetwork(s.plan.Net.Network); err != nil {
 		return nil, fmt.Errorf("recording the session's network policy: %w", err)
 	}
 	n, size := sess.Baseline.Files()
-	log.Info("working directory "+string(outcome), "workdir", opts.Workdir, "session", staging.SessionLabel(opts.Session), "guest_path", sess.State.GuestPath,
+	log.Info("working directory "+string(outcome), "workdir", s.plan.Workdir, "session", staging.SessionLabel(s.plan.Session), "guest_path", sess.State.GuestPath,
 		"files", n, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
 	return sess, nil
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/terminal"
@@ -28,7 +29,6 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
-	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
 
 // Options are the parsed command line of shell and what it depends on.
@@ -89,30 +89,23 @@ func Run(ctx context.Context, opts *Options) error {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	workdir, err := workdirpath.Resolve(opts.Workdir)
+	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "shell", Instance: opts.Instance, Workdir: opts.Workdir, Session: opts.Session, Open: opts.Open})
 	if err != nil {
 		return err
 	}
-	session, err := staging.ParseSessionName(opts.Session)
-	if err != nil {
-		return err
-	}
+	workdir, session := ref.Workdir, ref.Session
 	env, err := envToPass(opts, lookup)
 	if err != nil {
 		return err
 	}
-	open := opts.Open
-	if open == nil {
-		open = sessionopen.HostOpener(ios.ErrOut)
-	}
-	t, err := open(ctx, opts.Instance)
+	t, err := ref.OpenInstance(ctx)
 	if err != nil {
-		return sessionopen.WithCommand(err, "shell")
+		return err
 	}
 	defer t.Close()
 	name := t.Instance.Name
 	// reviewTarget is what the review commands we suggest say after `review`.
-	reviewTarget := name + staging.SessionFlag(session)
+	reviewTarget := name + ref.Flag()
 	if t.ConnErr != nil {
 		return t.ConnErr
 	}
@@ -133,26 +126,24 @@ func Run(ctx context.Context, opts *Options) error {
 	if err == nil {
 		stored = sess.State
 	}
-	plan, perr := staging.PlanNetwork(found, session, stored, opts.Network)
+	plan, perr := t.PlanSession(found, session, stored, opts.Network)
 	if perr != nil {
 		return perr
 	}
-	if plan.Network != plan.Previous && stored != nil {
-		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the session's network policy changes from %s to %s\n", plan.Previous, plan.Network)
+	if plan.Changes() {
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the session's network policy changes from %s to %s\n", plan.Net.Previous, plan.Net.Network)
 	}
-	if plan.Release != "" {
-		if rerr := staging.ReleaseAgent(ctx, t.Conn, stored); rerr != nil {
-			return rerr
-		}
+	if rerr := plan.Release(ctx); rerr != nil {
+		return rerr
 	}
 	if err == nil {
 		// The session works as the plan's agent (its own guest user under a policy).
-		sess = staging.Attach(t.AgentConn(plan.Agent), t.Store, sess.State, sess.Baseline)
+		sess = staging.Attach(plan.Conn(), t.Store, sess.State, sess.Baseline)
 	}
 	staged := false
 	switch {
 	case errors.Is(err, staging.ErrNoSession):
-		if sess, err = stage(ctx, opts, t, plan, workdir, session, log); err != nil {
+		if sess, err = stage(ctx, opts, t, plan, log); err != nil {
 			return err
 		}
 		staged = true
@@ -164,7 +155,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	default:
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: resuming the staged copy of %s in %s; host edits since %s are not in it (--sync brings them in)\n",
-			sessionopen.Which(sess, workdir), name, sess.State.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
+			ref.Which(sess), name, sess.State.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
 	}
 	if session != "" {
 		// The one place a named session's relocation shows: the command runs in the guest, on
@@ -198,17 +189,17 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer tm.Close()
-	if plan.Agent != nil {
+	if plan.Net.Agent != nil {
 		// The agent's user, its rules and its proxy are set up (again, after a VM restart)
 		// before the command runs: the connection's setup does it.
 		setup, err := sess.AgentSetup(ctx)
 		if err != nil {
-			return fmt.Errorf("network policy %s: %w", plan.Network, err)
+			return fmt.Errorf("network policy %s: %w", plan.Net.Network, err)
 		}
-		tm.AsAgent(plan.Agent, setup)
-		fmt.Fprintf(ios.ErrOut, "limactl-mcp: network policy %s: the command runs as the guest user %s\n", plan.Network, plan.Agent.User)
+		tm.AsAgent(plan.Net.Agent, setup)
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: network policy %s: the command runs as the guest user %s\n", plan.Net.Network, plan.Net.Agent.User)
 	}
-	if err := sess.SetNetwork(plan.Network); err != nil {
+	if err := sess.SetNetwork(plan.Net.Network); err != nil {
 		return fmt.Errorf("recording the session's network policy: %w", err)
 	}
 	tty := ios.IsStdinTTY() && ios.IsStdoutTTY()
@@ -245,7 +236,7 @@ func Run(ctx context.Context, opts *Options) error {
 		// The guest copy is gone (a recreated instance, a cleared disk): stage again, as
 		// serve does.
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the staged copy of %s is gone from the guest; staging it again\n", termsafe.String(sess.State.Workdir))
-		sess, err = stage(ctx, opts, t, plan, sess.State.Workdir, session, log)
+		sess, err = stage(ctx, opts, t, plan, log)
 		return err
 	}
 	// On a terminal the script's lines cannot be told from the command's: whether the copy is
@@ -431,16 +422,17 @@ func (e errConnectionLost) Error() string {
 	return "the connection to the guest was lost: " + e.err.Error()
 }
 
-// stage stages workdir into the guest as the session called session (or resumes or restages
-// it), with progress on stderr.
-func stage(ctx context.Context, opts *Options, t *sessionopen.Target, plan *staging.NetworkPlan, workdir, session string, log *slog.Logger) (*staging.Session, error) {
+// stage stages the planned session into the guest (or resumes or restages it), with progress
+// on stderr.
+func stage(ctx context.Context, opts *Options, t *sessionopen.Target, plan *sessionopen.Plan, log *slog.Logger) (*staging.Session, error) {
 	w := opts.IO.ErrOut
+	workdir := plan.Workdir
 	fmt.Fprintf(w, "limactl-mcp: staging %s into instance %s…\n", termsafe.String(workdir), t.Instance.Name)
 	// Progress for trees that take a while: at most every 2 seconds, and the last step once
 	// some was shown.
 	last, shown := time.Now(), false
-	sess, outcome, err := staging.Open(ctx, t.AgentConn(plan.Agent), t.Store, staging.OpenOptions{
-		Instance: t.Instance.Name, Workdir: workdir, Session: session, Logger: log, GuestPath: plan.GuestPath,
+	sess, outcome, err := plan.OpenOrStage(ctx, staging.OpenOptions{
+		Instance: t.Instance.Name, Logger: log,
 		Select: staging.SelectOptions{Excludes: opts.Excludes, IncludeIgnored: opts.IncludeIgnored},
 		Progress: func(p staging.Progress) {
 			if time.Since(last) < 2*time.Second && (p.Files < p.TotalFiles || !shown) {

@@ -7,15 +7,17 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
-// statusJSON is the output of `status --json`; docs/status-json.md is its schema, and
+// JSON is the output of `status --json`, defined here only (staging.SessionStatus, what it is
+// made from, has no JSON of its own); docs/status-json.md is its schema, and
 // TestStatusJSONSchema keeps the two together.
-type statusJSON struct {
+type JSON struct {
 	SchemaVersion int           `json:"schema_version"`
 	Instance      string        `json:"instance"`
-	Sessions      []sessionJSON `json:"sessions"`
+	Sessions      []SessionJSON `json:"sessions"`
 }
 
-type sessionJSON struct {
+// SessionJSON is a session in JSON.
+type SessionJSON struct {
 	Workdir string `json:"workdir"`
 	// Session is the session's name, left out for the unnamed session.
 	Session   string    `json:"session,omitempty"`
@@ -31,12 +33,13 @@ type sessionJSON struct {
 	// Network is the session's network policy and, under one, what the agent did.
 	Network *staging.NetworkReport `json:"network"`
 	// Checkpoints is always a list ([] when there are none or they could not be listed).
-	Checkpoints      []checkpointJSON `json:"checkpoints"`
+	Checkpoints      []CheckpointJSON `json:"checkpoints"`
 	CheckpointBytes  int64            `json:"checkpoint_bytes"`
 	CheckpointsError string           `json:"checkpoints_error,omitempty"`
 }
 
-type checkpointJSON struct {
+// CheckpointJSON is a checkpoint in SessionJSON.
+type CheckpointJSON struct {
 	ID          int    `json:"id"`
 	Label       string `json:"label,omitempty"`
 	Auto        bool   `json:"auto,omitempty"`
@@ -46,20 +49,20 @@ type checkpointJSON struct {
 	StoredBytes int64  `json:"stored_bytes"`
 }
 
-func toJSON(instance string, sts []staging.SessionStatus) statusJSON {
-	out := statusJSON{SchemaVersion: 1, Instance: instance, Sessions: make([]sessionJSON, 0, len(sts))}
+func toJSON(instance string, sts []staging.SessionStatus) JSON {
+	out := JSON{SchemaVersion: 1, Instance: instance, Sessions: make([]SessionJSON, 0, len(sts))}
 	for _, s := range sts {
 		pending := s.Pending
 		if pending == nil {
 			pending = map[staging.Kind]int{}
 		}
-		cps := make([]checkpointJSON, 0, len(s.Checkpoints))
+		cps := make([]CheckpointJSON, 0, len(s.Checkpoints))
 		for _, c := range s.Checkpoints {
 			id, _ := strconv.Atoi(c.ID) // checked: a number (guest/replies_checkpoint.go)
-			cps = append(cps, checkpointJSON{ID: id, Label: c.Label, Auto: c.Auto, Time: time.UnixMilli(c.TimeMillis).UTC().Format(time.RFC3339Nano),
+			cps = append(cps, CheckpointJSON{ID: id, Label: c.Label, Auto: c.Auto, Time: time.UnixMilli(c.TimeMillis).UTC().Format(time.RFC3339Nano),
 				Files: c.Files, Bytes: c.Bytes, StoredBytes: c.Stored})
 		}
-		out.Sessions = append(out.Sessions, sessionJSON{
+		out.Sessions = append(out.Sessions, SessionJSON{
 			Workdir: s.Workdir, Session: s.Session, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
 			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error, Network: s.Network,
 			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError,

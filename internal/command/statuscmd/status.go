@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -35,21 +36,18 @@ type Options struct {
 // Run shows the status.
 func Run(ctx context.Context, opts *Options) error {
 	ios := opts.IO
-	only, err := staging.ParseSessionName(opts.Session)
+	ref, err := cmdutil.ResolveInstance(cmdutil.Selector{IO: ios, Verb: "status", Instance: opts.Instance, Session: opts.Session, Open: opts.Open})
 	if err != nil {
 		return err
 	}
-	open := opts.Open
-	if open == nil {
-		open = sessionopen.HostOpener(ios.ErrOut)
-	}
+	only := ref.Session
 	// On a terminal, a wait of seconds (connecting, scanning each staged copy) shows progress.
 	if ios.IsStdoutTTY() && !opts.JSON {
 		fmt.Fprintf(ios.ErrOut, "Connecting to %s… reading its staged sessions…\n", termsafe.String(opts.Instance))
 	}
-	t, err := open(ctx, opts.Instance)
+	t, err := ref.OpenInstance(ctx)
 	if err != nil {
-		return sessionopen.WithCommand(err, "status")
+		return err
 	}
 	defer t.Close()
 	sts, err := staging.Statuses(ctx, t.Conn, t.ConnFor, t.Store, t.ConnErr)

@@ -51,7 +51,7 @@ func TestStatus(t *testing.T) {
 
 	var st struct {
 		Instance string                  `json:"instance"`
-		Sessions []staging.SessionStatus `json:"sessions"`
+		Sessions []statuscmd.SessionJSON `json:"sessions"`
 	}
 	if err := json.Unmarshal([]byte(run(t, f.Opener(), true)), &st); err != nil {
 		t.Fatal(err)

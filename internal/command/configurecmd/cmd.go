@@ -1,4 +1,4 @@
-package main
+package configurecmd
 
 import (
 	"context"
@@ -8,14 +8,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/agentconfig"
-	"github.com/limactl-mcp/limactl-mcp/internal/command/configurecmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
-	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 )
 
-// newConfigureCmd is `configure`; runF, when a test gives one, runs instead of configurecmd.Run.
-func newConfigureCmd(ios *iostreams.IOStreams, runF func(context.Context, *configurecmd.Options) error) *cobra.Command {
-	opts := &configurecmd.Options{IO: ios}
+// NewCmd is `configure`: the cobra command, which binds the command line into Options and calls Run
+// (runF instead, when a test gives one: Options and Run are tested without cobra).
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:   "configure AGENT | --list",
 		Short: "Configure an AI agent (claude, gemini, codex, cursor, opencode, vscode, zed) to use \"limactl mcp serve\" for its tools",
@@ -70,22 +70,22 @@ are off; it writes nothing.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return configurecmd.Run(cmd.Context(), opts)
+			return Run(cmd.Context(), opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&opts.Instance, "instance", "default", "Lima instance the agent's tools run in")
-	f.BoolVar(&opts.User, "user", false, "Configure the user's global config instead of the project's")
-	f.BoolVar(&opts.DryRun, "dry-run", false, "Show the changes as a diff and write nothing")
-	f.BoolVar(&opts.DisableBuiltinTools, "disable-builtin-tools", false, "Also turn off the agent's own file and shell tools, where it can")
-	f.StringVar(&opts.Name, "name", "lima", "Name of the MCP server in the agent's config")
-	f.StringVar(&opts.Workdir, "workdir", "", "Project directory (default: the current directory)")
+	flags := cmd.Flags()
+	flags.StringVar(&opts.Instance, "instance", "default", "Lima instance the agent's tools run in")
+	flags.BoolVar(&opts.User, "user", false, "Configure the user's global config instead of the project's")
+	flags.BoolVar(&opts.DryRun, "dry-run", false, "Show the changes as a diff and write nothing")
+	flags.BoolVar(&opts.DisableBuiltinTools, "disable-builtin-tools", false, "Also turn off the agent's own file and shell tools, where it can")
+	flags.StringVar(&opts.Name, "name", "lima", "Name of the MCP server in the agent's config")
+	flags.StringVar(&opts.Workdir, "workdir", "", "Project directory (default: the current directory)")
 	_ = cmd.MarkFlagDirname("workdir")
-	f.BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
-	f.StringVar(&opts.Network, "network", "", "Start the server with this network `POLICY` (serve --network: none, allow:HOST[,HOST...] or open)")
-	f.StringVar(&opts.Session, "session", "", "Start the server on this session `NAME` of the project (serve --session): a staged copy of this agent's own, reviewed separately (docs/sessions.md)")
-	f.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
-	f.BoolVar(&opts.List, "list", false, "Show which agents are configured for the project (or with --user) and write nothing")
+	flags.BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
+	flags.StringVar(&opts.Network, "network", "", "Start the server with this network `POLICY` (serve --network: none, allow:HOST[,HOST...] or open)")
+	flags.StringVar(&opts.Session, "session", "", "Start the server on this session `NAME` of the project (serve --session): a staged copy of this agent's own, reviewed separately (docs/sessions.md)")
+	flags.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
+	flags.BoolVar(&opts.List, "list", false, "Show which agents are configured for the project (or with --user) and write nothing")
 	cmd.MarkFlagsMutuallyExclusive("list", "dry-run")
 	cmd.MarkFlagsMutuallyExclusive("list", "create")
 	cmd.MarkFlagsMutuallyExclusive("list", "disable-builtin-tools")

@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 import (
 	"context"
@@ -9,45 +9,45 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 )
 
-// instanceArg is the instance named on the command line, or Lima's default.
-func instanceArg(args []string) string {
+// InstanceArg is the instance named on the command line, or Lima's default.
+func InstanceArg(args []string) string {
 	if len(args) > 0 {
 		return args[0]
 	}
 	return instance.DefaultName
 }
 
-// addWorkdirFlag binds --workdir, which picks the working directory of a session.
-func addWorkdirFlag(cmd *cobra.Command, workdir *string) {
+// AddWorkdirFlag binds --workdir, which picks the working directory of a session.
+func AddWorkdirFlag(cmd *cobra.Command, workdir *string) {
 	cmd.Flags().StringVar(workdir, "workdir", "", "Working directory (default: the current directory)")
 }
 
-// addSessionFlag binds --session, which picks one of a working directory's staged sessions
+// AddSessionFlag binds --session, which picks one of a working directory's staged sessions
 // (docs/sessions.md).
-func addSessionFlag(cmd *cobra.Command, session *string, usage string) {
+func AddSessionFlag(cmd *cobra.Command, session *string, usage string) {
 	cmd.Flags().StringVar(session, "session", "", usage)
 }
 
-// sessionUsage is the --session help of the commands that act on one session.
-const sessionUsage = "The working directory's session `NAME`: a separate staged copy, reviewed separately (default: the unnamed session; see docs/sessions.md)"
+// SessionUsage is the --session help of the commands that act on one session.
+const SessionUsage = "The working directory's session `NAME`: a separate staged copy, reviewed separately (default: the unnamed session; see docs/sessions.md)"
 
-// addStagingFlags binds the flags that shape what a session stages.
-func addStagingFlags(cmd *cobra.Command, excludes *[]string, includeIgnored *bool) {
+// AddStagingFlags binds the flags that shape what a session stages.
+func AddStagingFlags(cmd *cobra.Command, excludes *[]string, includeIgnored *bool) {
 	cmd.Flags().StringArrayVar(excludes, "exclude", nil, "Do not stage paths matching this gitignore-style `PATTERN` (repeatable)")
 	cmd.Flags().BoolVar(includeIgnored, "include-ignored", false, "Also stage what .gitignore ignores (the project ignore file and --exclude still apply)")
 }
 
-// addNetworkFlag adds --network: the session's network policy, kept with the session until the
+// AddNetworkFlag adds --network: the session's network policy, kept with the session until the
 // person changes it (docs/network.md).
-func addNetworkFlag(cmd *cobra.Command, network *string) {
+func AddNetworkFlag(cmd *cobra.Command, network *string) {
 	cmd.Flags().StringVar(network, "network", "", "The agent's network `POLICY`, kept with the session: open (the guest's network, as without limactl-mcp), none (no egress but the guest's loopback), or allow:HOST[,HOST...] (only these host names, *.example.com for subdomains, through a proxy in the guest); default: the session's, else open")
 	_ = cmd.RegisterFlagCompletionFunc("network", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"open", "none", "allow:"}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	})
 }
 
-// completeInstances completes instance names from `limactl list`.
-func completeInstances(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+// CompleteInstances completes instance names from `limactl list`.
+func CompleteInstances(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -1,17 +1,17 @@
-package main
+package reviewcmd
 
 import (
 	"context"
 
 	"github.com/spf13/cobra"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
-	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 )
 
-// newReviewCmd is `review`; runF, when a test gives one, runs instead of reviewcmd.Run.
-func newReviewCmd(ios *iostreams.IOStreams, runF func(context.Context, *reviewcmd.Options) error) *cobra.Command {
-	opts := &reviewcmd.Options{IO: ios}
+// NewCmd is `review`: the cobra command, which binds the command line into Options and calls Run
+// (runF instead, when a test gives one: Options and Run are tested without cobra).
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:   "review [INSTANCE] [PATH...]",
 		Short: "Review the agent's changes and apply what you accept to the host",
@@ -28,28 +28,28 @@ conflict). PATH arguments (after the instance name) limit the review to those pa
   limactl mcp review agent src/ --yes      # accept everything under src/
   limactl mcp review agent --undo          # restore what the last apply changed
   limactl mcp review agent --since 3       # what the agent changed in the guest since checkpoint 3`,
-		ValidArgsFunction: completeInstances,
+		ValidArgsFunction: cmdutil.CompleteInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Instance = instanceArg(args)
+			opts.Instance = cmdutil.InstanceArg(args)
 			if len(args) > 1 {
 				opts.Paths = args[1:]
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return reviewcmd.Run(cmd.Context(), opts)
+			return Run(cmd.Context(), opts)
 		},
 	}
-	addWorkdirFlag(cmd, &opts.Workdir)
-	addSessionFlag(cmd, &opts.Session, sessionUsage)
-	f := cmd.Flags()
-	f.BoolVarP(&opts.Yes, "yes", "y", false, "Apply every change that is not a conflict, without asking (conflicts are listed, not applied)")
-	f.BoolVar(&opts.DryRun, "dry-run", false, "Show what would be written, and write nothing")
-	f.BoolVar(&opts.Patch, "patch", false, "Print the changes as a unified diff that `git apply` accepts, and write nothing")
-	f.BoolVar(&opts.JSON, "json", false, "Print the changeset as JSON, and write nothing")
-	f.BoolVar(&opts.Accessible, "accessible", false, "Plain prompts for screen readers instead of the full-screen interface")
-	f.BoolVar(&opts.Undo, "undo", false, "Restore what the last apply overwrote or deleted")
-	f.StringVar(&opts.Since, "since", "", "Show only what changed in the guest copy since this checkpoint (summary, --patch or --json), and write nothing")
+	cmdutil.AddWorkdirFlag(cmd, &opts.Workdir)
+	cmdutil.AddSessionFlag(cmd, &opts.Session, cmdutil.SessionUsage)
+	flags := cmd.Flags()
+	flags.BoolVarP(&opts.Yes, "yes", "y", false, "Apply every change that is not a conflict, without asking (conflicts are listed, not applied)")
+	flags.BoolVar(&opts.DryRun, "dry-run", false, "Show what would be written, and write nothing")
+	flags.BoolVar(&opts.Patch, "patch", false, "Print the changes as a unified diff that `git apply` accepts, and write nothing")
+	flags.BoolVar(&opts.JSON, "json", false, "Print the changeset as JSON, and write nothing")
+	flags.BoolVar(&opts.Accessible, "accessible", false, "Plain prompts for screen readers instead of the full-screen interface")
+	flags.BoolVar(&opts.Undo, "undo", false, "Restore what the last apply overwrote or deleted")
+	flags.StringVar(&opts.Since, "since", "", "Show only what changed in the guest copy since this checkpoint (summary, --patch or --json), and write nothing")
 	cmd.MarkFlagsMutuallyExclusive("since", "yes")
 	cmd.MarkFlagsMutuallyExclusive("since", "undo")
 	cmd.MarkFlagsMutuallyExclusive("since", "dry-run")

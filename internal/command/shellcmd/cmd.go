@@ -1,17 +1,17 @@
-package main
+package shellcmd
 
 import (
 	"context"
 
 	"github.com/spf13/cobra"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/command/shellcmd"
-	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 )
 
-// newShellCmd is `shell`; runF, when a test gives one, runs instead of shellcmd.Run.
-func newShellCmd(ios *iostreams.IOStreams, runF func(context.Context, *shellcmd.Options) error) *cobra.Command {
-	opts := &shellcmd.Options{IO: ios}
+// NewCmd is `shell`: the cobra command, which binds the command line into Options and calls Run
+// (runF instead, when a test gives one: Options and Run are tested without cobra).
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:   "shell [flags] [INSTANCE] [-- COMMAND [ARG...]]",
 		Short: "Run a command (or a login shell) in the VM on the staged copy of the working directory, then review",
@@ -35,16 +35,16 @@ unless --sync is given.`,
   limactl mcp shell --yes agent -- make test                   # scripts: apply every non-conflict
   limactl mcp shell --agent-env agent -- codex                 # with the agents' API keys
   limactl mcp shell --env GITHUB_TOKEN --no-review agent -- gemini`,
-		ValidArgsFunction: completeInstances,
+		ValidArgsFunction: cmdutil.CompleteInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
 			case dash == 0: // limactl mcp shell -- CMD...: the default instance
-				opts.Instance, opts.Command = instanceArg(nil), args
+				opts.Instance, opts.Command = cmdutil.InstanceArg(nil), args
 			case len(args) > 0:
 				opts.Instance, opts.Command = args[0], args[1:]
 			default:
-				opts.Instance = instanceArg(nil)
+				opts.Instance = cmdutil.InstanceArg(nil)
 			}
 			if len(opts.Command) > 0 && opts.Command[0] == "--" {
 				opts.Command = opts.Command[1:]
@@ -55,23 +55,23 @@ unless --sync is given.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return shellcmd.Run(cmd.Context(), opts)
+			return Run(cmd.Context(), opts)
 		},
 	}
 	// Everything after INSTANCE is the command, its flags included (as in limactl shell).
 	cmd.Flags().SetInterspersed(false)
-	addWorkdirFlag(cmd, &opts.Workdir)
-	addSessionFlag(cmd, &opts.Session, sessionUsage)
-	addStagingFlags(cmd, &opts.Excludes, &opts.IncludeIgnored)
-	addNetworkFlag(cmd, &opts.Network)
-	f := cmd.Flags()
-	f.StringVar(&opts.Shell, "shell", "", "Shell interpreter in the guest, e.g. /bin/bash (default: the guest user's login shell)")
-	f.StringArrayVar(&opts.Env, "env", nil, "Pass the host's environment variable `NAME` to the guest, or set NAME=VALUE (repeatable)")
-	f.BoolVar(&opts.AgentEnv, "agent-env", false, "Pass the API keys and endpoints of the known agents that are set on the host (see docs/shell.md)")
-	f.BoolVar(&opts.Sync, "sync", false, "Bring host edits made since the copy was staged or last synced into it first (as `limactl mcp sync`)")
-	f.BoolVarP(&opts.Yes, "yes", "y", false, "After the command, apply every change that is not a conflict, without asking (conflicts are listed, not applied)")
-	f.BoolVar(&opts.NoReview, "no-review", false, "After the command, leave the changes pending in the guest copy (review them later with `limactl mcp review`)")
-	f.BoolVar(&opts.Accessible, "accessible", false, "Plain prompts for screen readers instead of the full-screen review")
+	cmdutil.AddWorkdirFlag(cmd, &opts.Workdir)
+	cmdutil.AddSessionFlag(cmd, &opts.Session, cmdutil.SessionUsage)
+	cmdutil.AddStagingFlags(cmd, &opts.Excludes, &opts.IncludeIgnored)
+	cmdutil.AddNetworkFlag(cmd, &opts.Network)
+	flags := cmd.Flags()
+	flags.StringVar(&opts.Shell, "shell", "", "Shell interpreter in the guest, e.g. /bin/bash (default: the guest user's login shell)")
+	flags.StringArrayVar(&opts.Env, "env", nil, "Pass the host's environment variable `NAME` to the guest, or set NAME=VALUE (repeatable)")
+	flags.BoolVar(&opts.AgentEnv, "agent-env", false, "Pass the API keys and endpoints of the known agents that are set on the host (see docs/shell.md)")
+	flags.BoolVar(&opts.Sync, "sync", false, "Bring host edits made since the copy was staged or last synced into it first (as `limactl mcp sync`)")
+	flags.BoolVarP(&opts.Yes, "yes", "y", false, "After the command, apply every change that is not a conflict, without asking (conflicts are listed, not applied)")
+	flags.BoolVar(&opts.NoReview, "no-review", false, "After the command, leave the changes pending in the guest copy (review them later with `limactl mcp review`)")
+	flags.BoolVar(&opts.Accessible, "accessible", false, "Plain prompts for screen readers instead of the full-screen review")
 	cmd.MarkFlagsMutuallyExclusive("yes", "no-review")
 	return cmd
 }

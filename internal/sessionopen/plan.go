@@ -1,0 +1,86 @@
+package sessionopen
+
+import (
+	"context"
+	"errors"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// Lookup is the stored state of the session called session ("" for the unnamed one) of
+// workdir exactly (no directory above it: see Find), nil when there is none. With Find and
+// Session it is how a command looks a session up: no command reads the store itself.
+func (t *Target) Lookup(workdir, session string) (*staging.State, error) {
+	st, _, err := t.Store.LoadSession(workdir, session)
+	if errors.Is(err, staging.ErrNoSession) {
+		return nil, nil
+	}
+	return st, err
+}
+
+// Plan is how serve and shell open, or stage, the session of a working directory under its
+// network policy: the one place that turns a stored session and --network into a connection
+// and a staging. Review, sync, restore and discard never stage: they use OpenSession.
+type Plan struct {
+	// Workdir and Session name the session (Session "" for the unnamed one).
+	Workdir, Session string
+	// Stored is the session's stored state when it was planned (nil: not staged yet).
+	Stored *staging.State
+	// Net is the network plan: the policy, the agent, where a new copy goes, the release.
+	Net *staging.NetworkPlan
+
+	t *Target
+}
+
+// PlanSession plans the session called session of workdir, stored as stored (nil when there is
+// none: see Lookup), under requested (--network as given; "" keeps the session's policy).
+func (t *Target) PlanSession(workdir, session string, stored *staging.State, requested string) (*Plan, error) {
+	net, err := staging.PlanNetwork(workdir, session, stored, requested)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Workdir: workdir, Session: session, Stored: stored, Net: net, t: t}, nil
+}
+
+// Changes says that a stored session's network policy changes (from Net.Previous to
+// Net.Network): worth a line to the person.
+func (p *Plan) Changes() bool {
+	return p.Net.Network != p.Net.Previous && p.Stored != nil
+}
+
+// Conn is the session's connection: its agent user's under a network policy (made on first
+// use, closed with the Target), else the Lima user's. Nil when the Target has no connection.
+func (p *Plan) Conn() *guest.Conn {
+	return p.t.AgentConn(p.Net.Agent)
+}
+
+// Release makes the earlier policy's agent user hand the copy back to the Lima user, when the
+// session goes back to "open" (Net.Release), through the Lima user's connection; done once.
+// The state is read again: serve releases at its first staging, not when it planned.
+func (p *Plan) Release(ctx context.Context) error {
+	if p.Net.Release == "" {
+		return nil
+	}
+	st, _, err := p.t.Store.LoadSession(p.Workdir, p.Session)
+	if err != nil {
+		return err
+	}
+	if err := staging.ReleaseAgent(ctx, p.t.Conn, st); err != nil {
+		return err
+	}
+	p.Net.Release = ""
+	return nil
+}
+
+// OpenOrStage resumes the session, or stages it (staging.Open), on the session's connection:
+// a pending Release first, the copy of a new session where the plan puts it. opts gives the
+// rest (Instance, Select, Fresh, Progress, Logger); its Workdir, Session and GuestPath are
+// the plan's. Recording the policy (Session.SetNetwork) is the caller's, when it is settled.
+func (p *Plan) OpenOrStage(ctx context.Context, opts staging.OpenOptions) (*staging.Session, staging.Outcome, error) {
+	if err := p.Release(ctx); err != nil {
+		return nil, "", err
+	}
+	opts.Workdir, opts.Session, opts.GuestPath = p.Workdir, p.Session, p.Net.GuestPath
+	return staging.Open(ctx, p.Conn(), p.t.Store, opts)
+}
