@@ -1,15 +1,21 @@
 #!/bin/bash
 # Validate .goreleaser.yaml and build a release snapshot, as CI does: installs GoReleaser
-# $GORELEASER_VERSION (through the Go module proxy, cached in $TOOLS_BIN), runs `goreleaser check`,
-# then `goreleaser release --snapshot --clean --skip=publish` (every build, archive, checksum and
-# the Homebrew cask, written to dist/, nothing published; needs no tag, token or network beyond
-# the module proxy), and checks that the linux/amd64 binary reports the snapshot version.
+# $GORELEASER_VERSION and cyclonedx-gomod $CYCLONEDX_GOMOD_VERSION (the SBOM tool .goreleaser.yaml
+# runs; both through the Go module proxy, cached in $TOOLS_BIN), runs `goreleaser check`, then
+# `goreleaser release --snapshot --clean --skip=publish,sign` (every build, archive, SBOM,
+# checksum and the Homebrew cask, written to dist/, nothing published, nothing signed: keyless
+# signing needs the release workflow's OIDC identity; needs no tag, token or network beyond the
+# module proxy), and checks that the linux/amd64 binary reports the snapshot version, that every
+# archive and SBOM is in checksums.txt (the file the release signs) with its right SHA-256, and
+# that each SBOM is a CycloneDX document naming this module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v go >/dev/null 2>&1 || export PATH=$PATH:/usr/local/go/bin
 GO=${GO:-go}
 GORELEASER_VERSION=${GORELEASER_VERSION:-v2.15.1}
+# Keep in step with CYCLONEDX_GOMOD_VERSION in .github/workflows/release.yml.
+CYCLONEDX_GOMOD_VERSION=${CYCLONEDX_GOMOD_VERSION:-v1.10.0}
 TOOLS_DIR=${TOOLS_DIR:-/var/cache/limactl-mcp-tools}
 TOOLS_BIN=${TOOLS_BIN:-$TOOLS_DIR/bin}
 goreleaser=$TOOLS_BIN/goreleaser
@@ -54,11 +60,27 @@ EOM
   have_goreleaser || { echo "installed $goreleaser is not GoReleaser $GORELEASER_VERSION" >&2; exit 1; }
 fi
 
+cdx=$TOOLS_BIN/cyclonedx-gomod
+have_cdx() {
+  [ -x "$cdx" ] &&
+    "$GO" version -m "$cdx" 2>/dev/null |
+    grep -Eq "^[[:space:]]+mod[[:space:]]+github.com/CycloneDX/cyclonedx-gomod[[:space:]]+$CYCLONEDX_GOMOD_VERSION[[:space:]]"
+}
+if ! have_cdx; then
+  phase "installing cyclonedx-gomod $CYCLONEDX_GOMOD_VERSION into $TOOLS_BIN"
+  mkdir -p "$TOOLS_BIN"
+  CGO_ENABLED=0 GOBIN=$TOOLS_BIN GOFLAGS=-buildvcs=false \
+    "$GO" install "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION"
+  have_cdx || { echo "installed $cdx is not cyclonedx-gomod $CYCLONEDX_GOMOD_VERSION" >&2; exit 1; }
+fi
+# .goreleaser.yaml runs the SBOM tool by name.
+export PATH=$TOOLS_BIN:$PATH
+
 phase "goreleaser check"
 "$goreleaser" check
 
-phase "goreleaser release --snapshot --clean --skip=publish"
-"$goreleaser" release --snapshot --clean --skip=publish
+phase "goreleaser release --snapshot --clean --skip=publish,sign"
+"$goreleaser" release --snapshot --clean --skip=publish,sign
 
 phase "verifying the snapshot"
 # dist/metadata.json is one JSON object; its "version" is the snapshot version stamped in.
@@ -79,4 +101,18 @@ for f in checksums.txt homebrew/Casks/limactl-mcp.rb \
 done
 tar -tzf "dist/limactl-mcp_${version}_darwin_arm64.tar.gz" | grep -qx limactl-mcp ||
   { echo "the darwin/arm64 archive has no limactl-mcp at its top" >&2; exit 1; }
-echo "ok: $got; archives, checksums and dist/homebrew/Casks/limactl-mcp.rb in dist/ ($((SECONDS - t0)) s)"
+# Signed-ready: checksums.txt, the one file the release signs, covers every archive and SBOM.
+for os in darwin linux; do
+  for arch in amd64 arm64; do
+    for f in "limactl-mcp_${version}_${os}_${arch}.tar.gz" "limactl-mcp_${version}_${os}_${arch}.sbom.cdx.json"; do
+      [ -s "dist/$f" ] || { echo "dist/$f is missing" >&2; exit 1; }
+      sum=$(sha256sum "dist/$f" | cut -d' ' -f1)
+      grep -qxF "$sum  $f" dist/checksums.txt ||
+        { echo "dist/checksums.txt does not list $f with its SHA-256 $sum" >&2; exit 1; }
+    done
+    sbom=dist/limactl-mcp_${version}_${os}_${arch}.sbom.cdx.json
+    grep -q '"bomFormat": *"CycloneDX"' "$sbom" && grep -q 'github.com/limactl-mcp/limactl-mcp' "$sbom" ||
+      { echo "$sbom is not a CycloneDX SBOM of github.com/limactl-mcp/limactl-mcp" >&2; exit 1; }
+  done
+done
+echo "ok: $got; archives, SBOMs, checksums and dist/homebrew/Casks/limactl-mcp.rb in dist/ ($((SECONDS - t0)) s)"
