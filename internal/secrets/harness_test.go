@@ -52,7 +52,8 @@ type harness struct {
 	mu   sync.Mutex
 	seen []seenRequest // every request a fake got
 
-	sseStep chan struct{}
+	sseStep   chan struct{}
+	serveErrs []error
 }
 
 type seenRequest struct {
@@ -257,7 +258,11 @@ func (h *harness) frontConn(ctx context.Context, conn net.Conn) {
 	target := req.Host
 	if h.set.Bound(target) {
 		io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n")
-		h.relay.Serve(ctx, &bufferedConn{Conn: conn, r: br}, target)
+		if err := h.relay.Serve(ctx, &bufferedConn{Conn: conn, r: br}, target); err != nil {
+			h.mu.Lock()
+			h.serveErrs = append(h.serveErrs, err)
+			h.mu.Unlock()
+		}
 		return
 	}
 	up, err := h.dial(ctx, "tcp", target)

@@ -1,13 +1,17 @@
 package secrets
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -179,3 +183,45 @@ func TestRelayRandomHostileRequests(t *testing.T) {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// TestRelayUntrustedCA: a client that does not trust the session CA gets no answer, and the
+// relay's error and log say what to fix.
+func TestRelayUntrustedCA(t *testing.T) {
+	h := newHarness(t)
+	conn, err := net.DialTimeout("tcp", h.front, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Minute))
+	io.WriteString(conn, "CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n")
+	br := bufio.NewReader(conn)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	tc := tls.Client(&bufferedConn{Conn: conn, r: br}, &tls.Config{ServerName: anthropicHost}) // the host's roots only
+	if err := tc.Handshake(); err == nil {
+		t.Fatal("a client without the session CA accepted the relay's certificate")
+	}
+	tc.Close()
+	// The relay's answer comes once it has read the alert: wait for it, bounded.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		h.mu.Lock()
+		errs := slices.Clone(h.serveErrs)
+		h.mu.Unlock()
+		if len(errs) > 0 {
+			if !strings.Contains(errs[0].Error(), "does not trust the session CA") {
+				t.Errorf("error: %v", errs[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relay said nothing")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if uses, _ := h.log.Uses(); len(uses) != 1 || !strings.Contains(uses[0].Err, "does not trust") {
+		t.Errorf("uses %+v", uses)
+	}
+}

@@ -174,7 +174,13 @@ func (c *session) serve(ctx context.Context, conn net.Conn) error {
 	err = tc.HandshakeContext(hctx)
 	hcancel()
 	if err != nil {
-		return fmt.Errorf("secrets relay: TLS with the guest for %s: %w", c.host, err)
+		err = fmt.Errorf("secrets relay: TLS with the guest for %s: %w", c.host, err)
+		// crypto/tls gives a received alert as an unexported type: its text is what there is.
+		if msg := err.Error(); strings.Contains(msg, "remote error: tls: bad certificate") || strings.Contains(msg, "remote error: tls: unknown certificate authority") {
+			err = fmt.Errorf("%w: the client in the guest does not trust the session CA (%s); it needs it in the system store or in the variable it reads (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO)", err, CACertFile)
+			r.record(Use{Time: time.Now(), Host: c.target, Err: "the client does not trust the session CA"})
+		}
+		return err
 	}
 	c.clientTLS = tc
 	cr.r = tc
