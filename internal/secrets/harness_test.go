@@ -151,7 +151,7 @@ func (h *harness) startFake(t testing.TB, host string) string {
 		t.Fatal(err)
 	}
 	srv := &http.Server{ErrorLog: log.New(io.Discard, "", 0), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		dump, _ := httputil.DumpRequest(r, true)
+		dump, _ := httputil.DumpRequest(r, r.URL.Path != "/hangup") // /hangup never reads its body
 		h.mu.Lock()
 		h.seen = append(h.seen, seenRequest{host: host, dump: string(dump), req: r})
 		h.mu.Unlock()
@@ -207,6 +207,11 @@ func (h *harness) answer(host string, w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, pkt("# service=git-upload-pack\n")+"0000"+
 			pkt("1111111111111111111111111111111111111111 HEAD\x00symref=HEAD:refs/heads/main agent=fake\n")+
 			pkt("1111111111111111111111111111111111111111 refs/heads/main\n")+"0000")
+	case r.URL.Path == "/hangup":
+		// A provider that drops the connection before answering.
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
 	case r.URL.Path == "/big":
 		w.Write([]byte(strings.Repeat("x", 1<<20)))
 	default:

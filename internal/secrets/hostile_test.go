@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -127,6 +128,21 @@ func TestRelayUpstreamFailure(t *testing.T) {
 	}
 	if n := len(h.requests(anthropicHost)); n != 0 {
 		t.Errorf("the untrusted provider got %d requests", n)
+	}
+	// A provider that hangs up while the guest still owes part of its body: the guest gets a
+	// 502 at once, not after the idle bound (10 min here; the exchange gives up after 2).
+	h.relay.RootCAs = x509.NewCertPool()
+	h.relay.RootCAs.AddCert(h.fakeCA.Certificate())
+	h.relay.IdleTimeout = 10 * time.Minute
+	tc, err := h.rawTLS(t, "api.anthropic.com:443", anthropicHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	io.WriteString(tc, "POST /hangup HTTP/1.1\r\nHost: api.anthropic.com\r\nContent-Length: 100\r\n\r\n0123456789")
+	all, err := io.ReadAll(tc)
+	if err != nil || !strings.HasPrefix(string(all), "HTTP/1.1 502") {
+		t.Errorf("hang-up: %q %v", all, err)
 	}
 }
 

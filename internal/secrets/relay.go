@@ -253,6 +253,11 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 		return fail(http.StatusBadGateway, "%s: %v", c.target, err)
 	}
 	use.Secrets = injected // from here on the values may have left
+	if req.Body != nil && req.Body != http.NoBody {
+		// The header goes out before the body is read: a provider may answer (or refuse)
+		// at once, and a body that comes slowly is sent as it comes.
+		req.Body = &flushFirst{ReadCloser: req.Body, w: c.upW}
+	}
 	wrote := make(chan error, 1)
 	go func() {
 		err := req.Write(c.upW)
@@ -265,15 +270,14 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 	for {
 		resp, err = http.ReadResponse(c.upR, req)
 		if err != nil {
-			c.up.Close() // ends the writer too
-			<-wrote
-			return fail(http.StatusBadGateway, "%s: reading the response: %v", c.target, err)
+			keep, ferr := fail(http.StatusBadGateway, "%s: reading the response: %v", c.target, err)
+			c.abort(wrote)
+			return keep, ferr
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			c.writeHead(resp, nil)
 			if err := c.clientW.Flush(); err != nil {
-				c.up.Close()
-				<-wrote
+				c.abort(wrote)
 				return false, err
 			}
 			continue
@@ -290,8 +294,7 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		if !upgrade {
-			c.up.Close()
-			<-wrote
+			c.abort(wrote)
 			return false, errors.New("secrets relay: 101 to a request that asked for no upgrade")
 		}
 		c.writeHead(resp, nil)
@@ -314,6 +317,14 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 		return false, fmt.Errorf("secrets relay: sending the request to %s: %w", c.target, werr)
 	}
 	return !resp.Close && !req.Close, nil
+}
+
+// abort ends both sides of a round trip that went wrong, and waits for its request's writer
+// (which may be reading the guest's body, or writing to the provider).
+func (c *session) abort(wrote <-chan error) {
+	c.up.Close()
+	c.clientTLS.Close()
+	<-wrote
 }
 
 func (c *session) sameHost(h string) bool {
@@ -503,6 +514,19 @@ func capPath(p string) string {
 		return p[:maxLoggedPath] + "…"
 	}
 	return p
+}
+
+// flushFirst flushes w before each read of the body it wraps.
+type flushFirst struct {
+	io.ReadCloser
+	w *bufio.Writer
+}
+
+func (f *flushFirst) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, err
+	}
+	return f.ReadCloser.Read(p)
 }
 
 // limitReader caps the bytes read while remain >= 0 (a request's header), like net/http's
