@@ -254,8 +254,8 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 	}
 	use.Secrets = injected // from here on the values may have left
 	if req.Body != nil && req.Body != http.NoBody {
-		// The header goes out before the body is read: a provider may answer (or refuse)
-		// at once, and a body that comes slowly is sent as it comes.
+		// net/http sends the header before reading the body; this sends each piece of a
+		// body that comes slowly as it comes, not when 32 KiB have gathered.
 		req.Body = &flushFirst{ReadCloser: req.Body, w: c.upW}
 	}
 	wrote := make(chan error, 1)
