@@ -1,0 +1,651 @@
+package secrets
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of a Relay.
+const (
+	DefaultMaxHeaderBytes   = 64 << 10
+	DefaultIdleTimeout      = 10 * time.Minute
+	DefaultHandshakeTimeout = 30 * time.Second
+	maxLoggedPath           = 200
+)
+
+// ErrNotBound is Serve's answer for a target that is not a bound host: the relay never
+// terminates TLS for it (the caller tunnels such a connection itself, opaquely).
+var ErrNotBound = errors.New("secrets relay: not a bound host")
+
+// InjectHeaders are the request headers where the relay replaces a placeholder by its value:
+// the ones clients put keys in (Authorization: Bearer, token or Basic — Basic decoded,
+// replaced and encoded again —, Anthropic's x-api-key, Google's x-goog-api-key, Azure's
+// api-key). A placeholder anywhere else (another header, the path, the body) stays a
+// placeholder; so does one in the URL query, but for its key= parameter (Gemini's ?key=).
+var InjectHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Api-Key"}
+
+// Use is one request the relay forwarded to a bound host: what the session log keeps. It
+// never holds a value.
+type Use struct {
+	Time time.Time
+	// Host is the bound host:port.
+	Host string
+	// Secrets are the names of the secrets put into the request (none: it went without).
+	Secrets []string
+	Method  string
+	// Path is the request's path, without its query, capped.
+	Path string
+	// Status is the response's status code (0: none came).
+	Status int
+	// Err says why the request failed, if it did.
+	Err string
+}
+
+// Recorder takes every Use. It must not block for long (the request waits for it).
+type Recorder interface {
+	Record(Use)
+}
+
+// Relay is a session's injecting relay. Its zero value is not usable: Set and CA are needed.
+type Relay struct {
+	Set *Set
+	CA  *CA
+	// Recorder takes the log of uses (nil: none).
+	Recorder Recorder
+	// Dial reaches a bound host:port (default: a net.Dialer; tests point it at a fake
+	// provider).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RootCAs verify the bound hosts (nil: the host's roots; tests add the fake provider's
+	// CA).
+	RootCAs *x509.CertPool
+	// MaxHeaderBytes caps a request's header (default DefaultMaxHeaderBytes).
+	MaxHeaderBytes int
+	// IdleTimeout bounds every wait for a byte from either side, and every write (default
+	// DefaultIdleTimeout: a model may think for minutes before its first byte).
+	IdleTimeout time.Duration
+	// HandshakeTimeout bounds each TLS handshake and the dial (default
+	// DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
+}
+
+// Serve relays one connection from the guest side, already addressed to target (host:port),
+// until either side ends it, and closes it. For a target that is not a bound host it returns
+// ErrNotBound at once, without reading or writing a byte. For a bound host it terminates TLS
+// with the CA's leaf (HTTP/1.1 only), puts each bound secret's value in place of its
+// placeholder in InjectHeaders and key=, and forwards each request to the real host over TLS
+// verified with RootCAs. A failure never sends anything towards the guest but an error
+// response: never a value.
+func (r *Relay) Serve(ctx context.Context, conn net.Conn, target string) error {
+	defer conn.Close()
+	target = strings.ToLower(target)
+	host, port, err := net.SplitHostPort(target)
+	if err != nil || r.Set == nil || r.CA == nil || !r.Set.Bound(target) {
+		return ErrNotBound
+	}
+	c := &session{relay: r, target: target, host: host, port: port, secrets: r.Set.For(target)}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		conn.Close()
+		c.closeUp()
+	})
+	defer stop()
+	defer c.closeUp()
+	return c.serve(ctx, conn)
+}
+
+func (r *Relay) idle() time.Duration {
+	if r.IdleTimeout > 0 {
+		return r.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}
+
+func (r *Relay) handshakeTimeout() time.Duration {
+	if r.HandshakeTimeout > 0 {
+		return r.HandshakeTimeout
+	}
+	return DefaultHandshakeTimeout
+}
+
+func (r *Relay) maxHeader() int {
+	if r.MaxHeaderBytes > 0 {
+		return r.MaxHeaderBytes
+	}
+	return DefaultMaxHeaderBytes
+}
+
+func (r *Relay) record(u Use) {
+	if r.Recorder != nil {
+		r.Recorder.Record(u)
+	}
+}
+
+// session is one guest connection.
+type session struct {
+	relay      *Relay
+	target     string
+	host, port string
+	secrets    []Secret
+	up         *tls.Conn
+	upR        *bufio.Reader
+	upW        *bufio.Writer
+	clientW    *bufio.Writer
+	clientTLS  *tls.Conn
+}
+
+func (c *session) closeUp() {
+	if c.up != nil {
+		c.up.Close()
+	}
+}
+
+func (c *session) serve(ctx context.Context, conn net.Conn) error {
+	r := c.relay
+	leaf, err := r.CA.Leaf(c.host)
+	if err != nil {
+		return err
+	}
+	cr := &limitReader{}
+	tc := tls.Server(&deadlineConn{Conn: conn, idle: r.idle()}, &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if hello.ServerName != "" && !strings.EqualFold(hello.ServerName, c.host) {
+				return nil, fmt.Errorf("secrets relay: the client asked for %q on a connection to %s", hello.ServerName, c.host)
+			}
+			return leaf, nil
+		},
+	})
+	hctx, hcancel := context.WithTimeout(ctx, r.handshakeTimeout())
+	err = tc.HandshakeContext(hctx)
+	hcancel()
+	if err != nil {
+		err = fmt.Errorf("secrets relay: TLS with the guest for %s: %w", c.host, err)
+		// crypto/tls gives a received alert as an unexported type: its text is what there is.
+		if msg := err.Error(); strings.Contains(msg, "remote error: tls: bad certificate") || strings.Contains(msg, "remote error: tls: unknown certificate authority") {
+			err = fmt.Errorf("%w: the client in the guest does not trust the session CA (%s); it needs it in the system store or in the variable it reads (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO)", err, CACertFile)
+			r.record(Use{Time: time.Now(), Host: c.target, Err: "the client does not trust the session CA"})
+		}
+		return err
+	}
+	c.clientTLS = tc
+	cr.r = tc
+	br := bufio.NewReaderSize(cr, 16<<10)
+	c.clientW = bufio.NewWriterSize(tc, 16<<10)
+	for {
+		cr.remain = int64(r.maxHeader())
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			if errors.Is(err, io.EOF) && cr.remain > 0 && br.Buffered() == 0 {
+				return nil // the client is done
+			}
+			if cr.remain <= 0 {
+				c.refuse(http.StatusRequestHeaderFieldsTooLarge, "the request's header is larger than %d bytes", r.maxHeader())
+				return errors.New("secrets relay: a request header too large")
+			}
+			c.refuse(http.StatusBadRequest, "not an HTTP/1.1 request: %v", err)
+			return fmt.Errorf("secrets relay: reading a request: %w", err)
+		}
+		cr.remain = -1
+		keep, err := c.roundTrip(ctx, req, br)
+		if err != nil || !keep {
+			return err
+		}
+	}
+}
+
+// refuse answers the guest with an error of the relay and no keep-alive.
+func (c *session) refuse(code int, format string, args ...any) {
+	msg := "limactl-mcp secrets relay: " + fmt.Sprintf(format, args...) + "\n"
+	fmt.Fprintf(c.clientW, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		code, http.StatusText(code), len(msg), msg)
+	c.clientW.Flush()
+}
+
+// roundTrip forwards one request and its response; keep says whether the connection goes on.
+func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *bufio.Reader) (keep bool, err error) {
+	use := Use{Time: time.Now(), Host: c.target, Method: req.Method, Path: capPath(req.URL.Path)}
+	fail := func(code int, format string, args ...any) (bool, error) {
+		msg := fmt.Sprintf(format, args...)
+		use.Err = msg
+		c.relay.record(use)
+		c.refuse(code, "%s", msg)
+		return false, errors.New("secrets relay: " + msg)
+	}
+	switch {
+	case req.ProtoMajor != 1:
+		return fail(http.StatusHTTPVersionNotSupported, "only HTTP/1.x is relayed (got %s)", req.Proto)
+	case req.Method == http.MethodConnect:
+		return fail(http.StatusMethodNotAllowed, "CONNECT inside a relayed connection")
+	case req.URL.IsAbs() || req.URL.Host != "" || !strings.HasPrefix(req.RequestURI, "/"):
+		return fail(http.StatusBadRequest, "the request target must be a path (got %q)", capPath(req.RequestURI))
+	case !c.sameHost(req.Host):
+		return fail(http.StatusMisdirectedRequest, "Host %q on a connection to %s", capPath(req.Host), c.host)
+	}
+	injected := inject(req, c.secrets)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // else req.Write adds Go's
+	}
+	upgrade := req.Header.Get("Upgrade") != "" && headerHasToken(req.Header, "Connection", "upgrade")
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		// The relay answers it: the body is read from the guest only as it is sent on.
+		req.Header.Del("Expect")
+		io.WriteString(c.clientW, "HTTP/1.1 100 Continue\r\n\r\n")
+		if err := c.clientW.Flush(); err != nil {
+			return false, err
+		}
+	}
+	if err := c.dialUp(ctx); err != nil {
+		return fail(http.StatusBadGateway, "%s: %v", c.target, err)
+	}
+	use.Secrets = injected // from here on the values may have left
+	if req.Body != nil && req.Body != http.NoBody {
+		// net/http sends the header before reading the body; this sends each piece of a
+		// body that comes slowly as it comes, not when 32 KiB have gathered.
+		req.Body = &flushFirst{ReadCloser: req.Body, w: c.upW}
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		err := req.Write(c.upW)
+		if err == nil {
+			err = c.upW.Flush()
+		}
+		wrote <- err
+	}()
+	var resp *http.Response
+	for {
+		resp, err = http.ReadResponse(c.upR, req)
+		if err != nil {
+			keep, ferr := fail(http.StatusBadGateway, "%s: reading the response: %v", c.target, err)
+			c.abort(wrote)
+			return keep, ferr
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			c.writeHead(resp, nil)
+			if err := c.clientW.Flush(); err != nil {
+				c.abort(wrote)
+				return false, err
+			}
+			continue
+		}
+		break
+	}
+	use.Status = resp.StatusCode
+	c.relay.record(use)
+	scrub := newScrubber(c.secrets)
+	for k, vs := range resp.Header {
+		for i, v := range vs {
+			resp.Header[k][i] = scrub.replace(v)
+		}
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		if !upgrade {
+			c.abort(wrote)
+			return false, errors.New("secrets relay: 101 to a request that asked for no upgrade")
+		}
+		c.writeHead(resp, nil)
+		if err := c.clientW.Flush(); err != nil {
+			return false, err
+		}
+		if err := <-wrote; err != nil {
+			return false, err
+		}
+		return false, c.tunnel(clientR, c.upR)
+	}
+	body := &scrubReader{r: resp.Body, s: scrub}
+	err = c.writeResponse(req, resp, body)
+	resp.Body.Close()
+	werr := <-wrote
+	if err != nil {
+		return false, err
+	}
+	if werr != nil {
+		return false, fmt.Errorf("secrets relay: sending the request to %s: %w", c.target, werr)
+	}
+	return !resp.Close && !req.Close, nil
+}
+
+// abort ends both sides of a round trip that went wrong, and waits for its request's writer
+// (which may be reading the guest's body, or writing to the provider).
+func (c *session) abort(wrote <-chan error) {
+	c.up.Close()
+	c.clientTLS.Close()
+	<-wrote
+}
+
+func (c *session) sameHost(h string) bool {
+	h = strings.ToLower(h)
+	return h == c.host || h == c.host+":"+c.port
+}
+
+func (c *session) dialUp(ctx context.Context) error {
+	if c.up != nil {
+		return nil
+	}
+	r := c.relay
+	dctx, cancel := context.WithTimeout(ctx, r.handshakeTimeout())
+	defer cancel()
+	dial := r.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	raw, err := dial(dctx, "tcp", c.target)
+	if err != nil {
+		return err
+	}
+	up := tls.Client(&deadlineConn{Conn: raw, idle: r.idle()}, &tls.Config{
+		ServerName: c.host,
+		RootCAs:    r.RootCAs,
+		NextProtos: []string{"http/1.1"},
+		MinVersion: tls.VersionTLS12,
+	})
+	if err := up.HandshakeContext(dctx); err != nil {
+		raw.Close()
+		return err
+	}
+	c.up, c.upR, c.upW = up, bufio.NewReaderSize(up, 32<<10), bufio.NewWriterSize(up, 32<<10)
+	return nil
+}
+
+// writeHead writes the status line and the header (with the extra lines).
+func (c *session) writeHead(resp *http.Response, extra []string) {
+	status := resp.Status
+	if status == "" {
+		status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
+	}
+	io.WriteString(c.clientW, "HTTP/1.1 "+status+"\r\n")
+	resp.Header.Write(c.clientW)
+	for _, l := range extra {
+		io.WriteString(c.clientW, l+"\r\n")
+	}
+	io.WriteString(c.clientW, "\r\n")
+}
+
+// writeResponse writes resp to the guest, framed as it came (a length, chunked, or until the
+// end), flushing as the upstream's bytes come so that a stream (SSE) stays one.
+func (c *session) writeResponse(req *http.Request, resp *http.Response, body io.Reader) error {
+	resp.Header.Del("Content-Length")
+	resp.Header.Del("Transfer-Encoding")
+	noBody := req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
+	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[len(resp.TransferEncoding)-1] == "chunked"
+	var extra []string
+	switch {
+	case chunked && !noBody:
+		extra = append(extra, "Transfer-Encoding: chunked")
+	case resp.ContentLength >= 0:
+		extra = append(extra, "Content-Length: "+strconv.FormatInt(resp.ContentLength, 10))
+	case !noBody:
+		resp.Close = true // the body ends when the connection does
+	}
+	if resp.Close && !headerHasToken(resp.Header, "Connection", "close") {
+		extra = append(extra, "Connection: close")
+	}
+	c.writeHead(resp, extra)
+	if err := c.clientW.Flush(); err != nil {
+		return err
+	}
+	if noBody {
+		return nil
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if chunked {
+				fmt.Fprintf(c.clientW, "%x\r\n", n)
+			}
+			c.clientW.Write(buf[:n])
+			if chunked {
+				io.WriteString(c.clientW, "\r\n")
+			}
+			if err := c.clientW.Flush(); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("secrets relay: the response of %s: %w", c.target, rerr)
+		}
+	}
+	if chunked {
+		io.WriteString(c.clientW, "0\r\n\r\n")
+	}
+	return c.clientW.Flush()
+}
+
+// tunnel copies both ways, opaquely, after an upgrade (a websocket), until either side ends.
+func (c *session) tunnel(clientR, upR *bufio.Reader) error {
+	done := make(chan error, 2)
+	go func() {
+		_, err := io.Copy(c.up, clientR)
+		c.up.CloseWrite()
+		done <- err
+	}()
+	go func() {
+		_, err := io.Copy(c.clientTLS, upR)
+		c.clientTLS.CloseWrite()
+		done <- err
+	}()
+	err := <-done
+	c.clientTLS.Close()
+	c.up.Close()
+	<-done
+	return err
+}
+
+// inject replaces the placeholders of secrets by their values in InjectHeaders and key=, and
+// returns the names of the secrets it put in.
+func inject(req *http.Request, secrets []Secret) []string {
+	var used []string
+	mark := func(s Secret) {
+		for _, n := range used {
+			if n == s.Name {
+				return
+			}
+		}
+		used = append(used, s.Name)
+	}
+	swap := func(v string, enc func(string) string) string {
+		for _, s := range secrets {
+			if strings.Contains(v, s.Placeholder) {
+				v = strings.ReplaceAll(v, s.Placeholder, enc(s.Value))
+				mark(s)
+			}
+		}
+		return v
+	}
+	same := func(s string) string { return s }
+	for _, k := range InjectHeaders {
+		for i, v := range req.Header[k] {
+			if k == "Authorization" {
+				if scheme, cred, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "Basic") {
+					if dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
+						if nv := swap(string(dec), same); nv != string(dec) {
+							req.Header[k][i] = scheme + " " + base64.StdEncoding.EncodeToString([]byte(nv))
+						}
+						continue
+					}
+				}
+			}
+			req.Header[k][i] = swap(v, same)
+		}
+	}
+	if req.URL.RawQuery != "" {
+		parts := strings.Split(req.URL.RawQuery, "&")
+		for i, p := range parts {
+			if name, val, ok := strings.Cut(p, "="); ok && name == "key" {
+				parts[i] = name + "=" + swap(val, url.QueryEscape)
+			}
+		}
+		req.URL.RawQuery = strings.Join(parts, "&")
+	}
+	return used
+}
+
+func headerHasToken(h http.Header, key, token string) bool {
+	for _, v := range h[key] {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func capPath(p string) string {
+	if len(p) > maxLoggedPath {
+		return p[:maxLoggedPath] + "…"
+	}
+	return p
+}
+
+// flushFirst flushes w before each read of the body it wraps.
+type flushFirst struct {
+	io.ReadCloser
+	w *bufio.Writer
+}
+
+func (f *flushFirst) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, err
+	}
+	return f.ReadCloser.Read(p)
+}
+
+// limitReader caps the bytes read while remain >= 0 (a request's header), like net/http's
+// server does; remain < 0 lets everything through (a body).
+type limitReader struct {
+	r      io.Reader
+	remain int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.remain < 0 {
+		return l.r.Read(p)
+	}
+	if l.remain == 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.remain {
+		p = p[:l.remain]
+	}
+	n, err := l.r.Read(p)
+	l.remain -= int64(n)
+	return n, err
+}
+
+// deadlineConn bounds every read and write by idle.
+type deadlineConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (d *deadlineConn) Read(p []byte) (int, error) {
+	d.Conn.SetReadDeadline(time.Now().Add(d.idle))
+	return d.Conn.Read(p)
+}
+
+func (d *deadlineConn) Write(p []byte) (int, error) {
+	d.Conn.SetWriteDeadline(time.Now().Add(d.idle))
+	return d.Conn.Write(p)
+}
+
+// echoMask is what replaces a value echoed by a bound host: its placeholder cut or padded with
+// '*' to the value's length, so that a body keeps its Content-Length and streams as it came.
+func echoMask(s Secret) string {
+	if len(s.Placeholder) >= len(s.Value) {
+		return s.Placeholder[:len(s.Value)]
+	}
+	return s.Placeholder + strings.Repeat("*", len(s.Value)-len(s.Placeholder))
+}
+
+// scrubber puts a placeholder back in place of its value in what a bound host answers, should
+// it echo one (headers, and bodies as sent: a compressed echo is not seen).
+type scrubber struct {
+	pairs [][2][]byte // value, placeholder
+}
+
+func newScrubber(secrets []Secret) *scrubber {
+	s := &scrubber{}
+	for _, sec := range secrets {
+		s.pairs = append(s.pairs, [2][]byte{[]byte(sec.Value), []byte(echoMask(sec))})
+	}
+	return s
+}
+
+func (s *scrubber) replace(v string) string {
+	for _, p := range s.pairs {
+		v = strings.ReplaceAll(v, string(p[0]), string(p[1]))
+	}
+	return v
+}
+
+// heldBack is how many bytes at the end of b could start a value: they wait for the next read.
+func (s *scrubber) heldBack(b []byte) int {
+	held := 0
+	for _, p := range s.pairs {
+		v := p[0]
+		for n := min(len(v)-1, len(b)); n > held; n-- {
+			if bytes.Equal(b[len(b)-n:], v[:n]) {
+				held = n
+				break
+			}
+		}
+	}
+	return held
+}
+
+// scrubReader is a body with its values replaced; it holds back only a tail that could start
+// a value, so a stream is not delayed.
+type scrubReader struct {
+	r    io.Reader
+	s    *scrubber
+	buf  []byte // scrubbed bytes not yet returned
+	tail []byte // bytes held back
+	err  error
+}
+
+func (s *scrubReader) Read(p []byte) (int, error) {
+	for len(s.buf) == 0 {
+		if s.err != nil {
+			if len(s.tail) > 0 {
+				s.buf, s.tail = s.tail, nil
+				break
+			}
+			return 0, s.err
+		}
+		chunk := make([]byte, 32<<10)
+		n, err := s.r.Read(chunk)
+		s.err = err
+		data := append(s.tail, chunk[:n]...)
+		for _, pr := range s.s.pairs {
+			data = bytes.ReplaceAll(data, pr[0], pr[1])
+		}
+		h := 0
+		if err == nil {
+			h = s.s.heldBack(data)
+		}
+		s.buf = data[:len(data)-h]
+		s.tail = append([]byte(nil), data[len(data)-h:]...)
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
