@@ -23,12 +23,9 @@ const OpenNetwork = "open"
 // AgentUser is the guest user a session's agent acts as under a network policy.
 func AgentUser(id string) string { return "lmcp-" + id }
 
-// agentHomeRoot is where the guest keeps the agent users' homes (internal/netpolicy makes
-// them there); a new session under a policy is placed before the user exists.
-const agentHomeRoot = "/var/lib/limactl-mcp/agents"
-
-// AgentHome is the guest home directory of the agent user of session id.
-func AgentHome(id string) string { return path.Join(agentHomeRoot, AgentUser(id)) }
+// AgentHome is the guest home directory of the agent user of session id (internal/netpolicy/enforce
+// makes it; a new session under a policy is placed there before the user exists).
+func AgentHome(id string) string { return path.Join(netpolicy.AgentHomeBase, AgentUser(id)) }
 
 // NetworkOf is the policy a State holds, "open" when it holds none.
 func NetworkOf(st *State) string {

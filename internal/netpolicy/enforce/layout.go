@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
 // Layout is where the guest side keeps its state. Real guests use DefaultLayout; tests point
@@ -22,7 +24,7 @@ func DefaultLayout() Layout {
 	return Layout{
 		ConfigDir:  "/etc/limactl-mcp/net",
 		LogDir:     "/var/log/limactl-mcp/net",
-		HomeBase:   "/var/lib/limactl-mcp/agents",
+		HomeBase:   netpolicy.AgentHomeBase,
 		ProxyAddrs: []string{"127.0.0.1:929", "[::1]:929"},
 	}
 }
