@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy/enforce"
 )
 
 const netUsage = `usage (as root, through sudo -n):
@@ -30,7 +31,7 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	layout := netpolicy.DefaultLayout()
+	layout := enforce.DefaultLayout()
 	fs := flag.NewFlagSet("net "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, netUsage) }
@@ -45,8 +46,8 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		var res netpolicy.EnsureResult
-		res, err = netpolicy.Ensure(ctx, netpolicy.EnsureOptions{User: *user, Policy: *spec, Own: *own,
-			StagingUID: netpolicy.StagingUIDFromSudo(), Layout: layout})
+		res, err = enforce.Ensure(ctx, enforce.EnsureOptions{User: *user, Policy: *spec, Own: *own,
+			StagingUID: enforce.StagingUIDFromSudo(), Layout: layout})
 		if err == nil {
 			line, _ := json.Marshal(res)
 			fmt.Fprintf(stdout, "%s\n", line)
@@ -56,7 +57,7 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 2
 		}
-		err = netpolicy.Remove(ctx, layout, *user)
+		err = enforce.Remove(ctx, layout, *user)
 	case "report":
 		entries := fs.Int("entries", 0, "how many of the raw log's last entries to include")
 		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {
@@ -64,7 +65,7 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		var rec netpolicy.Record
-		rec, err = netpolicy.Report(layout, *user, *entries)
+		rec, err = enforce.Report(layout, *user, *entries)
 		if err == nil {
 			line, _ := json.Marshal(rec)
 			fmt.Fprintf(stdout, "%s\n", line)
@@ -75,20 +76,20 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 2
 		}
-		err = netpolicy.Release(ctx, layout, *user, *own, netpolicy.StagingUIDFromSudo(), netpolicy.StagingGIDFromSudo())
+		err = enforce.Release(ctx, layout, *user, *own, enforce.StagingUIDFromSudo(), enforce.StagingGIDFromSudo())
 	case "as":
 		if fs.Parse(args[1:]) != nil || fs.NArg() == 0 || *user == "" {
 			fs.Usage()
 			return 2
 		}
 		stop() // the command gets the signals from here on
-		err = netpolicy.RunAs(layout, *user, fs.Args())
+		err = enforce.RunAs(layout, *user, fs.Args())
 	case "proxy":
 		if len(args) != 1 {
 			fs.Usage()
 			return 2
 		}
-		err = netpolicy.RunProxy(ctx, layout)
+		err = enforce.RunProxy(ctx, layout)
 	default:
 		fmt.Fprintln(stderr, netUsage)
 		return 2

@@ -1,10 +1,10 @@
-// Package netpolicy enforces a session's network policy inside the guest, where the agent
-// cannot lift it: the agent's commands run as a per-session user without sudo; iptables and
-// ip6tables rules matched on that user's uid let it reach only loopback (DNS included in what is
-// refused); an allowlist proxy owned by root, on guest loopback, serves the host names the
-// policy allows; and every attempt, through the proxy or refused directly, is logged per user.
+// Package netpolicy is the vocabulary of a session's network policy that both sides speak: a
+// Policy and its spec (Parse), a log Entry, a user's record (Totals, Summary, Record) and the
+// answers of the runner's `net` subcommands (EnsureResult, Record), with the checks that read
+// them back from the guest (ReadLog, ParseRecord, ParseTotals) as untrusted text.
 //
-// The host side reaches it through the runner's `net` subcommands (ensure, remove, proxy),
-// run with sudo -n, and reads the log with ReadLog. It imports only the standard library and
-// golang.org/x/sys, as the runner does.
+// It is not the enforcement: the agent user, the firewall rules, the allowlist proxy and the
+// log writer are internal/netpolicy/enforce, which only the guest runner links. The host
+// binary links this package alone (TestHostLinksNoEnforcement checks it with `go list -deps`).
+// It imports only the standard library, and nothing that opens a socket or runs a tool.
 package netpolicy

@@ -1,48 +1,5 @@
 package netpolicy
 
-import (
-	"fmt"
-	"path/filepath"
-	"regexp"
-)
-
-// Layout is where the guest side keeps its state. Real guests use DefaultLayout; tests point
-// it at a temporary directory.
-type Layout struct {
-	ConfigDir string // the policy (NAME.json) and environment (NAME.env) files, root's
-	LogDir    string // the per-user logs, NAME.jsonl (and NAME.jsonl.1)
-	HomeBase  string // the agent users' home directories
-	// ProxyAddrs are where the proxy listens: a port below 1024, so that no user but root can
-	// listen there even while the proxy is down.
-	ProxyAddrs []string
-}
-
-// DefaultLayout is the layout of a real guest.
-func DefaultLayout() Layout {
-	return Layout{
-		ConfigDir:  "/etc/limactl-mcp/net",
-		LogDir:     "/var/log/limactl-mcp/net",
-		HomeBase:   "/var/lib/limactl-mcp/agents",
-		ProxyAddrs: []string{"127.0.0.1:929", "[::1]:929"},
-	}
-}
-
-// ProxyAddr is the address the agent's environment points at (the first of ProxyAddrs).
-func (l Layout) ProxyAddr() string { return l.ProxyAddrs[0] }
-
-func (l Layout) policyFile(user string) string { return filepath.Join(l.ConfigDir, user+".json") }
-func (l Layout) envFile(user string) string    { return filepath.Join(l.ConfigDir, user+".env") }
-func (l Layout) logFile(user string) string    { return filepath.Join(l.LogDir, user+".jsonl") }
-func (l Layout) home(user string) string       { return filepath.Join(l.HomeBase, user) }
-
-// agentUserPattern is the only form of user name the guest side creates or touches: the host
-// picks "lmcp-" and hex, and nothing else on a guest is called that.
-var agentUserPattern = regexp.MustCompile(`^lmcp-[a-z0-9]{1,24}$`)
-
-// CheckUserName refuses a name that is not an agent user's.
-func CheckUserName(name string) error {
-	if !agentUserPattern.MatchString(name) {
-		return fmt.Errorf("user name %q is not an agent user's (lmcp- and 1 to 24 lower-case letters or digits)", name)
-	}
-	return nil
-}
+// AgentHomeBase is where a real guest keeps the agent users' home directories: the host
+// places a new session's copy there before the guest makes the user (enforce.DefaultLayout).
+const AgentHomeBase = "/var/lib/limactl-mcp/agents"

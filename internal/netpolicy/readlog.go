@@ -47,15 +47,15 @@ const maxLogLine = 16 << 10
 // and returns the last maxEntries entries, oldest first. Lines that are not entries are
 // counted and skipped: the file is root's, but read as hostile all the same.
 func ReadLog(r io.Reader, maxEntries int) (Summary, []Entry, error) {
-	t := newTotals()
+	t := NewTotals()
 	unreadable := 0
 	var last []Entry
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br)
 		if len(line) > 0 {
-			if e, ok := parseEntry(line); ok {
-				t.add(e)
+			if e, ok := ParseEntry(line); ok {
+				t.Add(e)
 				if maxEntries > 0 {
 					if len(last) == maxEntries {
 						last = append(last[:0], last[1:]...)
@@ -94,7 +94,8 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func parseEntry(line []byte) (Entry, bool) {
+// ParseEntry reads one log line, or says it is not an entry (its fields out of range included).
+func ParseEntry(line []byte) (Entry, bool) {
 	if len(line) > maxLogLine {
 		return Entry{}, false
 	}

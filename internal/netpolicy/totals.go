@@ -3,18 +3,13 @@ package netpolicy
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"sort"
-	"syscall"
 	"time"
 )
 
 // Totals is a user's network record: what its agent reached and what was refused, counted by
 // root (the proxy) as it happens and kept in NAME.totals.json, apart from the raw log, which
-// rotates. No volume of noise removes a host from it: the hosts are capped (maxTotalsHosts of
+// rotates. No volume of noise removes a host from it: the hosts are capped (MaxTotalsHosts of
 // each kind), and the ones past the cap are counted in an "others" bucket.
 type Totals struct {
 	Version    int       `json:"version"`
@@ -44,19 +39,19 @@ type HostTotal struct {
 }
 
 const (
-	totalsVersion = 1
-	// maxTotalsHosts caps each list of hosts in a record.
-	maxTotalsHosts = 200
-	// maxTotalsFile bounds what is read of a totals file.
-	maxTotalsFile = 1 << 20
+	// TotalsVersion is the version of the record file this program writes and reads.
+	TotalsVersion = 1
+	// MaxTotalsHosts caps each list of hosts in a record.
+	MaxTotalsHosts = 200
 )
 
-func newTotals() *Totals {
-	return &Totals{Version: totalsVersion, Reached: map[string]*HostTotal{}, Refused: map[string]*HostTotal{}}
+// NewTotals is an empty record.
+func NewTotals() *Totals {
+	return &Totals{Version: TotalsVersion, Reached: map[string]*HostTotal{}, Refused: map[string]*HostTotal{}}
 }
 
-// add counts one entry.
-func (t *Totals) add(e Entry) {
+// Add counts one entry.
+func (t *Totals) Add(e Entry) {
 	if t.First.IsZero() || e.Time.Before(t.First) {
 		t.First = e.Time
 	}
@@ -94,7 +89,7 @@ func bucket(hosts map[string]*HostTotal, others *HostTotal, host string) *HostTo
 	if h, ok := hosts[host]; ok {
 		return h
 	}
-	if len(hosts) >= maxTotalsHosts {
+	if len(hosts) >= MaxTotalsHosts {
 		others.Hosts++ // counts arrivals past the cap: a host seen twice there counts twice
 		return others
 	}
@@ -143,36 +138,16 @@ func hostTotals(m map[string]*HostTotal) []HostSummary {
 	return list
 }
 
-func (l Layout) totalsFile(user string) string { return filepath.Join(l.LogDir, user+".totals.json") }
-
-// readTotals reads a totals file (root's, read as hostile all the same: capped, checked);
-// found is false when there is none.
-func readTotals(path string) (t *Totals, found bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return newTotals(), false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxTotalsFile+1))
-	if err != nil {
-		return nil, false, err
-	}
-	if len(data) > maxTotalsFile {
-		return nil, false, fmt.Errorf("%s is larger than %d bytes", path, maxTotalsFile)
-	}
-	t = newTotals()
+// ParseTotals reads a record file's content (root's, read as hostile all the same: the caller
+// caps what it reads; this checks what it holds and drops hosts that make no sense).
+func ParseTotals(data []byte) (*Totals, error) {
+	t := NewTotals()
 	if err := json.Unmarshal(data, t); err != nil {
-		return nil, false, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	if t.Version != totalsVersion || len(t.Reached) > maxTotalsHosts || len(t.Refused) > maxTotalsHosts ||
+	if t.Version != TotalsVersion || len(t.Reached) > MaxTotalsHosts || len(t.Refused) > MaxTotalsHosts ||
 		t.Attempts < 0 || t.Allowed < 0 || t.Blocked < 0 || t.BytesUp < 0 || t.BytesDown < 0 {
-		return nil, false, fmt.Errorf("%s is not a network record this version writes", path)
+		return nil, ErrTotalsVersion
 	}
 	if t.Reached == nil {
 		t.Reached = map[string]*HostTotal{}
@@ -187,27 +162,8 @@ func readTotals(path string) (t *Totals, found bool, err error) {
 			}
 		}
 	}
-	return t, true, nil
+	return t, nil
 }
 
-// writeTotals replaces the totals file atomically: a new file (0600: only root reads a record,
-// no agent reads another's) renamed over the old one in root's directory.
-func writeTotals(path string, t *Totals) error {
-	data, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*") // O_EXCL, 0600
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+// ErrTotalsVersion says a record file is not one this version writes (or is out of range).
+var ErrTotalsVersion = errors.New("not a network record this version writes")

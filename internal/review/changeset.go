@@ -39,7 +39,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 	selKeys := map[string]bool{}
 	if len(paths) > 0 && cs.Rule.folds() {
 		for _, c := range gcs.Changes {
-			if selected(string(c.Path), paths) {
+			if tree.WithinAny(paths, string(c.Path)) {
 				selKeys[cs.Rule.key(string(c.Path))] = true
 			}
 		}
@@ -69,7 +69,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 	}
 	for _, c := range gcs.Changes {
 		rel := string(c.Path)
-		if len(paths) > 0 && !selected(rel, paths) && !selKeys[cs.Rule.key(rel)] {
+		if len(paths) > 0 && !tree.WithinAny(paths, rel) && !selKeys[cs.Rule.key(rel)] {
 			continue
 		}
 		it := &Item{Path: rel, Display: termsafe.Path(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
@@ -181,16 +181,6 @@ func refuseUnsafeFinalState(host *hostTree, cs *Changeset) error {
 	return nil
 }
 
-// selected says whether rel is one of paths or under one of them.
-func selected(rel string, paths []string) bool {
-	for _, p := range paths {
-		if p = strings.TrimSuffix(p, "/"); tree.Within(p, rel) {
-			return true
-		}
-	}
-	return false
-}
-
 // sameEntry says whether two entries have the same type, content, mode and target.
 func sameEntry(a, b *tree.Entry) bool {
 	if a == nil || b == nil {
@@ -296,7 +286,7 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 
 // oneLine says what happened to an item.
 func oneLine(it *Item) string {
-	what := tree.Describe
+	what := udiff.Describe
 	b := it.Base
 	if it.From != nil {
 		b = it.From.Base

@@ -114,7 +114,7 @@ func (s *Session) diffWith(ctx context.Context, c Change, old func(base *tree.En
 
 // describe says in one line what happened to a path that has no text diff.
 func describe(c Change) string {
-	what := tree.Describe
+	what := udiff.Describe
 	switch {
 	case c.Base == nil:
 		return "added: " + what(c.Now)

@@ -8,13 +8,14 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // A session's network policy (State.Network) is the person's choice, made on the host
 // (`serve --network`, `shell --network`) and remembered with the session: "" or "open" is
 // the guest user's own network, as without limactl-mcp; any other policy puts the agent's
 // commands and tools under a guest user of the session's own (AgentUser), whose egress root
-// filters in the guest (internal/netpolicy).
+// filters in the guest (internal/netpolicy/enforce).
 
 // OpenNetwork is the policy of a session that has none.
 const OpenNetwork = "open"
@@ -22,12 +23,9 @@ const OpenNetwork = "open"
 // AgentUser is the guest user a session's agent acts as under a network policy.
 func AgentUser(id string) string { return "lmcp-" + id }
 
-// agentHomeRoot is where the guest keeps the agent users' homes (internal/netpolicy makes
-// them there); a new session under a policy is placed before the user exists.
-const agentHomeRoot = "/var/lib/limactl-mcp/agents"
-
-// AgentHome is the guest home directory of the agent user of session id.
-func AgentHome(id string) string { return path.Join(agentHomeRoot, AgentUser(id)) }
+// AgentHome is the guest home directory of the agent user of session id (internal/netpolicy/enforce
+// makes it; a new session under a policy is placed there before the user exists).
+func AgentHome(id string) string { return path.Join(netpolicy.AgentHomeBase, AgentUser(id)) }
 
 // NetworkOf is the policy a State holds, "open" when it holds none.
 func NetworkOf(st *State) string {
@@ -53,11 +51,6 @@ func AgentFor(id, network, guestPath string) *guest.Agent {
 // AgentOf is AgentFor of a stored session.
 func AgentOf(st *State) *guest.Agent {
 	return AgentFor(st.ID, NetworkOf(st), st.GuestPath)
-}
-
-// underHome says whether guestPath lies in the home directory home.
-func underHome(guestPath, home string) bool {
-	return home != "" && (guestPath == home || strings.HasPrefix(guestPath, strings.TrimSuffix(home, "/")+"/"))
 }
 
 // NetworkPlan is how a command that opens (or stages) the session of a working directory
@@ -103,7 +96,7 @@ func PlanNetwork(workdir, session string, st *State, requested string) (*Network
 	guestPath := ""
 	if st != nil {
 		guestPath = st.GuestPath
-		if p.Previous == OpenNetwork && strings.Contains(guestPath, "/"+RelocatedDir+"/") && !underHome(guestPath, AgentHome(id)) {
+		if p.Previous == OpenNetwork && strings.Contains(guestPath, "/"+RelocatedDir+"/") && !tree.Within(AgentHome(id), guestPath) {
 			return nil, fmt.Errorf("the session of %s is staged at %s, inside the guest user's home, which the agent's own user under network policy %s cannot reach: review or discard it (limactl mcp review%s / discard%s), then start again with --network",
 				workdir, guestPath, p.Network, SessionFlag(session), SessionFlag(session))
 		}

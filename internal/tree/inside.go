@@ -36,3 +36,14 @@ func Within(root, p string) bool {
 	_, ok := Inside(root, p)
 	return ok
 }
+
+// WithinAny says whether p is one of roots or below one of them (an empty roots holds
+// nothing): a review, or a listing, limited to some paths.
+func WithinAny(roots []string, p string) bool {
+	for _, r := range roots {
+		if Within(r, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,14 +1,15 @@
 // Package tree holds the words every layer uses for a directory tree — a Name, a Kind, an
 // Entry and an ignore Pattern — so that the runner, its wire protocol, staging's manifests and
-// review all speak them without importing each other (as Lima's limatype does for instances).
+// review all speak them without importing each other (as Lima's limatype does for instances),
+// and the one rule that says whether a path is inside another (Inside, Within, Below, WithinAny).
+// It prints nothing for a person and escapes nothing (the guest runner links it, and no
+// terminal code): how an entry is told in words is udiff.Describe's.
 package tree
 
 import (
 	"fmt"
 	"io/fs"
 	"syscall"
-
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 )
 
 // Kind is what an entry is.
@@ -70,19 +71,4 @@ func EntryOf(rel string, fi fs.FileInfo, readlink func() (string, error)) (Entry
 		e.Type = Other
 	}
 	return e, nil
-}
-
-// Describe says in words what an entry is ("file of 12 bytes (mode 644)", "symlink -> x"),
-// for the lines that tell an agent or a person what changed. A link target is shown as
-// termsafe.Path shows names.
-func Describe(e *Entry) string {
-	switch e.Type {
-	case Symlink:
-		return "symlink -> " + termsafe.Path(string(e.Target))
-	case Dir:
-		return fmt.Sprintf("directory (mode %o)", e.Mode&0o777)
-	case File:
-		return fmt.Sprintf("file of %d bytes (mode %o)", e.Size, e.Mode&0o7777)
-	}
-	return "special file (fifo, socket or device)"
 }

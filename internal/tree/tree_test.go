@@ -91,3 +91,25 @@ func TestInside(t *testing.T) {
 		}
 	}
 }
+
+func TestWithinAny(t *testing.T) {
+	for _, tc := range []struct {
+		roots []string
+		p     string
+		want  bool
+	}{
+		{nil, "a", false},
+		{[]string{"a"}, "a", true},
+		{[]string{"a"}, "a/b/c", true},
+		{[]string{"a"}, "ab", false},
+		{[]string{"x", "d/e"}, "d/e/f", true},
+		{[]string{"x", "d/e"}, "d", false},
+		{[]string{"."}, "anything/at/all", true},
+		{[]string{"."}, "../out", false},
+		{[]string{""}, "a", false},
+	} {
+		if got := WithinAny(tc.roots, tc.p); got != tc.want {
+			t.Errorf("WithinAny(%q, %q) = %v", tc.roots, tc.p, got)
+		}
+	}
+}

@@ -1,5 +1,7 @@
 // Package udiff computes line-level unified diffs (with github.com/sergi/go-diff) as hunks that
-// can be shown, selected one by one, and applied.
+// can be shown, selected one by one, and applied, and writes the rest of what a change is told
+// with: the parts of a git patch around the hunks, and, for a path with no text diff, what its
+// entry is in words (Describe). It is host-side: the guest runner never links it.
 package udiff
 
 import (

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -49,7 +47,7 @@ func runSince(ctx context.Context, opts *Options, sess *staging.Session, paths [
 	}
 	var changes []staging.Change
 	for _, c := range since.Changes.Changes {
-		if len(paths) == 0 || selected(string(c.Path), paths) {
+		if len(paths) == 0 || tree.WithinAny(paths, string(c.Path)) {
 			changes = append(changes, c)
 		}
 	}
@@ -86,15 +84,4 @@ func runSince(ctx context.Context, opts *Options, sess *staging.Session, paths [
 		fmt.Fprintf(out, "  %-15s %s\n", c.Kind, termsafe.Path(string(c.Path)))
 	}
 	return nil
-}
-
-// selected says whether rel is one of paths or below one.
-func selected(rel string, paths []string) bool {
-	for _, p := range paths {
-		p = path.Clean(p)
-		if p == "." || rel == p || strings.HasPrefix(rel, p+"/") {
-			return true
-		}
-	}
-	return false
 }

@@ -1,0 +1,169 @@
+package enforce
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+)
+
+// UserPolicy is one agent user's policy as kept in ConfigDir/NAME.json: what the rules and the
+// proxy are built from.
+type UserPolicy struct {
+	User   string `json:"user"`
+	UID    int    `json:"uid"`
+	Policy string `json:"policy"`
+}
+
+// parsed checks a policy file's content (the name, the uid, the spec) and returns its policy.
+func (u UserPolicy) parsed() (netpolicy.Policy, error) {
+	if err := CheckUserName(u.User); err != nil {
+		return netpolicy.Policy{}, err
+	}
+	if u.UID <= 0 {
+		return netpolicy.Policy{}, fmt.Errorf("user %s: uid %d is not an agent's", u.User, u.UID)
+	}
+	p, err := netpolicy.Parse(u.Policy)
+	if err != nil {
+		return netpolicy.Policy{}, err
+	}
+	if !p.Restricted() {
+		return netpolicy.Policy{}, fmt.Errorf("user %s: a policy file never holds open", u.User)
+	}
+	return p, nil
+}
+
+// readPolicyFile reads one policy file, refusing one that root does not own or that others may
+// write: the file is the policy, and the guest is hostile.
+func readPolicyFile(path string) (UserPolicy, netpolicy.Policy, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return UserPolicy{}, netpolicy.Policy{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return UserPolicy{}, netpolicy.Policy{}, err
+	}
+	if err := checkRootOwned(path, st); err != nil {
+		return UserPolicy{}, netpolicy.Policy{}, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return UserPolicy{}, netpolicy.Policy{}, fmt.Errorf("%s: %w", path, err)
+	}
+	var u UserPolicy
+	if err := json.Unmarshal(data, &u); err != nil {
+		return UserPolicy{}, netpolicy.Policy{}, fmt.Errorf("%s: %w", path, err)
+	}
+	p, err := u.parsed()
+	if err != nil {
+		return UserPolicy{}, netpolicy.Policy{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if filepath.Base(path) != u.User+".json" {
+		return UserPolicy{}, netpolicy.Policy{}, fmt.Errorf("%s holds the policy of %s", path, u.User)
+	}
+	return u, p, nil
+}
+
+// checkRootOwned refuses a file that is not a regular file of root's that only root may write.
+func checkRootOwned(path string, st os.FileInfo) error {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || !st.Mode().IsRegular() || sys.Uid != 0 || st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s is not a regular file owned by root and writable only by root: ignored", path)
+	}
+	return nil
+}
+
+// readAllPolicies reads every policy file in dir, sorted by user. A file that does not check
+// out is left out and reported in problems (the others still hold).
+func readAllPolicies(dir string) (users []UserPolicy, problems []error, err error) {
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the policies in %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		u, _, err := readPolicyFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		users = append(users, u)
+	}
+	sort.Slice(users, func(i, j int) bool { return users[i].User < users[j].User })
+	return users, problems, nil
+}
+
+// writeFileIfChanged writes data to path (mode, root's) through a temporary file and a rename,
+// unless the file already holds exactly that with that mode: ensure runs at every connect and
+// should write nothing then. It says whether it wrote.
+func writeFileIfChanged(path string, data []byte, mode os.FileMode) (bool, error) {
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && st.Mode().Perm() == mode {
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) == os.Geteuid() {
+				return false, nil
+			}
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return false, err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return false, err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return false, err
+	}
+	if err := tmp.Close(); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// ensureRootDir makes dir (and its parents) exist as root's directories that others may read
+// but not write, fixing the mode and owner of dir itself if someone changed them.
+func ensureRootDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && (int(sys.Uid) != os.Geteuid() || st.Mode().Perm() != 0o755) {
+		if err := os.Lchown(dir, os.Geteuid(), os.Getegid()); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}

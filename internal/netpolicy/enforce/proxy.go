@@ -1,0 +1,401 @@
+package enforce
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+)
+
+const (
+	dialTimeout = 10 * time.Second
+	// headTimeout bounds the wait for a request's head.
+	headTimeout = 30 * time.Second
+	// idleTimeout ends a connection on which nothing moved for this long.
+	idleTimeout = 5 * time.Minute
+	// maxConnsPerUID caps one agent's connections through the proxy, so that it cannot take
+	// every descriptor of the daemon that all sessions share.
+	maxConnsPerUID = 256
+	// healthPath answers "is the proxy up, and which binary is it" (for a person: see Health).
+	healthPath = "/.limactl-mcp/health"
+)
+
+// Proxy is the allowlist proxy: one for every agent user of the guest.
+type Proxy struct {
+	policies *policyStore
+	logs     *logBook
+	dialer   net.Dialer
+
+	mu     sync.Mutex
+	active map[int]int // open connections per uid
+	// conns are the client connections being served, closed and waited for when Serve ends
+	// (nothing writes a log after it returns).
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewProxy makes the proxy for a layout.
+func NewProxy(layout Layout) *Proxy {
+	return &Proxy{
+		policies: newPolicyStore(layout.ConfigDir),
+		logs:     newLogBook(layout.LogDir),
+		dialer:   net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
+		active:   map[int]int{},
+	}
+}
+
+// Health is the proxy's answer on healthPath: for a person's diagnosis only. Nothing acts on
+// it: anyone who holds the port could answer it (ensure asks the kernel who holds the port).
+type Health struct {
+	Exe string `json:"exe"`
+}
+
+// Serve answers on every listener until ctx ends or one fails.
+func (p *Proxy) Serve(ctx context.Context, listeners []net.Listener) error {
+	defer p.logs.close()
+	errc := make(chan error, len(listeners))
+	for _, ln := range listeners {
+		go func(ln net.Listener) { errc <- p.acceptLoop(ln) }(ln)
+	}
+	var err error
+	left := len(listeners)
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		left--
+	}
+	for _, ln := range listeners {
+		ln.Close()
+	}
+	for ; left > 0; left-- { // no accept loop adds a connection from here on
+		<-errc
+	}
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	return err
+}
+
+// track registers c as being served; false when Serve is ending.
+func (p *Proxy) track(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		p.conns = map[net.Conn]struct{}{}
+	}
+	p.conns[c] = struct{}{}
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, c)
+}
+
+func (p *Proxy) acceptLoop(ln net.Listener) error {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond) // out of descriptors, say: do not spin
+			continue
+		}
+		p.track(c)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(c)
+			p.serveConn(c)
+		}()
+	}
+}
+
+// clientUID finds whose connection c is (-1 when unknown).
+func (p *Proxy) clientUID(c net.Conn) int {
+	client, err1 := netip.ParseAddrPort(c.RemoteAddr().String())
+	local, err2 := netip.ParseAddrPort(c.LocalAddr().String())
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	uid, err := peerUID(client, local)
+	if err != nil {
+		return -1
+	}
+	return uid
+}
+
+func (p *Proxy) acquire(uid int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.active[uid] >= maxConnsPerUID {
+		return false
+	}
+	p.active[uid]++
+	return true
+}
+
+func (p *Proxy) release(uid int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.active[uid]--; p.active[uid] <= 0 {
+		delete(p.active, uid)
+	}
+}
+
+// serveConn serves one client connection: one request, a CONNECT tunnel or a plain HTTP
+// request forwarded with Connection: close (so no later request on it escapes the check).
+func (p *Proxy) serveConn(c net.Conn) {
+	defer c.Close()
+	uid := p.clientUID(c)
+	if uid >= 0 {
+		if !p.acquire(uid) {
+			writeError(c, 503, "Service Unavailable", "limactl-mcp network proxy: too many connections open for this user\n")
+			return
+		}
+		defer p.release(uid)
+	}
+	limit := &headLimit{r: c, n: maxHeadBytes}
+	br := bufio.NewReaderSize(limit, 16<<10)
+	_ = c.SetReadDeadline(time.Now().Add(headTimeout))
+	req, err := readRequestHead(br)
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			writeError(c, 400, "Bad Request", "limactl-mcp network proxy: "+err.Error()+"\n")
+		}
+		return
+	}
+	limit.n = -1
+	_ = c.SetReadDeadline(time.Time{})
+	if req.Method != "CONNECT" && req.Target == healthPath {
+		writeHealth(c)
+		return
+	}
+	user, policy, ok := p.policies.lookup(uid)
+	if !ok {
+		writeError(c, 403, "Forbidden", fmt.Sprintf("limactl-mcp network proxy: uid %d has no network policy here: refused\n", uid))
+		return
+	}
+	if req.Method == "CONNECT" {
+		p.tunnel(c, br, req, user, policy)
+		return
+	}
+	p.forward(c, br, req, user, policy)
+}
+
+// writeError answers a request that goes no further, and says why.
+func writeError(c net.Conn, code int, status, body string) {
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, status, len(body), body)
+}
+
+func writeHealth(c net.Conn) {
+	exe, _ := os.Executable()
+	body, _ := json.Marshal(Health{Exe: exe})
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+}
+
+// splitTarget splits host:port (IPv6 in brackets); without a port, defaultPort (0: required).
+func splitTarget(hostport string, defaultPort int) (string, int, error) {
+	host, portText, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if defaultPort == 0 || strings.Contains(strings.Trim(hostport, "[]"), ":") && !strings.HasPrefix(hostport, "[") {
+			return "", 0, fmt.Errorf("%q is not host:port", truncate(hostport, 80))
+		}
+		host, portText = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), strconv.Itoa(defaultPort)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 || host == "" {
+		return "", 0, fmt.Errorf("%q is not host:port", truncate(hostport, 80))
+	}
+	return host, port, nil
+}
+
+// refuse answers 403 with why, and logs the attempt.
+func (p *Proxy) refuse(c net.Conn, user UserPolicy, policy netpolicy.Policy, host string, port int) {
+	reason := "not on the allowlist"
+	msg := fmt.Sprintf("limactl-mcp network policy %s: host %s is not on the allowlist (ask the person to add it: limactl mcp serve --network=%s,%s)\n", policy, host, policy, host)
+	if policy.Mode() == netpolicy.ModeNone {
+		reason = "network policy none"
+		msg = fmt.Sprintf("limactl-mcp network policy none: no host may be reached (host %s refused; ask the person to allow it: limactl mcp serve --network=allow:%s)\n", host, host)
+	}
+	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: reason})
+	writeError(c, 403, "Forbidden", msg)
+}
+
+func (p *Proxy) log(user UserPolicy, e netpolicy.Entry) {
+	e.Time = time.Now()
+	if err := p.logs.write(user.User, e); err != nil {
+		fmt.Fprintf(os.Stderr, "limactl-mcp netproxy: writing the log of %s: %v\n", user.User, err)
+	}
+}
+
+// open connects to host:port for the client c if the policy allows it; otherwise, or when the
+// connection fails, it answers c with why (and logs it) and returns false.
+func (p *Proxy) open(c net.Conn, user UserPolicy, policy netpolicy.Policy, host string, port int) (net.Conn, bool) {
+	if !policy.Allows(host) {
+		p.refuse(c, user, policy, host, port)
+		return nil, false
+	}
+	upstream, err := p.dial(host, port)
+	if err != nil {
+		p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, Reason: "connect failed: " + err.Error()})
+		writeError(c, 502, "Bad Gateway", fmt.Sprintf("limactl-mcp network proxy: %s is allowed, but connecting to it failed: %v\n", host, err))
+		return nil, false
+	}
+	return upstream, true
+}
+
+// dial connects to an allowed host; the proxy resolves the name itself (the agent cannot).
+func (p *Proxy) dial(host string, port int) (net.Conn, error) {
+	return p.dialer.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+}
+
+// tunnel serves CONNECT: check, dial, answer 200, then copy both ways.
+func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserPolicy, policy netpolicy.Policy) {
+	host, port, err := splitTarget(req.Target, 0)
+	if err != nil {
+		writeError(c, 400, "Bad Request", "limactl-mcp network proxy: CONNECT needs host:port: "+err.Error()+"\n")
+		return
+	}
+	upstream, ok := p.open(c, user, policy, host, port)
+	if !ok {
+		return
+	}
+	defer upstream.Close()
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	up, down := relay(c, br, upstream)
+	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down})
+}
+
+// forward serves a plain HTTP request in absolute form: the head goes upstream in origin form
+// without hop-by-hop headers and with Connection: close, the response head comes back the
+// same way, and the bodies are copied as they are.
+func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req requestHead, user UserPolicy, policy netpolicy.Policy) {
+	u, err := url.Parse(req.Target)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		writeError(c, 400, "Bad Request", "limactl-mcp network proxy: send proxy requests (CONNECT host:port, or an absolute http:// URL)\n")
+		return
+	}
+	if u.Scheme != "http" {
+		writeError(c, 400, "Bad Request", fmt.Sprintf("limactl-mcp network proxy: only http:// URLs are forwarded in plain form (%s:// goes through CONNECT)\n", u.Scheme))
+		return
+	}
+	host, port, err := splitTarget(u.Host, 80)
+	if err != nil {
+		writeError(c, 400, "Bad Request", "limactl-mcp network proxy: "+err.Error()+"\n")
+		return
+	}
+	upstream, ok := p.open(c, user, policy, host, port)
+	if !ok {
+		return
+	}
+	defer upstream.Close()
+	var head strings.Builder
+	head.WriteString(req.Method + " " + u.RequestURI() + " HTTP/1.1\r\n")
+	header := forwardHeader(req.Header)
+	header.Set("Host", u.Host)
+	writeHeader(&head, header)
+	if _, err := io.WriteString(upstream, head.String()); err != nil {
+		p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, Reason: "request failed: " + err.Error()})
+		return
+	}
+	// The response head is rewritten as the request's was; it comes after whatever body the
+	// client sends, so the body is copied meanwhile.
+	upstreamReader := bufio.NewReaderSize(&headLimit{r: upstream, n: -1}, 16<<10)
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	upDone := make(chan int64, 1)
+	go func() { upDone <- pipe(upstream, c, br, &last) }()
+	_ = upstream.SetReadDeadline(time.Now().Add(idleTimeout))
+	resp, err := readResponseHead(upstreamReader)
+	if err != nil {
+		writeError(c, 502, "Bad Gateway", fmt.Sprintf("limactl-mcp network proxy: %s is allowed, but its answer was not HTTP: %v\n", host, err))
+		c.Close()
+		up := <-upDone
+		p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, Reason: "bad response: " + err.Error()})
+		return
+	}
+	var out strings.Builder
+	out.WriteString(resp.StatusLine + "\r\n")
+	writeHeader(&out, forwardHeader(resp.Header))
+	down := int64(0)
+	if n, err := io.WriteString(c, out.String()); err == nil {
+		down = int64(n) + pipe(c, upstream, upstreamReader, &last)
+	}
+	c.Close()
+	up := <-upDone + int64(head.Len())
+	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down})
+}
+
+// relay copies client (after what br holds) to upstream and back until both ends are done,
+// and returns the bytes each way.
+func relay(client net.Conn, br *bufio.Reader, upstream net.Conn) (up, down int64) {
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	done := make(chan int64, 1)
+	go func() { done <- pipe(upstream, client, br, &last) }()
+	down = pipe(client, upstream, upstream, &last)
+	return <-done, down
+}
+
+// pipe copies from r (reading src's buffered reader, or src itself) to dst until it ends (then
+// half-closes dst, so that the other side sees the end) or neither direction moved for
+// idleTimeout (last is shared by both), and returns the bytes copied.
+func pipe(dst, src net.Conn, r io.Reader, last *atomic.Int64) int64 {
+	buf := make([]byte, 32<<10)
+	var total int64
+	for {
+		_ = src.SetReadDeadline(time.Now().Add(idleTimeout))
+		n, err := r.Read(buf)
+		if n > 0 {
+			last.Store(time.Now().UnixNano())
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				src.Close()
+				return total
+			}
+			total += int64(n)
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, last.Load())) < idleTimeout {
+				continue // this direction is quiet, the other one is not
+			}
+			if errors.Is(err, io.EOF) {
+				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+					cw.CloseWrite()
+					return total
+				}
+			}
+			// A reset, the idle timeout, or no half-close: end both directions.
+			dst.Close()
+			src.Close()
+			return total
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package netpolicy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Record is `net report`'s answer: a user's network record, for status and review. Only root
+// reads the record and the log (0600), so the host asks root's runner for them.
+type Record struct {
+	User string `json:"user"`
+	// Source is "totals" (the record the proxy keeps) or "log" (no record yet: what the raw
+	// log still holds, as an earlier version's proxy left it).
+	Source  string  `json:"source"`
+	Summary Summary `json:"summary"`
+	// Entries are the raw log's last entries, oldest first.
+	Entries []Entry `json:"entries,omitempty"`
+}
+
+const (
+	// MaxReportEntries bounds Record.Entries.
+	MaxReportEntries = 500
+	// MaxRecordBytes bounds a Record's JSON (what the host reads of `net report`).
+	MaxRecordBytes = 8 << 20
+)
+
+// ParseRecord reads `net report`'s answer (guest output: checked, not trusted) for user.
+func ParseRecord(data []byte, user string) (Record, error) {
+	if len(data) > MaxRecordBytes {
+		return Record{}, fmt.Errorf("the network record is larger than %d bytes", MaxRecordBytes)
+	}
+	var r Record
+	if err := json.Unmarshal(bytes.TrimSpace(data), &r); err != nil {
+		return Record{}, fmt.Errorf("the network record is not JSON: %w", err)
+	}
+	s := &r.Summary
+	bad := r.User != user || (r.Source != "totals" && r.Source != "log") || len(r.Entries) > MaxReportEntries ||
+		s.Attempts < 0 || s.Allowed < 0 || s.Blocked < 0 || s.Suppressed < 0 || s.Unreadable < 0 || s.BytesUp < 0 || s.BytesDown < 0 ||
+		len(s.HostsReached) > MaxTotalsHosts || len(s.HostsBlocked) > MaxTotalsHosts
+	for _, h := range append(append([]HostSummary(nil), s.HostsReached...), s.HostsBlocked...) {
+		bad = bad || h.Host == "" || len(h.Host) > 512 || h.Attempts < 0 || h.BytesUp < 0 || h.BytesDown < 0
+	}
+	for _, e := range r.Entries {
+		line, _ := json.Marshal(e)
+		if _, ok := ParseEntry(line); !ok {
+			bad = true
+		}
+	}
+	if s.LastBlocked != nil {
+		line, _ := json.Marshal(s.LastBlocked)
+		if _, ok := ParseEntry(line); !ok {
+			bad = true
+		}
+	}
+	if bad {
+		return Record{}, errors.New("the network record does not check out")
+	}
+	return r, nil
+}
