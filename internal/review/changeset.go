@@ -11,7 +11,6 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -64,7 +63,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 	}
 
 	for _, p := range gcs.GitMetadata {
-		cs.Ignored = append(cs.Ignored, &Item{Path: string(p), Display: termsafe.Path(string(p)), Kind: staging.Modified,
+		cs.Ignored = append(cs.Ignored, &Item{Path: string(p), Display: shownPath(string(p)), Kind: staging.Modified,
 			Refused: ".git is never written by a review: the guest's git config and hooks could run code on the host"})
 	}
 	for _, c := range gcs.Changes {
@@ -72,7 +71,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		if len(paths) > 0 && !selected(rel, paths) && !selKeys[cs.Rule.key(rel)] {
 			continue
 		}
-		it := &Item{Path: rel, Display: termsafe.Path(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
+		it := &Item{Path: rel, Display: shownPath(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
 		if why := refusePath(rel); why != "" {
 			it.Refused = why
 			if ignoredReason(why) {
@@ -96,7 +95,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 			case err != nil:
 				it.Refused = err.Error()
 			case path.Dir(name) != path.Dir(rel):
-				it.Refused = fmt.Sprintf("its directory is %s on the host, which this host directory does not tell apart from %s (case or Unicode normalization): never applied into it. Use the host's name in the guest, or rename the directory on the host by hand, then review again", termsafe.Path(path.Dir(name)), termsafe.Path(path.Dir(rel)))
+				it.Refused = fmt.Sprintf("its directory is %s on the host, which this host directory does not tell apart from %s (case or Unicode normalization): never applied into it. Use the host's name in the guest, or rename the directory on the host by hand, then review again", path.Dir(name), path.Dir(rel))
 			case exists:
 				hostName = name
 			}
@@ -225,7 +224,7 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 			it.Refused = "a fifo, socket or device: never created on the host"
 		case tree.Symlink:
 			if !symlinkTargetInside(it.Path, string(g.Target)) {
-				it.Refused = fmt.Sprintf("symlink to %s, outside the working directory: never created on the host", termsafe.Path(string(g.Target)))
+				it.Refused = fmt.Sprintf("symlink to %s, outside the working directory: never created on the host", string(g.Target))
 			}
 		}
 		if g.Mode&0o7000 != 0 && g.Type == tree.File {
@@ -304,14 +303,14 @@ func oneLine(it *Item) string {
 	var s string
 	switch {
 	case it.From != nil:
-		s = "renamed from " + termsafe.Path(it.From.Path) + " (only case or Unicode normalization differs)"
+		s = "renamed from " + it.From.Path + " (only case or Unicode normalization differs)"
 		switch {
 		case b == nil || b.Type != it.Guest.Type:
 			s += ", now " + what(it.Guest)
 		case b.Type == tree.File && b.Hash != it.Guest.Hash:
 			s += ", content changed"
 		case b.Type == tree.Symlink && b.Target != it.Guest.Target:
-			s += ", symlink now -> " + termsafe.Path(string(it.Guest.Target))
+			s += ", symlink now -> " + string(it.Guest.Target)
 		}
 	case it.Base == nil:
 		s = "added " + what(it.Guest)
@@ -328,16 +327,12 @@ func oneLine(it *Item) string {
 	case it.Base.Type != it.Guest.Type:
 		s = what(it.Base) + " replaced by " + what(it.Guest)
 	case it.Guest.Type == tree.Symlink:
-		s = "symlink now -> " + termsafe.Path(string(it.Guest.Target)) + " (was -> " + termsafe.Path(string(it.Base.Target)) + ")"
+		s = "symlink now -> " + string(it.Guest.Target) + " (was -> " + string(it.Base.Target) + ")"
 	default:
 		s = "modified"
 	}
 	if len(it.Collides) > 0 {
-		var others []string
-		for _, o := range it.Collides {
-			others = append(others, termsafe.Path(o))
-		}
-		s += "; COLLISION: one name with " + strings.Join(others, " and ") + " on this host directory (case or Unicode normalization): accept at most one, the others stay pending in the guest"
+		s += "; COLLISION: one name with " + strings.Join(it.Collides, " and ") + " on this host directory (case or Unicode normalization): accept at most one, the others stay pending in the guest"
 	}
 	if it.HostChanged() {
 		host := "deleted it"

@@ -35,8 +35,9 @@ func sanitizeSpans(s string, tabWidth int) []span {
 	return out
 }
 
-// displayName is how an item's path is shown (review.Item.Name).
-func displayName(it *review.Item) string { return it.Name() }
+// displayName is how an item's path is shown: review.Item.Name, through the sanitiser (the
+// core carries guest text as it is; the TUI escapes it where it prints).
+func displayName(it *review.Item) string { return termsafe.String(it.Name()) }
 
 // painter turns spans into terminal text: coloured, or plain for accessible mode.
 type painter struct {
@@ -293,7 +294,7 @@ func label(it *review.Item) string {
 		s = "M " + name
 	}
 	if it.From != nil {
-		s = "R " + it.From.Name() + " → " + name
+		s = "R " + displayName(it.From) + " → " + name
 	}
 	if it.Conflict {
 		s = "C " + s

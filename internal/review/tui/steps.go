@@ -280,7 +280,7 @@ func (r *reviewer) conflict(it *review.Item) (review.Action, error) {
 			// A rename: the host's version is kept by skipping; the guest's renames it.
 			opts = []huh.Option[review.Action]{
 				huh.NewOption("skip: change nothing (it stays pending)", review.Skip),
-				huh.NewOption("take the guest's version (rename "+it.From.Name()+" and overwrite it)", review.TakeGuest),
+				huh.NewOption("take the guest's version (rename "+displayName(it.From)+" and overwrite it)", review.TakeGuest),
 			}
 		}
 		if it.Text {
@@ -348,9 +348,9 @@ func (r *reviewer) collision(items []*review.Item, at int, decs []review.Decisio
 		opts := []huh.Option[int]{huh.NewOption("skip: take none of them (all stay pending)", none)}
 		for _, i := range members {
 			x := items[i]
-			l := "take " + x.Name()
+			l := "take " + displayName(x)
 			if x.From != nil {
-				l += " (renames the host's " + x.From.Name() + ")"
+				l += " (renames the host's " + displayName(x.From) + ")"
 			}
 			if x.HostChanged() {
 				l += ", overwriting the host's changes"
@@ -421,7 +421,7 @@ func (r *reviewer) planLines(decs []review.Decision) (do, left []string, err err
 		if p.Pending {
 			left = append(left, termsafe.String(p.Path))
 		} else {
-			do = append(do, p.Sentence)
+			do = append(do, termsafe.String(p.Sentence))
 		}
 	}
 	return do, left, nil
