@@ -237,17 +237,20 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 	}
 	// Text content, for diffs and hunks.
 	var oldText, newText []byte
+	var oldBin, newBin bool // a side is binary (as git tells it)
 	oldOK, newOK := b == nil || b.Type != tree.File, g == nil || g.Type != tree.File
 	if it.Conflict && it.Host != nil && it.Host.Type == tree.File && it.Host.Size <= MaxTextBytes {
 		data, err := host.readFile(hostPath)
 		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
 		}
+		oldBin = err == nil && !oldOK
 	} else if b != nil && b.Type == tree.File && b.Size <= MaxTextBytes && it.Host != nil && it.Host.Type == tree.File {
 		data, err := host.readFile(hostPath)
 		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
 		}
+		oldBin = err == nil && !oldOK
 	}
 	if g != nil && g.Type == tree.File && g.Size <= MaxTextBytes {
 		data, err := sess.ReadGuestFile(ctx, tree.Name(it.Path), MaxTextBytes+1)
@@ -264,11 +267,16 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 		}
 		if !udiff.IsBinary(data) {
 			newText, newOK = data, true
+		} else {
+			newBin = true
 		}
 	}
 	if !oldOK || !newOK {
+		note := noTextNote(b, g, oldBin, newBin)
 		if it.Description == "" || it.Kind == staging.Modified {
-			it.Description = "binary or large file changed"
+			it.Description = note
+		} else {
+			it.Description += "; " + note
 		}
 		return nil
 	}
@@ -342,4 +350,52 @@ func oneLine(it *Item) string {
 		s += "; CONFLICT: the host " + host + " since it was staged"
 	}
 	return s
+}
+
+// noTextNote says why an item has no text diff, with the sizes: "binary file changed (1.2 KB
+// → 1.4 KB)", "large file (5.0 MB), over the 4.0 MB a review shows as text".
+func noTextNote(b, g *tree.Entry, oldBin, newBin bool) string {
+	size := func(e *tree.Entry) string {
+		if e == nil || e.Type != tree.File {
+			return "none"
+		}
+		return sizeString(e.Size)
+	}
+	large := func(e *tree.Entry) bool { return e != nil && e.Type == tree.File && e.Size > MaxTextBytes }
+	var what string
+	switch {
+	case oldBin || newBin:
+		what = "binary file"
+	case large(b) || large(g):
+		what = "large file"
+	default:
+		what = "file (not shown as text)"
+	}
+	var s string
+	switch {
+	case b != nil && b.Type == tree.File && g != nil && g.Type == tree.File:
+		s = fmt.Sprintf("%s changed (%s → %s)", what, size(b), size(g))
+	case g != nil && g.Type == tree.File:
+		s = fmt.Sprintf("%s (%s)", what, size(g))
+	default:
+		s = fmt.Sprintf("%s (%s)", what, size(b))
+	}
+	if (large(b) || large(g)) && !oldBin && !newBin {
+		s += fmt.Sprintf(", over the %s a review shows as text", sizeString(MaxTextBytes))
+	}
+	return s
+}
+
+// sizeString is n bytes for a person: "512 B", "1.2 KB", "3.0 MB" (powers of 1024).
+func sizeString(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < 3 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", v, "KMGT"[i])
 }

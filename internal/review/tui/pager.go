@@ -72,6 +72,12 @@ func (m *pagerModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case "G", "end":
 			m.vp.GotoBottom()
 			return m, nil
+		case "w", "W":
+			// Show or hide changes of white space only (the painter is the review's: the
+			// choice holds for every diff shown after).
+			m.p.hideWS = !m.p.hideWS
+			m.resize(m.width, m.height)
+			return m, nil
 		}
 	}
 	var cmd tea.Cmd
@@ -88,7 +94,11 @@ func (m *pagerModel) View() string {
 	head := m.p.title.Render(title + strings.Repeat(" ", pad))
 	pos := fmt.Sprintf(" %d-%d/%d ", min(m.vp.YOffset+1, m.vp.TotalLineCount()),
 		min(m.vp.YOffset+m.vp.Height, m.vp.TotalLineCount()), m.vp.TotalLineCount())
-	help := "↑↓ jk PgUp PgDn g G: scroll · q/enter: back · esc: abort"
+	ws := "w: hide white space"
+	if m.p.hideWS {
+		ws = "w: show white space"
+	}
+	help := "↑↓ jk PgUp PgDn g G: scroll · q/enter: back · esc: abort · " + ws
 	help = ansi.Truncate(help, max(0, m.width-len(pos)), "…")
 	gap := max(0, m.width-ansi.StringWidth(help)-len(pos))
 	foot := m.p.dim.Render(help + strings.Repeat(" ", gap) + pos)

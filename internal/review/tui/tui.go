@@ -268,7 +268,7 @@ func (r *reviewer) preview(it *review.Item, hunk int, n int) string {
 	switch {
 	case hunk >= 0:
 		lines = p.hunkLines(it.Hunks[hunk], r.noteWidth())
-	case it.Text && len(it.Hunks) > 0:
+	case len(it.Hunks) > 0:
 		for _, h := range it.Hunks {
 			lines = append(lines, p.hunkLines(h, r.noteWidth())...)
 		}

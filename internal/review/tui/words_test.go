@@ -1,0 +1,120 @@
+package tui
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// sgrBefore is the SGR state in force at the first occurrence of text in a captured screen
+// (tmux's capture -e): the parameters of every SGR since the last reset, joined by ";".
+func sgrBefore(t *testing.T, esc, text string) string {
+	t.Helper()
+	i := strings.Index(esc, text)
+	if i < 0 {
+		t.Fatalf("%q not on the screen:\n%s", text, esc)
+	}
+	var state []string
+	for _, m := range regexp.MustCompile(`\x1b\[([0-9;]*)m`).FindAllStringSubmatch(esc[:i], -1) {
+		if m[1] == "" || m[1] == "0" {
+			state = nil
+			continue
+		}
+		state = append(state, m[1])
+	}
+	return ";" + strings.Join(state, ";") + ";"
+}
+
+func wordItem() *review.Item {
+	return textItem("net/fetch.go", staging.Modified,
+		"package net\n\nfunc get() error {\n\treturn fetch(url, timeout)\n}\n",
+		"package net\n\nfunc get() error {\n\treturn fetch(url, deadline)\n}\n")
+}
+
+func wsItem() *review.Item {
+	return textItem("ws.go", staging.Modified, "a\n  b := 1\nc\n", "a\n\tb  :=  1\nc\n")
+}
+
+// The changed word of a replaced line is marked (reverse video), the rest of the line is
+// not, in the diff view at every size the issue names.
+func TestTUIWordLevelHighlight(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
+			s := startTUIAt(t, size[0], size[1], "", &review.Changeset{Items: []*review.Item{wordItem(), wsItem()}})
+			s.waitFor("> ✓ M net/fetch.go")
+			s.keys("v")
+			s.waitFor("-    return fetch(url, timeout)", "+    return fetch(url, deadline)")
+			esc := s.screenEsc()
+			for _, w := range []string{"deadline", "timeout"} {
+				if st := sgrBefore(t, esc, w); !strings.Contains(st, ";7;") {
+					t.Errorf("%s: not marked as a changed word (SGR %s):\n%q", w, st, esc)
+				}
+			}
+			for _, w := range []string{"+    return fetch(url, ", "-    return fetch(url, "} {
+				if st := sgrBefore(t, esc, w); strings.Contains(st, ";7;") {
+					t.Errorf("%q: the unchanged part is marked (SGR %s)", w, st)
+				}
+			}
+			s.keys("q")
+			s.waitFor("> ✓ M net/fetch.go")
+			s.keys("Down", "v")
+			// A change of white space only says so, and w hides it (the line shown once).
+			s.waitFor("@@ -1,3 +1,3 @@  white space only", "-  b := 1", "+    b  :=  1", "w: hide white")
+			s.keys("w")
+			scr := s.waitFor("white space only (hidden: w shows it)", "     b  :=  1", "w: show white")
+			if strings.Contains(scr, "-  b := 1") {
+				t.Errorf("the white space change is still shown:\n%s", scr)
+			}
+			s.keys("w")
+			s.waitFor("-  b := 1", "w: hide white")
+			s.keys("q")
+			s.waitFor("> ✓ M ws.go")
+			s.keys("C-c")
+			if _, aborted := s.outcome(); !aborted {
+				t.Fatal("not aborted")
+			}
+		})
+	}
+}
+
+// Under NO_COLOR the screens hold no colour (no SGR colour parameters at all).
+func TestTUINoColor(t *testing.T) {
+	t.Parallel()
+	s := startTUIAt(t, 80, 24, "NO_COLOR=1", &review.Changeset{Items: []*review.Item{wordItem(), added()}})
+	s.waitFor("> ✓ M net/fetch.go")
+	s.keys("v")
+	s.waitFor("+    return fetch(url, deadline)")
+	esc := s.screenEsc()
+	for _, m := range regexp.MustCompile(`\x1b\[([0-9;]*)m`).FindAllStringSubmatch(esc, -1) {
+		for _, p := range strings.Split(m[1], ";") {
+			if p == "38" || p == "48" || (len(p) == 2 && (p[0] == '3' || p[0] == '4' || p[0] == '9') && p[1] <= '7') || (len(p) == 3 && p[:2] == "10") {
+				t.Fatalf("colour SGR %q under NO_COLOR:\n%q", m[0], esc)
+			}
+		}
+	}
+	s.keys("C-c")
+	if _, aborted := s.outcome(); !aborted {
+		t.Fatal("not aborted")
+	}
+}
+
+// An added text file shows its lines, as any diff does.
+func TestTUIAddedFileShowsLines(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, &review.Changeset{Items: []*review.Item{added(), oneHunk()}})
+	s.waitFor("> ✓ A docs/new.txt  +2 −0")
+	s.keys("v")
+	s.waitFor("@@ -0,0 +1,2 @@", "+fresh", "+file")
+	s.keys("q")
+	s.waitFor("> ✓ A docs/new.txt")
+	s.keys("C-c")
+	if _, aborted := s.outcome(); !aborted {
+		t.Fatal("not aborted")
+	}
+}
