@@ -66,8 +66,8 @@ func newPainter(r *lipgloss.Renderer, plain bool) *painter {
 		addWord: r.NewStyle().Foreground(lipgloss.Color("2")).Reverse(true).Bold(true),
 		delWord: r.NewStyle().Foreground(lipgloss.Color("1")).Reverse(true).Bold(true),
 		wordEsc: r.NewStyle().Underline(true),
-		title: r.NewStyle().Bold(true).Reverse(true),
-		dim:   r.NewStyle().Faint(true),
+		title:   r.NewStyle().Bold(true).Reverse(true),
+		dim:     r.NewStyle().Faint(true),
 	}
 }
 
