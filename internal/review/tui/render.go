@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/alecthomas/chroma/v2"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/mattn/go-runewidth"
+	"github.com/muesli/termenv"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -25,6 +27,8 @@ type span struct {
 	op   udiff.Op // colour of the line the span belongs to (0: none)
 	meta bool     // a hunk header or a note ("\ No newline at end of file")
 	word bool     // a changed word of a line that replaced another (word-level highlight)
+	syn  bool     // the line is syntax coloured; fg is the colour of this span ("": none)
+	fg   string
 }
 
 // sanitizeSpans is termsafe.Pieces as spans.
@@ -47,20 +51,28 @@ type painter struct {
 	markup                      bool
 	add, del, hunk, meta, escSt lipgloss.Style
 	addWord, delWord, wordEsc   lipgloss.Style
+	base                        lipgloss.Style // no style, of this renderer (its colour profile)
 	title, dim                  lipgloss.Style
 	// hideWS shows a line replaced by one that differs only in white space as one unchanged
 	// line (the "w" key; what is applied is the same).
 	hideWS bool
+	// Syntax colour (syntax.go): the terminal's colour profile and background, the lexers
+	// found by file name, chroma's style.
+	profile termenv.Profile
+	lexers  map[string]chroma.Lexer
 }
 
 func newPainter(r *lipgloss.Renderer, plain bool) *painter {
+	prof := r.ColorProfile()
 	return &painter{
-		plain: plain,
-		add:   r.NewStyle().Foreground(lipgloss.Color("2")),
-		del:   r.NewStyle().Foreground(lipgloss.Color("1")),
-		hunk:  r.NewStyle().Foreground(lipgloss.Color("6")),
-		meta:  r.NewStyle().Faint(true),
-		escSt: r.NewStyle().Reverse(true),
+		profile: prof,
+		plain:   plain,
+		base:    r.NewStyle(),
+		add:     r.NewStyle().Foreground(lipgloss.Color("2")),
+		del:     r.NewStyle().Foreground(lipgloss.Color("1")),
+		hunk:    r.NewStyle().Foreground(lipgloss.Color("6")),
+		meta:    r.NewStyle().Faint(true),
+		escSt:   r.NewStyle().Reverse(true),
 		// A changed word is the line's colour in reverse video (a background of the line's
 		// colour, in 16 colours as in truecolour); an escape inside it is underlined instead.
 		addWord: r.NewStyle().Foreground(lipgloss.Color("2")).Reverse(true).Bold(true),
@@ -92,8 +104,14 @@ func (p *painter) paint(line []span) string {
 			b.WriteString(t)
 			continue
 		}
-		var st lipgloss.Style
+		st := p.base
 		switch {
+		case sp.syn && sp.op == udiff.Equal:
+			// Syntax colour on unchanged lines; a changed line keeps its red or green (and its
+			// word marks) in every colour profile: that is the cue a review is read by.
+			if sp.fg != "" {
+				st = st.Foreground(lipgloss.Color(sp.fg))
+			}
 		case sp.meta && sp.op == '@':
 			st = p.hunk
 		case sp.meta:
@@ -151,7 +169,9 @@ func wrapSpans(line []span, width int, cont string) [][]span {
 			w := runewidth.RuneWidth(r)
 			if col+w > width && col > 0 {
 				if b.Len() > 0 {
-					cur = append(cur, span{text: b.String(), op: sp.op, meta: sp.meta, word: sp.word})
+					part := sp
+					part.text = b.String()
+					cur = append(cur, part)
 					b.Reset()
 				}
 				newLine()
@@ -160,7 +180,9 @@ func wrapSpans(line []span, width int, cont string) [][]span {
 			col += w
 		}
 		if b.Len() > 0 {
-			cur = append(cur, span{text: b.String(), op: sp.op, meta: sp.meta, word: sp.word})
+			part := sp
+			part.text = b.String()
+			cur = append(cur, part)
 		}
 	}
 	out = append(out, cur)
@@ -182,7 +204,10 @@ func textLine(s string, op udiff.Op, meta bool) []span {
 // hunkLines renders a hunk as wrapped, painted lines of at most width cells: a line that
 // replaced another has its changed words marked (and the other its removed ones); with hideWS
 // a line replaced by one that differs only in white space is shown once, unchanged.
-func (p *painter) hunkLines(h udiff.Hunk, width int) []string {
+func (p *painter) hunkLines(h udiff.Hunk, width int) []string { return p.hunkLinesOf(h, width, "") }
+
+// hunkLinesOf is hunkLines with the syntax colour of the file at path (by its name).
+func (p *painter) hunkLinesOf(h udiff.Hunk, width int, path string) []string {
 	var out []string
 	add := func(line []span) {
 		for _, l := range wrapSpans(line, width, "↪") {
@@ -199,6 +224,7 @@ func (p *painter) hunkLines(h udiff.Hunk, width int) []string {
 	}
 	add(header)
 	body := contentLines(h)
+	p.applySyntax(path, h, body)
 	skip := map[int]bool{}
 	if p.hideWS {
 		for _, pr := range h.Pairs() {
@@ -330,7 +356,7 @@ func (p *painter) itemDoc(it *review.Item, width int) (lines []string, hunkAt []
 		}
 		for _, h := range it.Hunks {
 			hunkAt = append(hunkAt, len(lines))
-			lines = append(lines, p.hunkLines(h, width)...)
+			lines = append(lines, p.hunkLinesOf(h, width, it.Path)...)
 		}
 	} else if it.Text {
 		lines = append(lines, p.textLines("(no content change)", width)...)

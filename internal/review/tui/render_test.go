@@ -37,8 +37,8 @@ func TestWordMarksSweep(t *testing.T) {
 			h := udiff.Hunks("ctx\n"+pair[0], "ctx\n"+pair[1])[0]
 			for _, hide := range []bool{false, true} {
 				plain.hideWS, painted.hideWS = hide, hide
-				p := strings.Join(plain.hunkLines(h, 60), "\n")
-				c := strings.Join(painted.hunkLines(h, 60), "\n")
+				p := strings.Join(plain.hunkLinesOf(h, 60, "x.go"), "\n")
+				c := strings.Join(painted.hunkLinesOf(h, 60, "x.go"), "\n")
 				termsafetest.Check(t, "word marks (plain)", []byte(p))
 				if got := sgr.ReplaceAllString(c, ""); got != p {
 					t.Errorf("the coloured rendering is not the plain one plus SGR:\n%q\n%q", got, p)

@@ -267,10 +267,10 @@ func (r *reviewer) preview(it *review.Item, hunk int, n int) string {
 	var lines []string
 	switch {
 	case hunk >= 0:
-		lines = p.hunkLines(it.Hunks[hunk], r.noteWidth())
+		lines = p.hunkLinesOf(it.Hunks[hunk], r.noteWidth(), it.Path)
 	case len(it.Hunks) > 0:
 		for _, h := range it.Hunks {
-			lines = append(lines, p.hunkLines(h, r.noteWidth())...)
+			lines = append(lines, p.hunkLinesOf(h, r.noteWidth(), it.Path)...)
 		}
 	default:
 		lines, _ = p.itemDoc(it, r.noteWidth())

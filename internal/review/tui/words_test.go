@@ -56,6 +56,10 @@ func TestTUIWordLevelHighlight(t *testing.T) {
 					t.Errorf("%s: not marked as a changed word (SGR %s):\n%q", w, st, esc)
 				}
 			}
+			// Syntax colour (a 256-colour terminal): the keyword of an unchanged line.
+			if st := sgrBefore(t, esc, "package"); !strings.Contains(st, ";35;") {
+				t.Errorf("package: no syntax colour (SGR %s)", st)
+			}
 			for _, w := range []string{"+    return fetch(url, ", "-    return fetch(url, "} {
 				if st := sgrBefore(t, esc, w); strings.Contains(st, ";7;") {
 					t.Errorf("%q: the unchanged part is marked (SGR %s)", w, st)
