@@ -72,6 +72,10 @@ func (m *pagerModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case "G", "end":
 			m.vp.GotoBottom()
 			return m, nil
+		case "s", "S":
+			m.p.toggleSideBySide(m.width)
+			m.resize(m.width, m.height)
+			return m, nil
 		case "w", "W":
 			// Show or hide changes of white space only (the painter is the review's: the
 			// choice holds for every diff shown after).
@@ -99,6 +103,9 @@ func (m *pagerModel) View() string {
 		ws = "w: show white space"
 	}
 	help := "↑↓ jk PgUp PgDn g G: scroll · q/enter: back · esc: abort · " + ws
+	if m.width >= minSideBySide {
+		help += " · s: side by side/unified"
+	}
 	help = ansi.Truncate(help, max(0, m.width-len(pos)), "…")
 	gap := max(0, m.width-ansi.StringWidth(help)-len(pos))
 	foot := m.p.dim.Render(help + strings.Repeat(" ", gap) + pos)

@@ -60,6 +60,9 @@ type painter struct {
 	// found by file name, chroma's style.
 	profile termenv.Profile
 	lexers  map[string]chroma.Lexer
+	// sbs is the choice of layout in the diff view ("s"): 0 side by side on a wide terminal,
+	// 1 side by side, -1 unified (sidebyside.go).
+	sbs int
 }
 
 func newPainter(r *lipgloss.Renderer, plain bool) *painter {
@@ -87,6 +90,7 @@ func newPainter(r *lipgloss.Renderer, plain bool) *painter {
 func (p *painter) forNote() *painter {
 	q := *p
 	q.markup = !p.plain
+	q.sbs = -1 // a Note is a preview: unified
 	return &q
 }
 
@@ -233,6 +237,9 @@ func (p *painter) hunkLinesOf(h udiff.Hunk, width int, path string) []string {
 				body[pr.Ins] = plainContent(h.Lines[pr.Ins].Text, udiff.Equal)
 			}
 		}
+	}
+	if p.sideBySideOn(width) {
+		return append(out, p.sideBySide(h, body, skip, width)...)
 	}
 	for i, l := range h.Lines {
 		if skip[i] {

@@ -23,6 +23,8 @@ func TestWordMarksSweep(t *testing.T) {
 	colour.SetColorProfile(termenv.TrueColor)
 	plain, painted := newPainter(lipgloss.NewRenderer(&bytes.Buffer{}), true), newPainter(colour, false)
 	sgr := regexp.MustCompile(`\x1b\[[0-9;]*m`)
+	noColour := paintedAt(termenv.Ascii)
+	noColour.sbs, painted.sbs = 1, 1
 	samples := []string{termsafetest.All()}
 	for _, c := range termsafetest.Classes {
 		samples = append(samples, c.Sample)
@@ -42,6 +44,17 @@ func TestWordMarksSweep(t *testing.T) {
 				termsafetest.Check(t, "word marks (plain)", []byte(p))
 				if got := sgr.ReplaceAllString(c, ""); got != p {
 					t.Errorf("the coloured rendering is not the plain one plus SGR:\n%q\n%q", got, p)
+				}
+				// Side by side (no colour: a painter of lipgloss's Ascii profile draws no SGR).
+				noColour.hideWS, painted.hideWS = hide, hide
+				nc := strings.Join(noColour.hunkLinesOf(h, 130, "x.go"), "\n")
+				c = strings.Join(painted.hunkLinesOf(h, 130, "x.go"), "\n")
+				termsafetest.Check(t, "side by side", []byte(nc))
+				if !strings.Contains(nc, " │ ") {
+					t.Fatalf("not side by side: %q", nc)
+				}
+				if got := sgr.ReplaceAllString(c, ""); got != nc {
+					t.Errorf("side by side: the coloured rendering is not the plain one plus SGR:\n%q\n%q", got, nc)
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
@@ -50,6 +51,38 @@ func TestSyntaxColourProfiles(t *testing.T) {
 	for _, p := range []*painter{newPainter(lipgloss.NewRenderer(&bytes.Buffer{}), true), paintedAt(termenv.Ascii)} {
 		if out := strings.Join(p.hunkLinesOf(h, 80, "net/fetch.go"), "\n"); strings.Contains(out, "\x1b") {
 			t.Errorf("escape sequences with syntax colour off:\n%q", out)
+		}
+	}
+}
+
+func TestSideBySideWidths(t *testing.T) {
+	p := paintedAt(termenv.ANSI256)
+	if p.sideBySideOn(autoSideBySide-1) || !p.sideBySideOn(autoSideBySide) {
+		t.Error("not side by side from autoSideBySide columns on")
+	}
+	p.toggleSideBySide(minSideBySide - 1)
+	if p.sideBySideOn(minSideBySide - 1) {
+		t.Error("side by side below minSideBySide")
+	}
+	p.toggleSideBySide(autoSideBySide)
+	if p.sideBySideOn(autoSideBySide) {
+		t.Error("s does not go back to unified")
+	}
+	p.toggleSideBySide(minSideBySide)
+	if !p.sideBySideOn(minSideBySide) {
+		t.Error("s does not lay it out side by side at minSideBySide")
+	}
+	if plain := newPainter(lipgloss.NewRenderer(&bytes.Buffer{}), true); plain.sideBySideOn(400) {
+		t.Error("side by side in accessible mode")
+	}
+	// Every row of a side-by-side hunk is width cells at most, the halves apart at one column.
+	h := udiff.Hunks(goOld, goNew+"\tlonger line that wraps "+strings.Repeat("x", 120)+"\n")[0]
+	for _, l := range p.sideBySide(h, contentLines(h), nil, 120) {
+		if w := ansi.StringWidth(l); w > 120 {
+			t.Errorf("a row of %d cells: %q", w, l)
+		}
+		if i := strings.Index(ansi.Strip(l), "│"); ansi.StringWidth(ansi.Strip(l)[:i]) != (120-3)/2+1 {
+			t.Errorf("the separator at %d: %q", i, ansi.Strip(l))
 		}
 	}
 }

@@ -49,6 +49,11 @@ func TestTUIWordLevelHighlight(t *testing.T) {
 			s := startTUIAt(t, size[0], size[1], "", &review.Changeset{Items: []*review.Item{wordItem(), wsItem()}})
 			s.waitFor("> ✓ M net/fetch.go")
 			s.keys("v")
+			if size[0] >= autoSideBySide {
+				// Side by side on a wide terminal: s shows it unified.
+				s.waitFor("│ 4 +    return fetch(url, deadline)")
+				s.keys("s")
+			}
 			s.waitFor("-    return fetch(url, timeout)", "+    return fetch(url, deadline)")
 			esc := s.screenEsc()
 			for _, w := range []string{"deadline", "timeout"} {
@@ -68,7 +73,7 @@ func TestTUIWordLevelHighlight(t *testing.T) {
 			s.keys("q")
 			s.waitFor("> ✓ M net/fetch.go")
 			s.keys("Down", "v")
-			// A change of white space only says so, and w hides it (the line shown once).
+			// A change of white space only says so (unified: s chose it for the whole review), and w hides it (the line shown once).
 			s.waitFor("@@ -1,3 +1,3 @@  white space only", "-  b := 1", "+    b  :=  1", "w: hide white")
 			s.keys("w")
 			scr := s.waitFor("white space only (hidden: w shows it)", "     b  :=  1", "w: show white")
@@ -120,5 +125,57 @@ func TestTUIAddedFileShowsLines(t *testing.T) {
 	s.keys("C-c")
 	if _, aborted := s.outcome(); !aborted {
 		t.Fatal("not aborted")
+	}
+}
+
+// Side by side: the old line on the left, the new one on the right of the same row, with
+// line numbers; s toggles it (above 100 columns), unified below.
+func TestTUISideBySide(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
+			it := textItem("lib/a.txt", staging.Modified, numbered(12, nil), numbered(12, map[int]string{5: "line five", 9: "line 9 and more"}))
+			s := startTUIAt(t, size[0], size[1], "", &review.Changeset{Items: []*review.Item{it}})
+			s.waitFor("> ✓ M lib/a.txt")
+			s.keys("v")
+			row := regexp.MustCompile(`(?m)^ *5 -line 5 +│ +5 \+line five *$`)
+			switch {
+			case size[0] >= autoSideBySide:
+				scr := s.waitFor("line five", "s: side by side")
+				if !row.MatchString(scr) {
+					t.Fatalf("not side by side:\n%s", scr)
+				}
+				esc := s.screenEsc()
+				if st := sgrBefore(t, esc, "five"); !strings.Contains(st, ";7;") {
+					t.Errorf("five: no word mark side by side (SGR %s)", st)
+				}
+				s.keys("s")
+				scr = s.waitFor("\n-line 5\n+line five")
+				if row.MatchString(scr) {
+					t.Fatalf("still side by side:\n%s", scr)
+				}
+			case size[0] >= minSideBySide:
+				s.waitFor("-line 5", "+line five", "s: side by side")
+				s.keys("s")
+				scr := s.waitFor("line five", "9 +line 9 and more")
+				if !row.MatchString(scr) {
+					t.Fatalf("s did not lay it out side by side:\n%s", scr)
+				}
+			default:
+				// Too narrow: unified, and s is not offered (painter.toggleSideBySide keeps it
+				// unified, TestSideBySideWidths).
+				scr := s.waitFor("-line 5", "+line five")
+				if row.MatchString(scr) || strings.Contains(scr, "side by side") {
+					t.Fatalf("side by side at %d columns:\n%s", size[0], scr)
+				}
+			}
+			s.keys("q")
+			s.waitFor("> ✓ M lib/a.txt")
+			s.keys("C-c")
+			if _, aborted := s.outcome(); !aborted {
+				t.Fatal("not aborted")
+			}
+		})
 	}
 }
