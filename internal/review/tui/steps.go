@@ -38,24 +38,34 @@ func (r *reviewer) offerAllDiffs(items []*review.Item) error {
 func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 	w, h := r.size()
 	var chosen []int
-	opts := make([]huh.Option[int], len(items))
 	for i, it := range items {
-		l := label(it)
-		if !r.accessible {
-			l = truncate(l, w-8)
-		}
-		opts[i] = huh.NewOption(l, i)
 		if !it.Conflict {
-			opts[i] = opts[i].Selected(true)
 			chosen = append(chosen, i)
 		}
 	}
+	nav := &listNav{items: items, viewed: make([]bool, len(items)), chosen: &chosen, restore: -1,
+		label: func(i int, viewed bool) string {
+			l := label(items[i])
+			if viewed {
+				l += " · viewed"
+			}
+			if !r.accessible {
+				l = truncate(l, w-8)
+			}
+			return l
+		}}
+	opts := nav.options()
 	desc := "space: toggle · v: view diff · enter: continue · esc: abort"
 	if r.accessible {
 		desc = ""
 	}
 	if n := r.opts.Notice; n != "" {
 		desc = strings.TrimSuffix(n+"\n"+desc, "\n")
+	}
+	if !r.accessible {
+		// The progress line and its keys come first (listNav.description).
+		nav.help = desc
+		desc = nav.description()
 	}
 	hasConflict := false
 	for _, it := range items {
@@ -94,13 +104,23 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 		}
 	}
 	f := r.form(summaryLine(r.cs.Summary()), fields...)
-	err := r.runForm(f, func() *doc {
+	nav.ms = ms
+	if r.accessible {
+		nav = nil
+	}
+	err := r.runFormNav(f, func() *doc {
 		i, ok := ms.Hovered()
 		if !ok || i < 0 || i >= len(items) {
 			return nil
 		}
+		if nav != nil && !nav.viewed[i] {
+			// Seen: marked viewed when the list comes back, the cursor where it was.
+			nav.viewed[i] = true
+			nav.relabel(i)
+			nav.restore = i
+		}
 		return r.itemDoc(items[i], -1)
-	})
+	}, nav)
 	if err != nil {
 		return nil, err
 	}

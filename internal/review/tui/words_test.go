@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -177,5 +178,106 @@ func TestTUISideBySide(t *testing.T) {
 				t.Fatal("not aborted")
 			}
 		})
+	}
+}
+
+// A 500-file change, navigated with viewed marks to completion: v marks the file it shows, m
+// marks the one under the cursor and goes to the next unviewed, n and c jump; the progress
+// line counts; a choice made in the list (a file left out) survives the marks.
+func TestTUILargeChangeViewedToCompletion(t *testing.T) {
+	t.Parallel()
+	const files = 500
+	cs := &review.Changeset{}
+	for i := range files {
+		it := textItem(fmt.Sprintf("pkg%02d/file%03d.go", i/25, i), staging.Modified, "a\n", fmt.Sprintf("b%d\n", i))
+		if i == 7 || i == 300 {
+			it.Conflict = true
+		}
+		cs.Items = append(cs.Items, it)
+	}
+	s := startTUIFor(t, 600, 120, 40, "", cs)
+	s.waitFor("viewed 0 of 500 · 2 conflicts", "> ✓ M pkg00/file000.go")
+	// Leave file001 out; view file002 (v marks it).
+	s.keys("Down")
+	s.waitFor("> ✓ M pkg00/file001.go")
+	s.keys("Space")
+	s.waitFor("> • M pkg00/file001.go")
+	s.keys("Down")
+	s.waitFor("> ✓ M pkg00/file002.go")
+	s.keys("v")
+	s.waitFor("M pkg00/file002.go  +1 −1", "+b2")
+	s.keys("q")
+	s.waitFor("viewed 1 of 500", "> ✓ M pkg00/file002.go  +1 −1 · viewed", "  • M pkg00/file001.go")
+	// c: the next conflict.
+	// A jump redraws the list once per half page (listNav.moveTo): generous waits.
+	s.keys("c")
+	s.WaitFor(time.Minute, "> • C M pkg00/file007.go")
+	s.keys("c")
+	s.WaitFor(time.Minute, "> • C M pkg12/file300.go")
+	s.keys("Home")
+	s.WaitFor(time.Minute, "> ✓ M pkg00/file000.go")
+	// m through all of them.
+	for k := 1; k < files; k++ {
+		s.keys("m")
+		s.WaitFor(time.Minute, fmt.Sprintf("viewed %d of 500", k+1))
+	}
+	scr := s.waitFor("viewed 500 of 500")
+	if !strings.Contains(scr, " · viewed") {
+		t.Fatalf("no viewed marks:\n%s", scr)
+	}
+	s.keys("Enter")
+	s.waitFor("Also revert these rejected files in the guest?")
+	s.keys("Enter")
+	// The two conflicts are not selected; the person did not select them: no conflict step.
+	s.waitFor("Apply these changes?")
+	s.keys("y")
+	decs, aborted := s.outcome()
+	if aborted || len(decs) != files {
+		t.Fatalf("aborted %v, %d decisions", aborted, len(decs))
+	}
+	for i, d := range decs {
+		want := review.Accept
+		switch i {
+		case 1:
+			want = review.Reject
+		case 7, 300:
+			want = review.Skip
+		}
+		if d.Action != want {
+			t.Errorf("%s: %s, want %s", d.Path, d.Action, want)
+		}
+	}
+}
+
+// "/" in the diff view finds text as the screen shows it; esc while typing cancels the search
+// (it does not abort the review); n finds the next.
+func TestTUIDiffSearch(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, &review.Changeset{Items: []*review.Item{threeHunks()}})
+	s.waitFor("> ✓ M src/three.go")
+	s.keys("v")
+	s.waitFor("@@ -1,6 +1,6 @@", "1-22/26")
+	s.keys("/")
+	s.waitFor("(enter: search · esc: cancel)")
+	s.keys("Escape")
+	s.waitFor("q/enter: back", "1-22/26")
+	s.keys("/")
+	s.waitFor("(enter: search · esc: cancel)")
+	s.TypeLine("THIRTY-seven")
+	scr := s.waitFor("+changed thirty-seven", "5-26/26")
+	if strings.Contains(scr, "not found") {
+		t.Fatalf("not found:\n%s", scr)
+	}
+	s.keys("g")
+	s.waitFor("1-22/26")
+	s.keys("/")
+	s.waitFor("(enter: search · esc: cancel)")
+	s.TypeLine("nowhere")
+	s.waitFor("not found: nowhere")
+	s.keys("q")
+	s.waitFor("> ✓ M src/three.go")
+	s.keys("C-c")
+	if _, aborted := s.outcome(); !aborted {
+		t.Fatal("not aborted")
 	}
 }
