@@ -44,9 +44,12 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 // Refused items are shown with their reason and get no decision; every other item gets one.
 //
 // Keys of the full-screen UI: ↑/↓ or j/k move; space or x toggle a file, ctrl+a all/none, /
-// filters the list; enter goes on; y/n answer a hunk or the confirmation; v shows the whole
+// filters the list; n goes to the next unviewed file, c to the next conflict, m marks a file
+// viewed (listnav.go); enter goes on; y/n answer a hunk or the confirmation; v shows the whole
 // diff of the file at hand (or the whole plan) in a scrollable view (↑/↓, j/k, PgUp/PgDn,
-// space/b, g/G; q or enter go back); esc (unless closing the filter) or ctrl+c abort. In
+// space/b, g/G; / searches, n finds the next; w hides white-space-only changes; s side by
+// side; q or enter go back) and marks the file viewed; esc (unless closing the filter or a
+// search) or ctrl+c abort. In
 // accessible mode (also when TERM=dumb) the prompts read lines: numbers, y/n; a line with
 // Esc, Ctrl-C, Ctrl-D or the end of the input abort.
 func Run(cs *review.Changeset, in io.Reader, out io.Writer, opts Options) ([]review.Decision, error) {
