@@ -38,7 +38,7 @@ func listForm(r *reviewer, items []*review.Item) (*formModel, *listNav) {
 	for i := range items {
 		chosen = append(chosen, i)
 	}
-	nav := &listNav{items: items, viewed: make([]bool, len(items)), chosen: &chosen, restore: -1,
+	nav := &listNav{items: items, viewed: make([]bool, len(items)), chosen: &chosen,
 		label: func(i int, viewed bool) string {
 			l := label(items[i])
 			if viewed {

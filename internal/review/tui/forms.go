@@ -22,8 +22,9 @@ type formModel struct {
 }
 
 func (m *formModel) Init() tea.Cmd {
-	if m.nav != nil && m.nav.restore >= 0 {
-		return tea.Sequence(m.form.Init(), func() tea.Msg { return restoreMsg{} })
+	if m.nav != nil {
+		// The list draws its viewed marks as they are now (a file just viewed).
+		return tea.Batch(m.form.Init(), func() tea.Msg { return relabelMsg{} })
 	}
 	return m.form.Init()
 }
@@ -35,12 +36,6 @@ func (m *formModel) filtering() bool {
 }
 
 func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	if _, ok := msg.(restoreMsg); ok {
-		m.redraw()
-		m.moveTo(m.nav.restore)
-		m.nav.restore = -1
-		return m, nil
-	}
 	if k, ok := msg.(tea.KeyMsg); ok {
 		if m.nav != nil && !m.filtering() && m.navKey(k.String()) {
 			return m, nil

@@ -20,8 +20,6 @@ type listNav struct {
 	chosen *[]int
 	label  func(i int, viewed bool) string // an item's label in the list
 	help   string                          // the description's last line (the keys huh's help does not say)
-	// restore is the option the cursor goes back to when the form runs again (-1: none).
-	restore int
 	// opts are the options huh shows: the very slice given to it (huh keeps it, and draws
 	// from it), so that a viewed mark is a change of one label in place. Options() again
 	// would put the cursor on the first selected option, and moving it back across 500
@@ -96,9 +94,6 @@ func (n *listNav) next(cur int, key string) (int, bool) {
 	}
 	return 0, false
 }
-
-// restoreMsg asks the form model to put the cursor back where listNav.restore says.
-type restoreMsg struct{}
 
 // navKey handles the list's keys in m; false when key is not one of them.
 func (m *formModel) navKey(key string) bool {

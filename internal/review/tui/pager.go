@@ -163,10 +163,11 @@ func (m *pagerModel) View() string {
 	if m.p.hideWS {
 		ws = "w: show white space"
 	}
-	help := "↑↓ jk PgUp PgDn g G: scroll · q/enter: back · esc: abort · " + ws + " · /: search, n: next"
+	help := "↑↓ jk PgUp PgDn g G: scroll · q/enter: back · esc: abort · "
 	if m.width >= minSideBySide {
-		help += " · s: side by side/unified"
+		help += "s: side by side/unified · "
 	}
+	help += ws + " · /: search, n: next"
 	switch {
 	case m.typing:
 		help = "/" + termsafe.String(m.query) + "▏ (enter: search · esc: cancel)"

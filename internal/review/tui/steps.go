@@ -43,7 +43,7 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 			chosen = append(chosen, i)
 		}
 	}
-	nav := &listNav{items: items, viewed: make([]bool, len(items)), chosen: &chosen, restore: -1,
+	nav := &listNav{items: items, viewed: make([]bool, len(items)), chosen: &chosen,
 		label: func(i int, viewed bool) string {
 			l := label(items[i])
 			if viewed {
@@ -114,10 +114,9 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 			return nil
 		}
 		if nav != nil && !nav.viewed[i] {
-			// Seen: marked viewed when the list comes back, the cursor where it was.
+			// Seen: marked viewed when the list comes back.
 			nav.viewed[i] = true
 			nav.relabel(i)
-			nav.restore = i
 		}
 		return r.itemDoc(items[i], -1)
 	}, nav)
