@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -155,19 +154,19 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 		}
 		if root, why := failedUnit(failed, je); root != "" {
 			je.NotWritten = true
-			rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": not applied: it goes with "+termsafe.Path(root)+", which failed ("+why+")")
+			rep.Refused = append(rep.Refused, je.Path+": not applied: it goes with "+root+", which failed ("+why+")")
 			continue
 		}
 		if err := setHost(host, je.Path, je.After, j, je.AfterBlob, false, host.expect(je.Path, je.Before)); err != nil {
 			je.NotWritten = true
-			rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": "+err.Error())
+			rep.Refused = append(rep.Refused, je.Path+": "+err.Error())
 			failed[je.Path] = err.Error()
 			if je.Pair != "" {
 				rep.Written = unwriteRenamed(host, j, je.Pair, rep)
 			}
 			continue
 		}
-		rep.Written = append(rep.Written, termsafe.Path(je.Path))
+		rep.Written = append(rep.Written, shownPath(je.Path))
 	}
 	if err := host.syncDirs(); err != nil {
 		return nil, err
@@ -240,13 +239,13 @@ func unwriteRenamed(host *hostTree, j *journal, old string, rep *Report) []strin
 			continue
 		}
 		if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true, host.expect(je.Path, je.After)); err != nil {
-			rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": putting it back after the rename failed: "+err.Error()+" (`review --undo` restores it)")
+			rep.Refused = append(rep.Refused, je.Path+": putting it back after the rename failed: "+err.Error()+" (`review --undo` restores it)")
 			return rep.Written
 		}
 		je.NotWritten = true
 		var out []string
 		for _, w := range rep.Written {
-			if w != termsafe.Path(je.Path) {
+			if w != shownPath(je.Path) {
 				out = append(out, w)
 			}
 		}
@@ -276,7 +275,7 @@ func refuseReplacedTrees(host *hostTree, steps []*step, refused map[*step]string
 		}
 		for _, p := range below {
 			if !removed[p] {
-				refused[s] = fmt.Sprintf("the host's directory holds %s, which the guest does not know: the directory and everything in it are kept", termsafe.Path(p))
+				refused[s] = fmt.Sprintf("the host's directory holds %s, which the guest does not know: the directory and everything in it are kept", p)
 				break
 			}
 		}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -64,7 +63,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 	}
 
 	for _, p := range gcs.GitMetadata {
-		cs.Ignored = append(cs.Ignored, &Item{Path: string(p), Display: termsafe.Path(string(p)), Kind: staging.Modified,
+		cs.Ignored = append(cs.Ignored, &Item{Path: string(p), Display: shownPath(string(p)), Kind: staging.Modified,
 			Refused: ".git is never written by a review: the guest's git config and hooks could run code on the host"})
 	}
 	for _, c := range gcs.Changes {
@@ -72,7 +71,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		if len(paths) > 0 && !tree.WithinAny(paths, rel) && !selKeys[cs.Rule.key(rel)] {
 			continue
 		}
-		it := &Item{Path: rel, Display: termsafe.Path(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
+		it := &Item{Path: rel, Display: shownPath(rel), Kind: c.Kind, Base: c.Base, Guest: c.Now}
 		if why := refusePath(rel); why != "" {
 			it.Refused = why
 			if ignoredReason(why) {
@@ -96,7 +95,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 			case err != nil:
 				it.Refused = err.Error()
 			case path.Dir(name) != path.Dir(rel):
-				it.Refused = fmt.Sprintf("its directory is %s on the host, which this host directory does not tell apart from %s (case or Unicode normalization): never applied into it. Use the host's name in the guest, or rename the directory on the host by hand, then review again", termsafe.Path(path.Dir(name)), termsafe.Path(path.Dir(rel)))
+				it.Refused = fmt.Sprintf("its directory is %s on the host, which this host directory does not tell apart from %s (case or Unicode normalization): never applied into it. Use the host's name in the guest, or rename the directory on the host by hand, then review again", path.Dir(name), path.Dir(rel))
 			case exists:
 				hostName = name
 			}
@@ -215,7 +214,7 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 			it.Refused = "a fifo, socket or device: never created on the host"
 		case tree.Symlink:
 			if !symlinkTargetInside(it.Path, string(g.Target)) {
-				it.Refused = fmt.Sprintf("symlink to %s, outside the working directory: never created on the host", termsafe.Path(string(g.Target)))
+				it.Refused = fmt.Sprintf("symlink to %s, outside the working directory: never created on the host", string(g.Target))
 			}
 		}
 		if g.Mode&0o7000 != 0 && g.Type == tree.File {
@@ -228,17 +227,20 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 	}
 	// Text content, for diffs and hunks.
 	var oldText, newText []byte
+	var oldBin, newBin bool // a side is binary (as git tells it)
 	oldOK, newOK := b == nil || b.Type != tree.File, g == nil || g.Type != tree.File
 	if it.Conflict && it.Host != nil && it.Host.Type == tree.File && it.Host.Size <= MaxTextBytes {
 		data, err := host.readFile(hostPath)
 		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
 		}
+		oldBin = err == nil && !oldOK
 	} else if b != nil && b.Type == tree.File && b.Size <= MaxTextBytes && it.Host != nil && it.Host.Type == tree.File {
 		data, err := host.readFile(hostPath)
 		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
 		}
+		oldBin = err == nil && !oldOK
 	}
 	if g != nil && g.Type == tree.File && g.Size <= MaxTextBytes {
 		data, err := sess.ReadGuestFile(ctx, tree.Name(it.Path), MaxTextBytes+1)
@@ -255,11 +257,16 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 		}
 		if !udiff.IsBinary(data) {
 			newText, newOK = data, true
+		} else {
+			newBin = true
 		}
 	}
 	if !oldOK || !newOK {
+		note := noTextNote(b, g, oldBin, newBin)
 		if it.Description == "" || it.Kind == staging.Modified {
-			it.Description = "binary or large file changed"
+			it.Description = note
+		} else {
+			it.Description += "; " + note
 		}
 		return nil
 	}
@@ -294,14 +301,14 @@ func oneLine(it *Item) string {
 	var s string
 	switch {
 	case it.From != nil:
-		s = "renamed from " + termsafe.Path(it.From.Path) + " (only case or Unicode normalization differs)"
+		s = "renamed from " + it.From.Path + " (only case or Unicode normalization differs)"
 		switch {
 		case b == nil || b.Type != it.Guest.Type:
 			s += ", now " + what(it.Guest)
 		case b.Type == tree.File && b.Hash != it.Guest.Hash:
 			s += ", content changed"
 		case b.Type == tree.Symlink && b.Target != it.Guest.Target:
-			s += ", symlink now -> " + termsafe.Path(string(it.Guest.Target))
+			s += ", symlink now -> " + string(it.Guest.Target)
 		}
 	case it.Base == nil:
 		s = "added " + what(it.Guest)
@@ -318,16 +325,12 @@ func oneLine(it *Item) string {
 	case it.Base.Type != it.Guest.Type:
 		s = what(it.Base) + " replaced by " + what(it.Guest)
 	case it.Guest.Type == tree.Symlink:
-		s = "symlink now -> " + termsafe.Path(string(it.Guest.Target)) + " (was -> " + termsafe.Path(string(it.Base.Target)) + ")"
+		s = "symlink now -> " + string(it.Guest.Target) + " (was -> " + string(it.Base.Target) + ")"
 	default:
 		s = "modified"
 	}
 	if len(it.Collides) > 0 {
-		var others []string
-		for _, o := range it.Collides {
-			others = append(others, termsafe.Path(o))
-		}
-		s += "; COLLISION: one name with " + strings.Join(others, " and ") + " on this host directory (case or Unicode normalization): accept at most one, the others stay pending in the guest"
+		s += "; COLLISION: one name with " + strings.Join(it.Collides, " and ") + " on this host directory (case or Unicode normalization): accept at most one, the others stay pending in the guest"
 	}
 	if it.HostChanged() {
 		host := "deleted it"
@@ -337,4 +340,52 @@ func oneLine(it *Item) string {
 		s += "; CONFLICT: the host " + host + " since it was staged"
 	}
 	return s
+}
+
+// noTextNote says why an item has no text diff, with the sizes: "binary file changed (1.2 KB
+// → 1.4 KB)", "large file (5.0 MB), over the 4.0 MB a review shows as text".
+func noTextNote(b, g *tree.Entry, oldBin, newBin bool) string {
+	size := func(e *tree.Entry) string {
+		if e == nil || e.Type != tree.File {
+			return "none"
+		}
+		return sizeString(e.Size)
+	}
+	large := func(e *tree.Entry) bool { return e != nil && e.Type == tree.File && e.Size > MaxTextBytes }
+	var what string
+	switch {
+	case oldBin || newBin:
+		what = "binary file"
+	case large(b) || large(g):
+		what = "large file"
+	default:
+		what = "file (not shown as text)"
+	}
+	var s string
+	switch {
+	case b != nil && b.Type == tree.File && g != nil && g.Type == tree.File:
+		s = fmt.Sprintf("%s changed (%s → %s)", what, size(b), size(g))
+	case g != nil && g.Type == tree.File:
+		s = fmt.Sprintf("%s (%s)", what, size(g))
+	default:
+		s = fmt.Sprintf("%s (%s)", what, size(b))
+	}
+	if (large(b) || large(g)) && !oldBin && !newBin {
+		s += fmt.Sprintf(", over the %s a review shows as text", sizeString(MaxTextBytes))
+	}
+	return s
+}
+
+// sizeString is n bytes for a person: "512 B", "1.2 KB", "3.0 MB" (powers of 1024).
+func sizeString(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < 3 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", v, "KMGT"[i])
 }

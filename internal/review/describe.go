@@ -5,17 +5,17 @@ import (
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
-// Name is how the item's path is shown: Display (already escaped by the changeset builder;
-// escaping again is harmless), never the raw Path.
+// Name is how the item's path is shown in a list of names: Display (the sanitiser's quoted
+// form, shownPath), never the raw Path. What prints it still passes it through termsafe
+// (escaping it again is harmless).
 func (it *Item) Name() string {
 	if it.Display != "" {
-		return termsafe.String(it.Display)
+		return it.Display
 	}
-	return termsafe.String(it.Path)
+	return shownPath(it.Path)
 }
 
 // describe is the sentence that says what d does to it ("write a.go (2 of 3 hunks)",
@@ -31,7 +31,7 @@ func describe(it *Item, d Decision) string {
 			return "create " + name
 		case it.Kind == staging.LinkChanged:
 			if it.Guest != nil && it.Guest.Type == "symlink" {
-				return "relink " + name + " → " + termsafe.String(string(it.Guest.Target))
+				return "relink " + name + " → " + string(it.Guest.Target)
 			}
 			return "relink " + name
 		case it.Kind == staging.TypeChanged:
@@ -102,7 +102,7 @@ func collisionNote(it *Item, d Decision) string {
 	}
 	var others []string
 	for _, o := range it.Collides {
-		others = append(others, termsafe.Path(o))
+		others = append(others, o)
 	}
 	verb := " stays"
 	if len(others) > 1 {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -163,7 +162,7 @@ func guardFinalState(host *hostTree, steps []*step, refused map[*step]string) er
 				continue
 			}
 			if s := stepAt[l]; s != nil && ft.planned[l] != nil {
-				refuse(refused, s, fmt.Sprintf("symlink -> %s would lead outside the working directory (followed through every link after the apply): never created on the host", termsafe.Path(string(e.Target))))
+				refuse(refused, s, fmt.Sprintf("symlink -> %s would lead outside the working directory (followed through every link after the apply): never created on the host", string(e.Target)))
 				continue
 			}
 			if was, err := before.escapes(l); err != nil {
@@ -172,10 +171,10 @@ func guardFinalState(host *hostTree, steps []*step, refused map[*step]string) er
 				continue // the host's own link already led outside: not the review's doing
 			}
 			if len(touched) == 0 {
-				return fmt.Errorf("internal error: the host's link %s would lead outside the working directory, through no planned change", termsafe.Path(l))
+				return fmt.Errorf("internal error: the host's link %s would lead outside the working directory, through no planned change", l)
 			}
 			for p := range touched {
-				refuse(refused, stepAt[p], fmt.Sprintf("would make the host's symlink %s lead outside the working directory", termsafe.Path(l)))
+				refuse(refused, stepAt[p], fmt.Sprintf("would make the host's symlink %s lead outside the working directory", l))
 			}
 		}
 		if err := guardRepositories(ft, steps, refused); err != nil {
@@ -256,7 +255,7 @@ func refuseUnits(steps []*step, refused map[*step]string) {
 	sort.Strings(paths)
 	add := func(s, r *step) {
 		if refused[s] == "" {
-			refused[s] = fmt.Sprintf("not applied: it goes with %s, which is refused (%s)", termsafe.Path(r.it.Path), refused[r])
+			refused[s] = fmt.Sprintf("not applied: it goes with %s, which is refused (%s)", r.it.Path, refused[r])
 			queue = append(queue, s)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -61,10 +60,10 @@ func (h *hostTree) checkParents(rel string) error {
 			return err
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s: the host's %s is a symbolic link; refusing to write through it", termsafe.Path(rel), termsafe.Path(p))
+			return fmt.Errorf("%s: the host's %s is a symbolic link; refusing to write through it", rel, p)
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("%s: the host's %s is not a directory", termsafe.Path(rel), termsafe.Path(p))
+			return fmt.Errorf("%s: the host's %s is not a directory", rel, p)
 		}
 	}
 	return nil
@@ -149,7 +148,7 @@ var errChangedOnHost = errors.New("changed on the host during the review; nothin
 // allowed refuses, for every writer, what the host invariant forbids whatever the plan says.
 func allowed(rel string) error {
 	if why := refusePath(rel); why != "" {
-		return fmt.Errorf("%s: %s", termsafe.Path(rel), why)
+		return fmt.Errorf("%s: %s", rel, why)
 	}
 	return nil
 }
@@ -226,7 +225,7 @@ func (h *hostTree) symlink(rel, target string, restoring bool, ok check) error {
 		return err
 	}
 	if !restoring && !symlinkTargetInside(rel, target) {
-		return fmt.Errorf("%s: symlink target %s leaves the working directory; refused", termsafe.Path(rel), termsafe.Path(target))
+		return fmt.Errorf("%s: symlink target %s leaves the working directory; refused", rel, target)
 	}
 	if err := h.mkdirParents(rel); err != nil {
 		return err
@@ -314,7 +313,7 @@ func (h *hostTree) remove(rel string, ok check) error {
 func (h *hostTree) removeDir(rel string) error {
 	if err := h.root.Remove(rel); err != nil {
 		if fi, lerr := h.root.Lstat(rel); lerr == nil && fi.IsDir() {
-			return fmt.Errorf("the host's directory %s still holds files the guest does not know; kept", termsafe.Path(rel))
+			return fmt.Errorf("the host's directory %s still holds files the guest does not know; kept", rel)
 		}
 		return err
 	}
@@ -359,7 +358,7 @@ func (h *hostTree) syncDirs() error {
 		err = f.Sync()
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("syncing %s: %w", termsafe.Path(d), err)
+			return fmt.Errorf("syncing %s: %w", d, err)
 		}
 	}
 	h.dirty = nil
@@ -443,7 +442,7 @@ func (h *hostTree) chmod(rel string, mode uint32) error {
 		return err
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symbolic link on the host; refusing to change its target's mode", termsafe.Path(rel))
+		return fmt.Errorf("%s is a symbolic link on the host; refusing to change its target's mode", rel)
 	}
 	return h.root.Chmod(rel, fs.FileMode(mode&0o777))
 }

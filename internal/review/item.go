@@ -6,6 +6,7 @@ package review
 
 import (
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -14,8 +15,10 @@ import (
 type Item struct {
 	// Path is relative to the working directory, slash-separated (validated: local, no "..").
 	Path string
-	// Display is Path safe to print on a terminal (control characters and invalid UTF-8
-	// escaped).
+	// Display is Path as a list of names shows it (shownPath: quoted with escapes when a
+	// character would not print as itself). Every other text of the core (Description,
+	// Refused, errors, Report.Refused, Planned.What) carries guest names raw: what prints it
+	// passes it through internal/termsafe.
 	Display string
 	Kind    staging.Kind
 	// Base, Guest and Host are the path in the baseline, in the guest now, and on the host now
@@ -92,3 +95,10 @@ func (it *Item) HostChanged() bool {
 	bothDirs := b != nil && b.Type == tree.Dir && it.Host != nil && it.Host.Type == tree.Dir
 	return !sameEntry(b, it.Host) && !bothDirs
 }
+
+// shownPath is a path as the lists of names show it (Item.Display, Report.Written and
+// Report.Guest): as it is, or quoted with escapes when a character would not print as itself
+// (termsafe.Path). It is the core's one use of the sanitiser: a name in a list must be one
+// string a script and a person compare alike (hence not left to the printer), while every
+// sentence the core makes carries guest text raw and is escaped where it is printed.
+func shownPath(p string) string { return termsafe.Path(p) }

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -151,7 +150,7 @@ func (f *foldIndex) hostName(rel string) (name string, exists bool, err error) {
 		case len(match) > 1:
 			var names []string
 			for _, m := range match {
-				names = append(names, termsafe.Path(path.Join(cur, m)))
+				names = append(names, path.Join(cur, m))
 			}
 			return "", false, fmt.Errorf("the host has %s, which this host directory takes for one name (case or Unicode normalization): which one a write would reach is unknown; never applied", strings.Join(names, " and "))
 		}
@@ -253,7 +252,7 @@ func resolveFolds(host *hostTree, cs *Changeset, changes []staging.Change, basel
 		list := sortedKeys(names)
 		shown := make([]string, len(list))
 		for i, n := range list {
-			shown[i] = termsafe.Path(n)
+			shown[i] = n
 		}
 		one := strings.Join(shown, " and ")
 		refuseAll := func(why string) {
@@ -286,7 +285,7 @@ func resolveFolds(host *hostTree, cs *Changeset, changes []staging.Change, basel
 			refuseAll(fmt.Sprintf("%s are one name on this host directory, which does not tell case or Unicode normalization apart, and one of them is a directory: never applied over each other or merged. Keep one name in the guest (rename or remove the others there), or rename it on the host by hand, then review again", one))
 			continue
 		case hostName != "" && len(g.base) == 0:
-			refuseAll(fmt.Sprintf("the host has %s, which this host directory does not tell apart from %s (case or Unicode normalization), and which was never staged or was made since: applied, the agent's would overwrite it. Use the host's name in the guest, then review again", termsafe.Path(hostName), strings.Join(shownExcept(list, hostName), " and ")))
+			refuseAll(fmt.Sprintf("the host has %s, which this host directory does not tell apart from %s (case or Unicode normalization), and which was never staged or was made since: applied, the agent's would overwrite it. Use the host's name in the guest, then review again", hostName, strings.Join(shownExcept(list, hostName), " and ")))
 			continue
 		case !staged:
 			refuseAll(fmt.Sprintf("%s are one name on this host directory (case or Unicode normalization), and the host's name is not the one that was staged (renamed on the host since): never applied over each other. Rename it back on the host, or use the host's name in the guest, then review again", one))
@@ -307,7 +306,7 @@ func resolveFolds(host *hostTree, cs *Changeset, changes []staging.Change, basel
 			// The guest still has the old name (changed or not): removing it on the host is
 			// part of accepting another name; the guest's own change of it, if any, is a
 			// candidate of its own, written in place.
-			oldItem = &Item{Path: old, Display: termsafe.Path(old), Kind: staging.Deleted, Base: baseEntry[old]}
+			oldItem = &Item{Path: old, Display: shownPath(old), Kind: staging.Deleted, Base: baseEntry[old]}
 		}
 		if oldItem != nil {
 			var err error
@@ -378,7 +377,7 @@ func shownExcept(names []string, name string) []string {
 	var out []string
 	for _, n := range names {
 		if n != name {
-			out = append(out, termsafe.Path(n))
+			out = append(out, n)
 		}
 	}
 	return out

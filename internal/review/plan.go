@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -62,7 +61,7 @@ func planSteps(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 	for _, d := range decisions {
 		it := byPath[d.Path]
 		if it == nil {
-			return nil, nil, fmt.Errorf("no change at %s", termsafe.Path(d.Path))
+			return nil, nil, fmt.Errorf("no change at %s", d.Path)
 		}
 		if it.Refused != "" {
 			continue
@@ -106,7 +105,7 @@ func planSteps(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 					return nil, nil, err
 				}
 				s.pair, r.pair, s.fresh = r, s, true
-				s.what = "rename from " + termsafe.Path(it.From.Path) + ", " + s.what
+				s.what = "rename from " + it.From.Path + ", " + s.what
 				steps = append(steps, r)
 			}
 		default:
@@ -166,7 +165,7 @@ func (s *step) acceptPlan() error {
 	s.after, s.baseNext = &e, g
 	switch g.Type {
 	case tree.Symlink:
-		s.what = "symlink -> " + termsafe.Path(string(g.Target))
+		s.what = "symlink -> " + string(g.Target)
 	case tree.Dir:
 		s.what = fmt.Sprintf("create directory (mode %o)", e.Mode)
 	case tree.File:

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
@@ -29,7 +28,7 @@ func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) erro
 			}
 			host.removeTemps(je.Path)
 			if je.Pair != "" && kept[je.Pair] {
-				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": interrupted apply: not rolled back: it goes with "+termsafe.Path(je.Pair)+", which is left as it is")
+				rep.Refused = append(rep.Refused, je.Path+": interrupted apply: not rolled back: it goes with "+je.Pair+", which is left as it is")
 				kept[je.Path] = true
 				continue
 			}
@@ -38,13 +37,13 @@ func recoverInterrupted(sess *staging.Session, host *hostTree, rep *Report) erro
 			}
 			now, err := host.entry(je.Path)
 			if err != nil {
-				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": interrupted apply: "+err.Error())
+				rep.Refused = append(rep.Refused, je.Path+": interrupted apply: "+err.Error())
 				kept[je.Path] = true
 				continue
 			}
 			if sameOrAbsent(now, je.After) && !sameOrAbsent(now, je.Before) {
 				if err := setHost(host, je.Path, je.Before, j, je.BeforeBlob, true, host.expect(je.Path, je.After)); err != nil {
-					rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": rolling back an interrupted apply: "+err.Error())
+					rep.Refused = append(rep.Refused, je.Path+": rolling back an interrupted apply: "+err.Error())
 					kept[je.Path] = true
 				}
 			} else if !sameOrAbsent(now, je.Before) {
@@ -144,13 +143,13 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 		}
 		if je.HostOp {
 			refuse := func(why string) {
-				rep.Refused = append(rep.Refused, termsafe.Path(je.Path)+": "+why)
+				rep.Refused = append(rep.Refused, je.Path+": "+why)
 				kept[je.Path] = true
 			}
 			if je.Pair != "" && kept[je.Pair] {
 				// A rename: its new name (undone first) stays, so the old one is not put back
 				// next to it.
-				refuse("not restored: it goes with " + termsafe.Path(je.Pair) + ", which is left as it is")
+				refuse("not restored: it goes with " + je.Pair + ", which is left as it is")
 				continue
 			}
 			if je.Pair != "" && je.Before == nil && je.After != nil && !host.hasName(je.Path) {
@@ -170,7 +169,7 @@ func Undo(ctx context.Context, sess *staging.Session) (*Report, error) {
 				refuse(err.Error())
 				continue
 			}
-			rep.Written = append(rep.Written, termsafe.Path(je.Path))
+			rep.Written = append(rep.Written, shownPath(je.Path))
 		}
 		set[tree.Name(je.Path)] = je.BaseBefore
 	}

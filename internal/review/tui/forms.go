@@ -18,9 +18,16 @@ type formModel struct {
 	canView  bool
 	wantView bool
 	aborted  bool
+	nav      *listNav // the file list's own keys (listnav.go), nil elsewhere
 }
 
-func (m *formModel) Init() tea.Cmd { return m.form.Init() }
+func (m *formModel) Init() tea.Cmd {
+	if m.nav != nil {
+		// The list draws its viewed marks as they are now (a file just viewed).
+		return tea.Batch(m.form.Init(), func() tea.Msg { return relabelMsg{} })
+	}
+	return m.form.Init()
+}
 
 // filtering says whether the focused field is typing a filter (then keys are text).
 func (m *formModel) filtering() bool {
@@ -30,6 +37,9 @@ func (m *formModel) filtering() bool {
 
 func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if k, ok := msg.(tea.KeyMsg); ok {
+		if m.nav != nil && !m.filtering() && m.navKey(k.String()) {
+			return m, nil
+		}
 		switch k.String() {
 		case "ctrl+c":
 			m.aborted = true
@@ -92,6 +102,11 @@ func (r *reviewer) runProgram(m tea.Model) error {
 // runForm shows a form until it is completed. view, when not nil, is what "v" shows (or
 // nil when there is nothing to show for the current state of the form).
 func (r *reviewer) runForm(f *huh.Form, view func() *doc) error {
+	return r.runFormNav(f, view, nil)
+}
+
+// runFormNav is runForm with the file list's own keys (nav, nil for none).
+func (r *reviewer) runFormNav(f *huh.Form, view func() *doc, nav *listNav) error {
 	f = f.WithKeyMap(r.keymap).WithTheme(r.theme).WithShowHelp(true)
 	if r.opts.Width > 0 {
 		f = f.WithWidth(r.opts.Width)
@@ -119,7 +134,7 @@ func (r *reviewer) runForm(f *huh.Form, view func() *doc) error {
 	}
 	f = f.WithInput(r.in).WithOutput(r.out)
 	for {
-		m := &formModel{form: f, canView: view != nil}
+		m := &formModel{form: f, canView: view != nil, nav: nav}
 		if err := r.runProgram(m); err != nil {
 			return err
 		}

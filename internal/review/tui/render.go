@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/alecthomas/chroma/v2"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/mattn/go-runewidth"
+	"github.com/muesli/termenv"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -24,6 +26,9 @@ type span struct {
 	esc  bool
 	op   udiff.Op // colour of the line the span belongs to (0: none)
 	meta bool     // a hunk header or a note ("\ No newline at end of file")
+	word bool     // a changed word of a line that replaced another (word-level highlight)
+	syn  bool     // the line is syntax coloured; fg is the colour of this span ("": none)
+	fg   string
 }
 
 // sanitizeSpans is termsafe.Pieces as spans.
@@ -35,8 +40,9 @@ func sanitizeSpans(s string, tabWidth int) []span {
 	return out
 }
 
-// displayName is how an item's path is shown (review.Item.Name).
-func displayName(it *review.Item) string { return it.Name() }
+// displayName is how an item's path is shown: review.Item.Name, through the sanitiser (the
+// core carries guest text as it is; the TUI escapes it where it prints).
+func displayName(it *review.Item) string { return termsafe.String(it.Name()) }
 
 // painter turns spans into terminal text: coloured, or plain for accessible mode.
 type painter struct {
@@ -44,19 +50,39 @@ type painter struct {
 	// markup escapes the characters huh's Note treats as markup (\ _ * `).
 	markup                      bool
 	add, del, hunk, meta, escSt lipgloss.Style
+	addWord, delWord, wordEsc   lipgloss.Style
+	base                        lipgloss.Style // no style, of this renderer (its colour profile)
 	title, dim                  lipgloss.Style
+	// hideWS shows a line replaced by one that differs only in white space as one unchanged
+	// line (the "w" key; what is applied is the same).
+	hideWS bool
+	// Syntax colour (syntax.go): the terminal's colour profile and background, the lexers
+	// found by file name, chroma's style.
+	profile termenv.Profile
+	lexers  map[string]chroma.Lexer
+	// sbs is the choice of layout in the diff view ("s"): 0 side by side on a wide terminal,
+	// 1 side by side, -1 unified (sidebyside.go).
+	sbs int
 }
 
 func newPainter(r *lipgloss.Renderer, plain bool) *painter {
+	prof := r.ColorProfile()
 	return &painter{
-		plain: plain,
-		add:   r.NewStyle().Foreground(lipgloss.Color("2")),
-		del:   r.NewStyle().Foreground(lipgloss.Color("1")),
-		hunk:  r.NewStyle().Foreground(lipgloss.Color("6")),
-		meta:  r.NewStyle().Faint(true),
-		escSt: r.NewStyle().Reverse(true),
-		title: r.NewStyle().Bold(true).Reverse(true),
-		dim:   r.NewStyle().Faint(true),
+		profile: prof,
+		plain:   plain,
+		base:    r.NewStyle(),
+		add:     r.NewStyle().Foreground(lipgloss.Color("2")),
+		del:     r.NewStyle().Foreground(lipgloss.Color("1")),
+		hunk:    r.NewStyle().Foreground(lipgloss.Color("6")),
+		meta:    r.NewStyle().Faint(true),
+		escSt:   r.NewStyle().Reverse(true),
+		// A changed word is the line's colour in reverse video (a background of the line's
+		// colour, in 16 colours as in truecolour); an escape inside it is underlined instead.
+		addWord: r.NewStyle().Foreground(lipgloss.Color("2")).Reverse(true).Bold(true),
+		delWord: r.NewStyle().Foreground(lipgloss.Color("1")).Reverse(true).Bold(true),
+		wordEsc: r.NewStyle().Underline(true),
+		title:   r.NewStyle().Bold(true).Reverse(true),
+		dim:     r.NewStyle().Faint(true),
 	}
 }
 
@@ -64,6 +90,7 @@ func newPainter(r *lipgloss.Renderer, plain bool) *painter {
 func (p *painter) forNote() *painter {
 	q := *p
 	q.markup = !p.plain
+	q.sbs = -1 // a Note is a preview: unified
 	return &q
 }
 
@@ -81,18 +108,30 @@ func (p *painter) paint(line []span) string {
 			b.WriteString(t)
 			continue
 		}
-		var st lipgloss.Style
+		st := p.base
 		switch {
+		case sp.syn && sp.op == udiff.Equal:
+			// Syntax colour on unchanged lines; a changed line keeps its red or green (and its
+			// word marks) in every colour profile: that is the cue a review is read by.
+			if sp.fg != "" {
+				st = st.Foreground(lipgloss.Color(sp.fg))
+			}
 		case sp.meta && sp.op == '@':
 			st = p.hunk
 		case sp.meta:
 			st = p.meta
+		case sp.op == udiff.Insert && sp.word:
+			st = p.addWord
+		case sp.op == udiff.Delete && sp.word:
+			st = p.delWord
 		case sp.op == udiff.Insert:
 			st = p.add
 		case sp.op == udiff.Delete:
 			st = p.del
 		}
-		if sp.esc {
+		if sp.esc && sp.word {
+			st = st.Inherit(p.wordEsc)
+		} else if sp.esc {
 			st = st.Inherit(p.escSt)
 		}
 		b.WriteString(st.Render(t))
@@ -134,7 +173,9 @@ func wrapSpans(line []span, width int, cont string) [][]span {
 			w := runewidth.RuneWidth(r)
 			if col+w > width && col > 0 {
 				if b.Len() > 0 {
-					cur = append(cur, span{text: b.String(), op: sp.op, meta: sp.meta})
+					part := sp
+					part.text = b.String()
+					cur = append(cur, part)
 					b.Reset()
 				}
 				newLine()
@@ -143,7 +184,9 @@ func wrapSpans(line []span, width int, cont string) [][]span {
 			col += w
 		}
 		if b.Len() > 0 {
-			cur = append(cur, span{text: b.String(), op: sp.op, meta: sp.meta})
+			part := sp
+			part.text = b.String()
+			cur = append(cur, part)
 		}
 	}
 	out = append(out, cur)
@@ -162,28 +205,128 @@ func textLine(s string, op udiff.Op, meta bool) []span {
 	return sps
 }
 
-// hunkLines renders a hunk as wrapped, painted lines of at most width cells.
-func (p *painter) hunkLines(h udiff.Hunk, width int) []string {
+// hunkLines renders a hunk as wrapped, painted lines of at most width cells: a line that
+// replaced another has its changed words marked (and the other its removed ones); with hideWS
+// a line replaced by one that differs only in white space is shown once, unchanged.
+func (p *painter) hunkLines(h udiff.Hunk, width int) []string { return p.hunkLinesOf(h, width, "") }
+
+// hunkLinesOf is hunkLines with the syntax colour of the file at path (by its name).
+func (p *painter) hunkLinesOf(h udiff.Hunk, width int, path string) []string {
 	var out []string
 	add := func(line []span) {
 		for _, l := range wrapSpans(line, width, "↪") {
 			out = append(out, p.paint(l))
 		}
 	}
-	add([]span{{text: h.Header(), op: '@', meta: true}})
-	for _, l := range h.Lines {
-		text := strings.TrimSuffix(l.Text, "\n")
-		line := []span{{text: string(byte(l.Op)), op: l.Op}}
-		for _, sp := range sanitizeSpans(text, 4) {
-			sp.op = l.Op
-			line = append(line, sp)
+	header := []span{{text: h.Header(), op: '@', meta: true}}
+	if h.WhitespaceOnly() {
+		note := "  white space only"
+		if p.hideWS {
+			note += " (hidden: w shows it)"
 		}
-		add(line)
+		header = append(header, span{text: note, meta: true})
+	}
+	add(header)
+	body := contentLines(h)
+	p.applySyntax(path, h, body)
+	skip := map[int]bool{}
+	if p.hideWS {
+		for _, pr := range h.Pairs() {
+			if udiff.WhitespaceOnly(strings.TrimSuffix(h.Lines[pr.Del].Text, "\n"), strings.TrimSuffix(h.Lines[pr.Ins].Text, "\n")) {
+				skip[pr.Del] = true
+				body[pr.Ins] = plainContent(h.Lines[pr.Ins].Text, udiff.Equal)
+			}
+		}
+	}
+	if p.sideBySideOn(width) {
+		return append(out, p.sideBySide(h, body, skip, width)...)
+	}
+	for i, l := range h.Lines {
+		if skip[i] {
+			continue
+		}
+		add(body[i])
 		if !strings.HasSuffix(l.Text, "\n") {
 			add([]span{{text: `\ No newline at end of file`, meta: true}})
 		}
 	}
 	return out
+}
+
+// plainContent is a line of a file as spans: its op's mark, then the text sanitised (tabs
+// expanded).
+func plainContent(text string, op udiff.Op) []span {
+	line := []span{{text: string(byte(op)), op: op}}
+	for _, sp := range sanitizeSpans(strings.TrimSuffix(text, "\n"), 4) {
+		sp.op = op
+		line = append(line, sp)
+	}
+	return line
+}
+
+// contentLines are the lines of h as spans, with word-level marks on the lines that replaced
+// one another (udiff.Hunk.Pairs). The words are compared as shown, after the sanitiser: an
+// escape is one word, and a hostile byte can only ever be marked, never printed.
+func contentLines(h udiff.Hunk) [][]span {
+	out := make([][]span, len(h.Lines))
+	for i, l := range h.Lines {
+		out[i] = plainContent(l.Text, l.Op)
+	}
+	for _, pr := range h.Pairs() {
+		a, b := wordSpans(out[pr.Del][1:]), wordSpans(out[pr.Ins][1:])
+		ca, cb, ok := udiff.TokenDiff(spanTexts(a), spanTexts(b))
+		if !ok || !similar(a, ca) || !similar(b, cb) {
+			continue // too different to pair word by word: the whole lines are the change
+		}
+		for k := range a {
+			a[k].word = ca[k]
+		}
+		for k := range b {
+			b[k].word = cb[k]
+		}
+		out[pr.Del] = append(out[pr.Del][:1:1], a...)
+		out[pr.Ins] = append(out[pr.Ins][:1:1], b...)
+	}
+	return out
+}
+
+// wordSpans splits sanitised spans into words (udiff.WordTokens); an escape stays one span.
+func wordSpans(sps []span) []span {
+	var out []span
+	for _, sp := range sps {
+		if sp.esc {
+			out = append(out, sp)
+			continue
+		}
+		for _, t := range udiff.WordTokens(sp.text) {
+			w := sp
+			w.text = t
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func spanTexts(sps []span) []string {
+	out := make([]string, len(sps))
+	for i, sp := range sps {
+		out[i] = sp.text
+	}
+	return out
+}
+
+// similar says whether enough of a line stayed (at least a third of its non-blank text) for
+// word marks to help; below that, marking nearly every word is noise.
+func similar(sps []span, changed []bool) bool {
+	kept, all := 0, 0
+	for i, sp := range sps {
+		n := len(strings.TrimSpace(sp.text))
+		all += n
+		if !changed[i] {
+			kept += n
+		}
+	}
+	return all == 0 || kept*3 >= all
 }
 
 // textLines renders plain text (possibly several lines) wrapped at width.
@@ -212,13 +355,15 @@ func (p *painter) itemDoc(it *review.Item, width int) (lines []string, hunkAt []
 	if info := entryInfo(it); info != "" {
 		lines = append(lines, p.textLines(info, width)...)
 	}
-	if it.Text && len(it.Hunks) > 0 {
+	// An added or deleted text file (and a conflict's text) shows its lines like any diff;
+	// only an edit of a text file (it.Text) is chosen hunk by hunk.
+	if len(it.Hunks) > 0 {
 		if len(lines) > 0 {
 			lines = append(lines, "")
 		}
 		for _, h := range it.Hunks {
 			hunkAt = append(hunkAt, len(lines))
-			lines = append(lines, p.hunkLines(h, width)...)
+			lines = append(lines, p.hunkLinesOf(h, width, it.Path)...)
 		}
 	} else if it.Text {
 		lines = append(lines, p.textLines("(no content change)", width)...)
@@ -263,9 +408,9 @@ func modeChange(it *review.Item) (string, bool) {
 	return tree.ModeString(it.Base.Mode) + " → " + tree.ModeString(it.Guest.Mode), true
 }
 
-// countStr is "+3 −1" for a text item.
+// countStr is "+3 −1" for an item with a text diff.
 func countStr(it *review.Item) string {
-	if !it.Text {
+	if len(it.Hunks) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("+%d −%d", it.Added, it.Removed)
@@ -293,15 +438,15 @@ func label(it *review.Item) string {
 		s = "M " + name
 	}
 	if it.From != nil {
-		s = "R " + it.From.Name() + " → " + name
+		s = "R " + displayName(it.From) + " → " + name
 	}
 	if it.Conflict {
 		s = "C " + s
 	}
 	switch {
-	case it.Text && len(it.Hunks) > 0:
+	case len(it.Hunks) > 0:
 		s += "  " + countStr(it)
-		if len(it.Hunks) > 1 {
+		if it.Text && len(it.Hunks) > 1 {
 			s += fmt.Sprintf(" (%d hunks)", len(it.Hunks))
 		}
 	case it.Description != "" && it.Kind != staging.ModeChanged:

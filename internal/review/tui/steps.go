@@ -38,24 +38,34 @@ func (r *reviewer) offerAllDiffs(items []*review.Item) error {
 func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 	w, h := r.size()
 	var chosen []int
-	opts := make([]huh.Option[int], len(items))
 	for i, it := range items {
-		l := label(it)
-		if !r.accessible {
-			l = truncate(l, w-8)
-		}
-		opts[i] = huh.NewOption(l, i)
 		if !it.Conflict {
-			opts[i] = opts[i].Selected(true)
 			chosen = append(chosen, i)
 		}
 	}
+	nav := &listNav{items: items, viewed: make([]bool, len(items)), chosen: &chosen,
+		label: func(i int, viewed bool) string {
+			l := label(items[i])
+			if viewed {
+				l += " · viewed"
+			}
+			if !r.accessible {
+				l = truncate(l, w-8)
+			}
+			return l
+		}}
+	opts := nav.options()
 	desc := "space: toggle · v: view diff · enter: continue · esc: abort"
 	if r.accessible {
 		desc = ""
 	}
 	if n := r.opts.Notice; n != "" {
 		desc = strings.TrimSuffix(n+"\n"+desc, "\n")
+	}
+	if !r.accessible {
+		// The progress line and its keys come first (listNav.description).
+		nav.help = desc
+		desc = nav.description()
 	}
 	hasConflict := false
 	for _, it := range items {
@@ -94,13 +104,22 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 		}
 	}
 	f := r.form(summaryLine(r.cs.Summary()), fields...)
-	err := r.runForm(f, func() *doc {
+	nav.ms = ms
+	if r.accessible {
+		nav = nil
+	}
+	err := r.runFormNav(f, func() *doc {
 		i, ok := ms.Hovered()
 		if !ok || i < 0 || i >= len(items) {
 			return nil
 		}
+		if nav != nil && !nav.viewed[i] {
+			// Seen: marked viewed when the list comes back.
+			nav.viewed[i] = true
+			nav.relabel(i)
+		}
 		return r.itemDoc(items[i], -1)
-	})
+	}, nav)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +299,7 @@ func (r *reviewer) conflict(it *review.Item) (review.Action, error) {
 			// A rename: the host's version is kept by skipping; the guest's renames it.
 			opts = []huh.Option[review.Action]{
 				huh.NewOption("skip: change nothing (it stays pending)", review.Skip),
-				huh.NewOption("take the guest's version (rename "+it.From.Name()+" and overwrite it)", review.TakeGuest),
+				huh.NewOption("take the guest's version (rename "+displayName(it.From)+" and overwrite it)", review.TakeGuest),
 			}
 		}
 		if it.Text {
@@ -348,9 +367,9 @@ func (r *reviewer) collision(items []*review.Item, at int, decs []review.Decisio
 		opts := []huh.Option[int]{huh.NewOption("skip: take none of them (all stay pending)", none)}
 		for _, i := range members {
 			x := items[i]
-			l := "take " + x.Name()
+			l := "take " + displayName(x)
 			if x.From != nil {
-				l += " (renames the host's " + x.From.Name() + ")"
+				l += " (renames the host's " + displayName(x.From) + ")"
 			}
 			if x.HostChanged() {
 				l += ", overwriting the host's changes"
@@ -421,7 +440,7 @@ func (r *reviewer) planLines(decs []review.Decision) (do, left []string, err err
 		if p.Pending {
 			left = append(left, termsafe.String(p.Path))
 		} else {
-			do = append(do, p.Sentence)
+			do = append(do, termsafe.String(p.Sentence))
 		}
 	}
 	return do, left, nil

@@ -44,9 +44,12 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 // Refused items are shown with their reason and get no decision; every other item gets one.
 //
 // Keys of the full-screen UI: ↑/↓ or j/k move; space or x toggle a file, ctrl+a all/none, /
-// filters the list; enter goes on; y/n answer a hunk or the confirmation; v shows the whole
+// filters the list; n goes to the next unviewed file, c to the next conflict, m marks a file
+// viewed (listnav.go); enter goes on; y/n answer a hunk or the confirmation; v shows the whole
 // diff of the file at hand (or the whole plan) in a scrollable view (↑/↓, j/k, PgUp/PgDn,
-// space/b, g/G; q or enter go back); esc (unless closing the filter) or ctrl+c abort. In
+// space/b, g/G; / searches, n finds the next; w hides white-space-only changes; s side by
+// side; q or enter go back) and marks the file viewed; esc (unless closing the filter or a
+// search) or ctrl+c abort. In
 // accessible mode (also when TERM=dumb) the prompts read lines: numbers, y/n; a line with
 // Esc, Ctrl-C, Ctrl-D or the end of the input abort.
 func Run(cs *review.Changeset, in io.Reader, out io.Writer, opts Options) ([]review.Decision, error) {
@@ -267,10 +270,10 @@ func (r *reviewer) preview(it *review.Item, hunk int, n int) string {
 	var lines []string
 	switch {
 	case hunk >= 0:
-		lines = p.hunkLines(it.Hunks[hunk], r.noteWidth())
-	case it.Text && len(it.Hunks) > 0:
+		lines = p.hunkLinesOf(it.Hunks[hunk], r.noteWidth(), it.Path)
+	case len(it.Hunks) > 0:
 		for _, h := range it.Hunks {
-			lines = append(lines, p.hunkLines(h, r.noteWidth())...)
+			lines = append(lines, p.hunkLinesOf(h, r.noteWidth(), it.Path)...)
 		}
 	default:
 		lines, _ = p.itemDoc(it, r.noteWidth())

@@ -70,6 +70,18 @@ type tmuxSession struct {
 // startTUI runs tuidemo on cs (with extra flags) in an 80×24 terminal.
 func startTUI(t *testing.T, cs *review.Changeset, flags ...string) *tmuxSession {
 	t.Helper()
+	return startTUIAt(t, 80, 24, "", cs, flags...)
+}
+
+// startTUIAt runs tuidemo on cs in a width×height terminal, with env (VAR=value words) set.
+func startTUIAt(t *testing.T, width, height int, env string, cs *review.Changeset, flags ...string) *tmuxSession {
+	t.Helper()
+	return startTUIFor(t, 60, width, height, env, cs, flags...)
+}
+
+// startTUIFor is startTUIAt for a session of at most limit seconds.
+func startTUIFor(t *testing.T, limit, width, height int, env string, cs *review.Changeset, flags ...string) *tmuxSession {
+	t.Helper()
 	demo := buildDemo(t)
 	dir := t.TempDir()
 	fixture := filepath.Join(dir, "cs.json")
@@ -85,8 +97,8 @@ func startTUI(t *testing.T, cs *review.Changeset, flags ...string) *tmuxSession 
 	args = append(args, fixture, result)
 	// timeout and the final sleep bound the life of a session the test could not kill (the
 	// sleep keeps the last screen for the failure message).
-	line := "env -u CI TERM=xterm-256color COLORTERM= NO_COLOR= timeout --foreground 60 " + tmuxtest.Quote(args...) + "; sleep 30"
-	return &tmuxSession{Session: tmuxtest.Start(t, 80, 24, line), t: t, result: result}
+	line := "env -u CI TERM=xterm-256color COLORTERM= NO_COLOR= " + env + " timeout --foreground " + fmt.Sprint(limit) + " " + tmuxtest.Quote(args...) + "; sleep 30"
+	return &tmuxSession{Session: tmuxtest.Start(t, width, height, line), t: t, result: result}
 }
 
 // screen is the visible pane as text.

@@ -1,0 +1,104 @@
+package tui
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/huh"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// The 500-file review, measured in the TUI's own work (no terminal): the file list's first
+// screen, a keypress in it, marking a file viewed, and the diff view of a large file with
+// word marks, syntax colour and side by side. The numbers are in docs/benchmarks.md; nothing
+// here is asserted (a loaded machine is slower, not wrong).
+
+func bench500() (*review.Changeset, *reviewer) {
+	cs := &review.Changeset{Workdir: "/home/me/project"}
+	for i := range 500 {
+		cs.Items = append(cs.Items, textItem(fmt.Sprintf("pkg%02d/file%03d.go", i/25, i), staging.Modified,
+			"package p\n\nfunc f() int {\n\treturn 1\n}\n", fmt.Sprintf("package p\n\nfunc f() int {\n\treturn %d\n}\n", i)))
+	}
+	ren := lipgloss.NewRenderer(&bytes.Buffer{})
+	ren.SetColorProfile(termenv.ANSI256)
+	r := &reviewer{cs: cs, opts: Options{Width: 120, Height: 40}, keymap: huh.NewDefaultKeyMap(), theme: huh.ThemeCharm(), paint: newPainter(ren, false)}
+	return cs, r
+}
+
+// listForm is the file list as fileList builds it, ready to draw.
+func listForm(r *reviewer, items []*review.Item) (*formModel, *listNav) {
+	var chosen []int
+	for i := range items {
+		chosen = append(chosen, i)
+	}
+	nav := &listNav{items: items, viewed: make([]bool, len(items)), chosen: &chosen,
+		label: func(i int, viewed bool) string {
+			l := label(items[i])
+			if viewed {
+				l += " · viewed"
+			}
+			return truncate(l, 112)
+		}, help: "space: toggle · v: view diff · enter: continue · esc: abort"}
+	ms := huh.NewMultiSelect[int]().Title("Files to accept").Description(nav.description()).Options(nav.options()...).Value(&chosen).Height(34)
+	nav.ms = ms
+	f := huh.NewForm(huh.NewGroup(ms).Title(summaryLine(r.cs.Summary()))).WithKeyMap(r.keymap).WithTheme(r.theme).WithShowHelp(true).WithWidth(120).WithHeight(40)
+	m := &formModel{form: f, nav: nav, canView: true}
+	m.Init()
+	return m, nav
+}
+
+func BenchmarkFileListFirstScreen500(b *testing.B) {
+	cs, r := bench500()
+	for b.Loop() {
+		m, _ := listForm(r, cs.Items)
+		_ = m.View()
+	}
+}
+
+func BenchmarkFileListKeypress500(b *testing.B) {
+	cs, r := bench500()
+	m, _ := listForm(r, cs.Items)
+	_ = m.View()
+	keys := []tea.KeyMsg{{Type: tea.KeyDown}, {Type: tea.KeyUp}}
+	i := 0
+	for b.Loop() {
+		m.Update(keys[i%2])
+		_ = m.View()
+		i++
+	}
+}
+
+func BenchmarkFileListMarkViewed500(b *testing.B) {
+	cs, r := bench500()
+	m, _ := listForm(r, cs.Items)
+	for b.Loop() {
+		m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("m")})
+		_ = m.View()
+	}
+}
+
+// A 2,000-line Go file with 40 changes, in the diff view at 200 columns (side by side).
+func BenchmarkDiffView2000Lines(b *testing.B) {
+	var old, new strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&old, "\tx%d := compute(%d, \"s\") // n\n", i, i)
+		if i%50 == 25 {
+			fmt.Fprintf(&new, "\tx%d := compute(%d, \"t\") // n\n", i, i+1)
+		} else {
+			fmt.Fprintf(&new, "\tx%d := compute(%d, \"s\") // n\n", i, i)
+		}
+	}
+	it := textItem("big/file.go", staging.Modified, old.String(), new.String())
+	_, r := bench500()
+	for b.Loop() {
+		m := newPager(*r.itemDoc(it, -1), r.paint, 200, 50)
+		_ = m.View()
+	}
+}
