@@ -149,18 +149,10 @@ var ops = []op{
 	answer(func(q *runnerproto.Request) *runnerproto.BgListRequest { return q.BgList }, func(r *runnerproto.Response) **runnerproto.BgListResult { return &r.BgList }, plain(background.List)),
 	answer(func(q *runnerproto.Request) *runnerproto.BgSignalRequest { return q.BgSignal }, func(r *runnerproto.Response) **runnerproto.BgSignalResult { return &r.BgSignal }, plain(background.Signal)),
 	answer(func(q *runnerproto.Request) *runnerproto.BgEndRequest { return q.BgEnd }, func(r *runnerproto.Response) **runnerproto.BgEndResult { return &r.BgEnd }, plain(background.End)),
-	answer(func(q *runnerproto.Request) *runnerproto.CkptCreateRequest { return q.CkptCreate }, func(r *runnerproto.Response) **runnerproto.CkptCreateResult { return &r.CkptCreate }, func(s *server, _ uint64, q *runnerproto.CkptCreateRequest) (*runnerproto.CkptCreateResult, error) {
-		return checkpoint.Create(q, s.ckpt)
-	}),
-	answer(func(q *runnerproto.Request) *runnerproto.CkptListRequest { return q.CkptList }, func(r *runnerproto.Response) **runnerproto.CkptListResult { return &r.CkptList }, func(s *server, _ uint64, q *runnerproto.CkptListRequest) (*runnerproto.CkptListResult, error) {
-		return checkpoint.List(q, s.ckpt)
-	}),
-	answer(func(q *runnerproto.Request) *runnerproto.CkptRestoreRequest { return q.CkptRestore }, func(r *runnerproto.Response) **runnerproto.CkptRestoreResult { return &r.CkptRestore }, func(s *server, _ uint64, q *runnerproto.CkptRestoreRequest) (*runnerproto.CkptRestoreResult, error) {
-		return checkpoint.Restore(q, s.ckpt)
-	}),
-	answer(func(q *runnerproto.Request) *runnerproto.CkptManifestRequest { return q.CkptManifest }, func(r *runnerproto.Response) **runnerproto.CkptManifestResult { return &r.CkptManifest }, func(s *server, _ uint64, q *runnerproto.CkptManifestRequest) (*runnerproto.CkptManifestResult, error) {
-		return checkpoint.Manifest(q, s.ckpt)
-	}),
+	answer(func(q *runnerproto.Request) *runnerproto.CkptCreateRequest { return q.CkptCreate }, func(r *runnerproto.Response) **runnerproto.CkptCreateResult { return &r.CkptCreate }, (*server).ckptCreate),
+	answer(func(q *runnerproto.Request) *runnerproto.CkptListRequest { return q.CkptList }, func(r *runnerproto.Response) **runnerproto.CkptListResult { return &r.CkptList }, (*server).ckptList),
+	answer(func(q *runnerproto.Request) *runnerproto.CkptRestoreRequest { return q.CkptRestore }, func(r *runnerproto.Response) **runnerproto.CkptRestoreResult { return &r.CkptRestore }, (*server).ckptRestore),
+	answer(func(q *runnerproto.Request) *runnerproto.CkptManifestRequest { return q.CkptManifest }, func(r *runnerproto.Response) **runnerproto.CkptManifestResult { return &r.CkptManifest }, (*server).ckptManifest),
 }
 
 // exec runs a command, which a Signal naming the request's id kills.
@@ -180,6 +172,22 @@ func (s *server) exec(id uint64, req *runnerproto.ExecRequest) (*runnerproto.Exe
 func (s *server) grep(_ uint64, req *runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
 	s.env.wait() // git is found on the login PATH
 	return runGrep(req), nil
+}
+
+func (s *server) ckptCreate(_ uint64, req *runnerproto.CkptCreateRequest) (*runnerproto.CkptCreateResult, error) {
+	return checkpoint.Create(req, s.ckpt)
+}
+
+func (s *server) ckptList(_ uint64, req *runnerproto.CkptListRequest) (*runnerproto.CkptListResult, error) {
+	return checkpoint.List(req, s.ckpt)
+}
+
+func (s *server) ckptRestore(_ uint64, req *runnerproto.CkptRestoreRequest) (*runnerproto.CkptRestoreResult, error) {
+	return checkpoint.Restore(req, s.ckpt)
+}
+
+func (s *server) ckptManifest(_ uint64, req *runnerproto.CkptManifestRequest) (*runnerproto.CkptManifestResult, error) {
+	return checkpoint.Manifest(req, s.ckpt)
 }
 
 func (s *server) bgStart(_ uint64, req *runnerproto.BgStartRequest) (*runnerproto.BgStartResult, error) {
