@@ -13,8 +13,8 @@
 // It is written here rather than taken from github.com/google/renameio: the runner is embedded
 // in the host binary for two architectures and stays small, and its callers need what
 // renameio does not give: the target's name decided after the content (a checkpoint's object
-// is named by its hash), files staged in a root and renamed together later (a restore), one
-// fsync of the file system for many files (SkipSync, SyncFS).
+// is named by its hash), files staged in a root and renamed together later (a restore), no
+// fsync for thousands of files (SkipSync).
 package atomicfile
 
 import (
@@ -91,9 +91,9 @@ func (p *Pending) Write(b []byte) (int, error) { return p.f.Write(b) }
 // umask.
 func (p *Pending) Chmod(mode os.FileMode) error { return p.f.Chmod(mode) }
 
-// SkipSync leaves out the new file's fsync: for a caller that writes many and then makes them
-// all durable at once with SyncFS, before anything names them, or for a file whose loss in a
-// crash costs nothing (a cache) and that a reader waits for.
+// SkipSync leaves out the new file's fsync: for a caller that writes thousands (a
+// checkpoint's objects, whose loss in a crash its restore detects), or a file whose loss costs
+// nothing (a cache) and that a reader waits for.
 func (p *Pending) SkipSync() { p.skipSync = true }
 
 // Close makes the new file durable and closes it, leaving it at Name for the caller to rename

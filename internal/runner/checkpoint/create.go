@@ -164,12 +164,6 @@ func Create(req *runnerproto.CkptCreateRequest, cache *Cache) (*runnerproto.Ckpt
 		res.Pruned = pruned
 		return res, s.writeList(l)
 	}
-	if len(newObjects) > 0 {
-		if err := s.syncObjects(); err != nil {
-			s.removeObjects(newObjects)
-			return nil, fmt.Errorf("writing the checkpoint's content: %w", err)
-		}
-	}
 	if err := s.writeManifest(m); err != nil {
 		s.removeObjects(newObjects)
 		return nil, fmt.Errorf("writing the checkpoint's manifest: %w", err)
@@ -281,7 +275,7 @@ func (s *ckptStore) storeObject(root *os.Root, e *ckptEntry, objects map[string]
 		return 0, err
 	}
 	defer out.Discard()
-	out.SkipSync() // syncObjects, once, before the manifest that names it
+	out.SkipSync() // a checkpoint stores thousands of objects: an fsync each would cost seconds
 	h := tree.NewHasher()
 	n, err := io.Copy(io.MultiWriter(out, h), f)
 	if err != nil {
@@ -297,15 +291,4 @@ func (s *ckptStore) storeObject(root *os.Root, e *ckptEntry, objects map[string]
 	}
 	objects[e.Hash] = true
 	return n, nil
-}
-
-// syncObjects makes the objects stored since the last one durable (storeObject leaves their
-// fsync to this one syncfs of the store's file system).
-func (s *ckptStore) syncObjects() error {
-	d, err := os.Open(s.objectDir())
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return atomicfile.SyncFS(d)
 }

@@ -307,7 +307,7 @@ func (r *restorer) stageContents(writes []*ckptEntry) (map[tree.Name]string, err
 			r.done()
 			return nil, fmt.Errorf("restoring %s: %w", w.Path, err)
 		}
-		f.SkipSync() // one syncfs below, for them all
+		f.SkipSync() // as a checkpoint's objects are not
 		err = r.copyObject(w, f)
 		if err == nil {
 			err = f.Chmod(atomicfile.ModeOf(w.Mode))
@@ -325,21 +325,7 @@ func (r *restorer) stageContents(writes []*ckptEntry) (map[tree.Name]string, err
 		}
 		staged[w.Path] = f.Name()
 	}
-	if err := syncRoot(r.root, dir); err != nil {
-		r.done()
-		return nil, fmt.Errorf("restoring: %w", err)
-	}
 	return staged, nil
-}
-
-// syncRoot makes durable what was written under dir of root (syncfs of its file system).
-func syncRoot(root *os.Root, dir string) error {
-	d, err := root.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return atomicfile.SyncFS(d)
 }
 
 // done runs the restore's clean-ups (its temporary directory's removal).
