@@ -9,15 +9,16 @@ import (
 	"os"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runner"
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/background"
 )
 
 const usage = `usage: limactl-mcp-runner serve [--login] [--env-file FILE]   (started by limactl-mcp inside a Lima guest)
        limactl-mcp-runner net ensure|remove|release|as|proxy ... (the network policy, as root)`
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == runner.SupervisorArg {
-		// The supervisor of one background process, started by a runner (internal/runner/bgsupervise.go).
-		if err := runner.Supervise(os.Args[2]); err != nil {
+	if len(os.Args) == 3 && os.Args[1] == background.SupervisorArg {
+		// The supervisor of one background process, started by a runner (internal/runner/background).
+		if err := background.Supervise(os.Args[2]); err != nil {
 			os.Exit(1)
 		}
 		return

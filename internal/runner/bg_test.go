@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/background"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
@@ -158,7 +159,7 @@ func TestBackgroundEndlessOutputStaysBounded(t *testing.T) {
 		if res.Status.OutputBytes <= 1<<20 || string(res.Data) != strings.Repeat("0123456789\n", 10)[:100] {
 			t.Fatalf("after a while: %d bytes, read %q", res.Status.OutputBytes, res.Data)
 		}
-		dir := filepath.Join(home, bgBaseDir, "s", "o", fmt.Sprint(st.ID))
+		dir := filepath.Join(home, background.BaseDir, "s", "o", fmt.Sprint(st.ID))
 		var diskBytes int64
 		segs := 0
 		ents, _ := os.ReadDir(dir)
@@ -234,13 +235,13 @@ func TestBackgroundLimitsAndEnd(t *testing.T) {
 		}
 		other := bgStart(t, r, "s/p", "sleep", "60") // another owner of the same session
 		// The agent rewrites a record: pid 1 (kill(-1) would reach every process) is refused.
-		if err := os.WriteFile(filepath.Join(home, bgBaseDir, "s", "o", "2", "info.json"), []byte(`{"argv":["x"],"pid":1}`), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(home, background.BaseDir, "s", "o", "2", "info.json"), []byte(`{"argv":["x"],"pid":1}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if resp := r.call(t, &runnerproto.Request{BgSignal: &runnerproto.BgSignalRequest{Group: "s/o", ID: 2, Signal: "KILL", Output: testBgOutput}}); resp.Error == "" {
 			t.Errorf("a record naming pid 1 was signalled: %+v", resp.BgSignal)
 		}
-		if err := os.WriteFile(filepath.Join(home, bgBaseDir, "s", "o", "2", "info.json"), bytes.Repeat([]byte("x"), maxBgInfo+10), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(home, background.BaseDir, "s", "o", "2", "info.json"), bytes.Repeat([]byte("x"), background.MaxInfo+10), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if resp := r.call(t, &runnerproto.Request{BgRead: &runnerproto.BgReadRequest{Group: "s/o", ID: 2, Max: 10, Output: testBgOutput}}); resp.Error == "" {
@@ -260,18 +261,18 @@ func TestBackgroundLimitsAndEnd(t *testing.T) {
 			t.Errorf("end of s but p: %+v %q", resp.BgEnd, resp.Error)
 		}
 		for _, pid := range []int{pids[0], pids[2]} {
-			if groupAlive(pid) {
+			if background.GroupAlive(pid) {
 				t.Errorf("process group %d still runs", pid)
 			}
 		}
-		if !groupAlive(other.PID) {
+		if !background.GroupAlive(other.PID) {
 			t.Errorf("the kept owner's process is gone")
 		}
-		if _, err := os.Stat(filepath.Join(home, bgBaseDir, "s", "o")); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(home, background.BaseDir, "s", "o")); !os.IsNotExist(err) {
 			t.Errorf("the ended owner's directory: %v", err)
 		}
 		resp = r.call(t, &runnerproto.Request{BgEnd: &runnerproto.BgEndRequest{Group: "s/p"}})
-		if resp.BgEnd == nil || resp.BgEnd.Killed != 1 || groupAlive(other.PID) {
+		if resp.BgEnd == nil || resp.BgEnd.Killed != 1 || background.GroupAlive(other.PID) {
 			t.Errorf("end of s/p: %+v %q", resp.BgEnd, resp.Error)
 		}
 		// pids[1]'s record was broken by the agent: its process is the agent's to kill.

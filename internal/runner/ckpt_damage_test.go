@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/checkpoint"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
@@ -127,7 +128,7 @@ func damagedRestore(t *testing.T, r *testRunner, home string, seed int64, sessio
 
 	sum := sha256.Sum256([]byte(contents[victim]))
 	hash := hex.EncodeToString(sum[:])
-	obj := filepath.Join(home, ckptBaseDir, session, "objects", hash)
+	obj := filepath.Join(home, checkpoint.BaseDir, session, "objects", hash)
 	damageObject(t, obj, kind, contents[victim])
 
 	resp = r.call(t, &runnerproto.Request{CkptRestore: &runnerproto.CkptRestoreRequest{Tree: tr, ID: id, MaxChanges: 1000}})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/procenv"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
@@ -42,7 +43,7 @@ func ApplyEnvFile(path string) error {
 		if !ok || !shellquote.IsName(k) {
 			return fmt.Errorf("%s:%d: not a NAME=VALUE line", path, n)
 		}
-		if err := os.Setenv(k, v); err != nil {
+		if err := procenv.Set(k, v); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, n, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/gitgrep"
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/procenv"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
@@ -25,10 +26,7 @@ import (
 // "BUG: environment.c:211"). Without git, a built-in search gives the same output format.
 func runGrep(req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 	if !req.NoGit {
-		envMu.RLock()
-		git, err := exec.LookPath("git")
-		envMu.RUnlock()
-		if err == nil {
+		if git, err := procenv.LookPath("git"); err == nil {
 			return gitGrep(git, req)
 		}
 	}
@@ -40,9 +38,9 @@ func gitGrep(git string, req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 	var stdout, stderr bytes.Buffer
 	lw := &limitWriter{w: &stdout, n: req.MaxBytes}
 	cmd := &exec.Cmd{Path: git, Args: args, Dir: req.Dir}
-	envMu.RLock()
-	outs, err := startCommand(cmd, lw, &stderr)
-	envMu.RUnlock()
+	var outs []*output
+	var err error
+	procenv.Hold(func() { outs, err = startCommand(cmd, lw, &stderr) })
 	if err == nil {
 		err = cmd.Wait()
 		collect(outs, nil) // git leaves nothing running: its output is read to the end
@@ -68,24 +66,6 @@ func gitGrep(git string, req *runnerproto.GrepRequest) *runnerproto.GrepResult {
 
 // errStop ends a walk early.
 var errStop = errors.New("stop")
-
-// limitWriter keeps n bytes and then fails, which stops the writer on the other side.
-type limitWriter struct {
-	w   *bytes.Buffer
-	n   int
-	cut bool
-}
-
-var errLimit = errors.New("output limit reached")
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if l.n > 0 && l.w.Len()+len(p) > l.n {
-		l.w.Write(p[:l.n-l.w.Len()])
-		l.cut = true
-		return 0, errLimit
-	}
-	return l.w.Write(p)
-}
 
 // trimToLine drops a partial last line from cut output.
 func trimToLine(s string, cut bool) string {

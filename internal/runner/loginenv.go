@@ -18,7 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/atomicfile"
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/procenv"
 )
 
 // The commands the runner runs get the user's login environment (PATH from ~/.profile, and so
@@ -43,10 +44,6 @@ const loginEnvMarker = "__LIMACTL_MCP_LOGIN_ENV__"
 
 // notFromLogin are variables a login shell sets for itself, not for the commands it would run.
 var notFromLogin = []string{"_", "PWD", "OLDPWD", "SHLVL"}
-
-// envMu guards the process environment: commands are built and started under a read lock;
-// applying a delta takes the write lock, so a command never sees half of one.
-var envMu sync.RWMutex
 
 // envDelta is what a login shell changes in the environment sshd gives.
 type envDelta struct {
@@ -123,10 +120,15 @@ func (e *loginEnv) refresh() {
 	e.apply(d)
 	e.markReady("login")
 	if data, err := json.Marshal(d); err == nil && os.MkdirAll(filepath.Dir(e.cache), 0o700) == nil {
-		// The file tools' atomic write (a new file renamed over the old): a runner killed
-		// midway leaves the old delta or none.
-		res := &runnerproto.WriteResult{}
-		replace(e.cache, data, 0o600, true, res, func(error) *runnerproto.WriteResult { return res })
+		// A new file renamed over the old (internal/atomicfile): a runner killed midway leaves
+		// the old delta or none. Not fsynced: a cache lost in a crash costs one login shell.
+		if f, err := atomicfile.Create(filepath.Dir(e.cache), filepath.Base(e.cache), 0o600); err == nil {
+			f.SkipSync()
+			if _, err := f.Write(data); err == nil && f.Chmod(0o600) == nil {
+				_ = f.Replace(e.cache)
+			}
+			f.Discard()
+		}
 	}
 }
 
@@ -147,9 +149,8 @@ func (e *loginEnv) capture() (*envDelta, error) {
 	cmd.Stdout = &limitWriter{w: &out, n: maxLoginEnv}
 	cmd.Stderr = &limitWriter{w: &stderr, n: 4096}
 	cmd.WaitDelay = time.Second // a background job of the profile holding stdout
-	envMu.RLock()
-	err := cmd.Start()
-	envMu.RUnlock()
+	var err error
+	procenv.Hold(func() { err = cmd.Start() })
 	if err != nil {
 		return nil, err
 	}
@@ -209,18 +210,7 @@ func (e *loginEnv) remembered() (*envDelta, bool) {
 
 // apply makes the process environment sshd's plus d.
 func (e *loginEnv) apply(d *envDelta) {
-	envMu.Lock()
-	defer envMu.Unlock()
-	os.Clearenv()
-	for k, v := range e.base {
-		_ = os.Setenv(k, v)
-	}
-	for _, k := range d.Unset {
-		_ = os.Unsetenv(k)
-	}
-	for k, v := range d.Set {
-		_ = os.Setenv(k, v)
-	}
+	procenv.Replace(e.base, d.Unset, d.Set)
 }
 
 // loginEnvKey names what a login shell's environment follows from: the shell, the user, the

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"sync"
 	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/walk"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
@@ -29,8 +29,8 @@ func runScan(req *runnerproto.ScanRequest) *runnerproto.ScanResult {
 		seen[rel] = true
 		res.Entries = append(res.Entries, entryOf(filepath.Join(req.Root, rel), rel, fi))
 	}
-	for _, e := range walkParallel(req.Root, m, &res.Errors) {
-		add(e.rel, e.fi)
+	for _, e := range walk.Parallel(req.Root, m, &res.Errors) {
+		add(e.Rel, e.Info)
 	}
 	for _, k := range req.Keep {
 		rel := filepath.Clean(string(k))
@@ -59,65 +59,6 @@ func runScan(req *runnerproto.ScanRequest) *runnerproto.ScanResult {
 		})
 	}
 	return res
-}
-
-// scanWorkers is how many directories are read at once: a walk is mostly lstat calls, which an
-// emulated guest runs faster side by side on its vCPUs.
-const scanWorkers = 4
-
-type walked struct {
-	rel string
-	fi  fs.FileInfo
-}
-
-// walkParallel lists the tree under root (not following symlinks, never entering .git at the
-// root, skipping what m ignores), reading several directories at once.
-func walkParallel(root string, m *ignore.Matcher, errs *[]string) []walked {
-	var (
-		mu  sync.Mutex
-		out []walked
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, scanWorkers)
-	)
-	var visit func(abs, rel string)
-	visit = func(abs, rel string) {
-		defer wg.Done()
-		sem <- struct{}{}
-		ents, err := os.ReadDir(abs)
-		var local []walked
-		for _, d := range ents {
-			crel := d.Name()
-			if rel != "" {
-				crel = rel + "/" + d.Name()
-			}
-			if d.IsDir() && crel == ".git" {
-				continue
-			}
-			if m.Ignored(crel, d.IsDir()) {
-				continue
-			}
-			fi, err := d.Info()
-			if err != nil {
-				continue // vanished
-			}
-			local = append(local, walked{crel, fi})
-			if d.IsDir() {
-				wg.Add(1)
-				go visit(filepath.Join(abs, d.Name()), crel)
-			}
-		}
-		<-sem
-		mu.Lock()
-		out = append(out, local...)
-		if err != nil {
-			*errs = append(*errs, abs+": "+err.Error())
-		}
-		mu.Unlock()
-	}
-	wg.Add(1)
-	go visit(root, "")
-	wg.Wait()
-	return out
 }
 
 func entryOf(full, rel string, fi fs.FileInfo) tree.Entry {

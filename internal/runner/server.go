@@ -1,6 +1,13 @@
 // Package runner is the guest side of limactl-mcp: a small server that runs on one SSH channel
-// inside the guest. Every command it runs gets the user's login environment (loginenv.go)
-// without paying for a login shell each time.
+// inside the guest and answers the host's requests (runnerproto), one table entry per kind
+// (ops): commands, whose output it reads to the end (exec.go, collect.go), and the file tools'
+// reads, writes, listings, globs, searches, scans and hashes. Every command it runs gets the
+// user's login environment (loginenv.go) without paying for a login shell each time.
+//
+// What it answers with is mostly other packages': checkpoints (runner/checkpoint), background
+// processes (runner/background), the process environment and how a command is made
+// (runner/procenv), a tree's walk (runner/walk), a file put in place (internal/atomicfile). It
+// is not the network policy the same binary enforces as root (internal/netpolicy).
 package runner
 
 import (
@@ -11,13 +18,16 @@ import (
 	"os/exec"
 	"sync"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/background"
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/checkpoint"
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/procenv"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 // Serve answers requests read from in until it reaches EOF. With login, the commands it runs
 // get the user's login environment.
 func Serve(in io.Reader, out io.Writer, login bool) error {
-	s := &server{out: bufio.NewWriter(out), running: map[uint64]chan struct{}{}, env: noLoginEnv(), ckpt: newCkptCache()}
+	s := &server{out: bufio.NewWriter(out), running: map[uint64]chan struct{}{}, env: noLoginEnv(), ckpt: checkpoint.NewCache()}
 	if login {
 		s.env = startLoginEnv()
 	}
@@ -67,7 +77,7 @@ type server struct {
 	rmu     sync.Mutex // guards running
 	running map[uint64]chan struct{}
 	env     *loginEnv
-	ckpt    *ckptCache
+	ckpt    *checkpoint.Cache
 }
 
 func (s *server) send(resp *runnerproto.Response) error {
@@ -81,94 +91,108 @@ func (s *server) send(resp *runnerproto.Response) error {
 
 func (s *server) handle(req *runnerproto.Request) *runnerproto.Response {
 	resp := &runnerproto.Response{ID: req.ID}
-	switch {
-	case req.Exec != nil:
-		s.env.wait()
-		kill := make(chan struct{})
-		s.rmu.Lock()
-		s.running[req.ID] = kill
-		s.rmu.Unlock()
-		resp.Exec = runExec(req.Exec, func(int) {}, kill)
-		s.rmu.Lock()
-		delete(s.running, req.ID)
-		s.rmu.Unlock()
-	case req.Glob != nil:
-		var err error
-		resp.Glob, err = runGlob(req.Glob)
-		if err != nil {
-			resp.Error = err.Error()
+	for _, o := range ops {
+		if o.is(req) {
+			o.serve(s, req, resp)
+			return resp
 		}
-	case req.Grep != nil:
-		s.env.wait() // git is found on the login PATH
-		resp.Grep = runGrep(req.Grep)
-	case req.Scan != nil:
-		resp.Scan = runScan(req.Scan)
-	case req.Hash != nil:
-		resp.Hash = runHash(req.Hash)
-	case req.List != nil:
-		var err error
-		resp.List, err = runList(req.List)
-		if err != nil {
-			resp.Error = err.Error()
-		}
-	case req.Read != nil:
-		var err error
-		resp.Read, err = runRead(req.Read)
-		if err != nil {
-			resp.Error = err.Error()
-		}
-	case req.Write != nil:
-		resp.Write = runWrite(req.Write)
-	case req.BgStart != nil:
-		s.env.wait() // a background command gets the login environment like any other
-		var err error
-		if resp.BgStart, err = runBgStart(req.BgStart, selfExe()); err != nil {
-			resp.Error = err.Error()
-		}
-	case req.BgRead != nil:
-		var err error
-		if resp.BgRead, err = runBgRead(req.BgRead); err != nil {
-			resp.Error = err.Error()
-		}
-	case req.BgList != nil:
-		var err error
-		if resp.BgList, err = runBgList(req.BgList); err != nil {
-			resp.Error = err.Error()
-		}
-	case req.BgSignal != nil:
-		var err error
-		if resp.BgSignal, err = runBgSignal(req.BgSignal); err != nil {
-			resp.Error = err.Error()
-		}
-	case req.BgEnd != nil:
-		var err error
-		if resp.BgEnd, err = runBgEnd(req.BgEnd); err != nil {
-			resp.Error = err.Error()
-		}
-	case req.CkptCreate != nil:
-		var err error
-		if resp.CkptCreate, err = runCkptCreate(req.CkptCreate, s.ckpt); err != nil {
-			resp.Error = err.Error()
-		}
-	case req.CkptList != nil:
-		var err error
-		if resp.CkptList, err = runCkptList(req.CkptList, s.ckpt); err != nil {
-			resp.Error = err.Error()
-		}
-	case req.CkptRestore != nil:
-		var err error
-		if resp.CkptRestore, err = runCkptRestore(req.CkptRestore, s.ckpt); err != nil {
-			resp.Error = err.Error()
-		}
-	case req.CkptManifest != nil:
-		var err error
-		if resp.CkptManifest, err = runCkptManifest(req.CkptManifest, s.ckpt); err != nil {
-			resp.Error = err.Error()
-		}
-	default:
-		resp.Error = "unknown request"
 	}
+	resp.Error = "unknown request"
 	return resp
+}
+
+// An op is one kind of request: whether a request is of that kind (its field is set), and
+// how it is answered.
+type op struct {
+	is    func(*runnerproto.Request) bool
+	serve func(s *server, req *runnerproto.Request, resp *runnerproto.Response)
+}
+
+// answer is the op of the requests that set field q, answered by run in field r of the
+// response (and its error in Error).
+func answer[Q, R any](q func(*runnerproto.Request) *Q, r func(*runnerproto.Response) **R, run func(s *server, id uint64, q *Q) (*R, error)) op {
+	return op{
+		is: func(req *runnerproto.Request) bool { return q(req) != nil },
+		serve: func(s *server, req *runnerproto.Request, resp *runnerproto.Response) {
+			res, err := run(s, req.ID, q(req))
+			*r(resp) = res
+			if err != nil {
+				resp.Error = err.Error()
+			}
+		},
+	}
+}
+
+// plain is run for an answer that needs nothing of the server.
+func plain[Q, R any](f func(*Q) (*R, error)) func(*server, uint64, *Q) (*R, error) {
+	return func(_ *server, _ uint64, q *Q) (*R, error) { return f(q) }
+}
+
+// infallible is plain for an answer that has no error (a failure is in the result).
+func infallible[Q, R any](f func(*Q) *R) func(*server, uint64, *Q) (*R, error) {
+	return func(_ *server, _ uint64, q *Q) (*R, error) { return f(q), nil }
+}
+
+// ops are the requests the runner answers; the first whose field is set answers a request.
+// Signal is not among them: it is answered at once by Serve, never in a goroutine of its own.
+var ops = []op{
+	answer(func(q *runnerproto.Request) *runnerproto.ExecRequest { return q.Exec }, func(r *runnerproto.Response) **runnerproto.ExecResult { return &r.Exec }, (*server).exec),
+	answer(func(q *runnerproto.Request) *runnerproto.GlobRequest { return q.Glob }, func(r *runnerproto.Response) **runnerproto.GlobResult { return &r.Glob }, plain(runGlob)),
+	answer(func(q *runnerproto.Request) *runnerproto.GrepRequest { return q.Grep }, func(r *runnerproto.Response) **runnerproto.GrepResult { return &r.Grep }, (*server).grep),
+	answer(func(q *runnerproto.Request) *runnerproto.ScanRequest { return q.Scan }, func(r *runnerproto.Response) **runnerproto.ScanResult { return &r.Scan }, infallible(runScan)),
+	answer(func(q *runnerproto.Request) *runnerproto.HashRequest { return q.Hash }, func(r *runnerproto.Response) **runnerproto.HashResult { return &r.Hash }, infallible(runHash)),
+	answer(func(q *runnerproto.Request) *runnerproto.ListRequest { return q.List }, func(r *runnerproto.Response) **runnerproto.ListResult { return &r.List }, plain(runList)),
+	answer(func(q *runnerproto.Request) *runnerproto.ReadRequest { return q.Read }, func(r *runnerproto.Response) **runnerproto.ReadResult { return &r.Read }, plain(runRead)),
+	answer(func(q *runnerproto.Request) *runnerproto.WriteRequest { return q.Write }, func(r *runnerproto.Response) **runnerproto.WriteResult { return &r.Write }, infallible(runWrite)),
+	answer(func(q *runnerproto.Request) *runnerproto.BgStartRequest { return q.BgStart }, func(r *runnerproto.Response) **runnerproto.BgStartResult { return &r.BgStart }, (*server).bgStart),
+	answer(func(q *runnerproto.Request) *runnerproto.BgReadRequest { return q.BgRead }, func(r *runnerproto.Response) **runnerproto.BgReadResult { return &r.BgRead }, plain(background.Read)),
+	answer(func(q *runnerproto.Request) *runnerproto.BgListRequest { return q.BgList }, func(r *runnerproto.Response) **runnerproto.BgListResult { return &r.BgList }, plain(background.List)),
+	answer(func(q *runnerproto.Request) *runnerproto.BgSignalRequest { return q.BgSignal }, func(r *runnerproto.Response) **runnerproto.BgSignalResult { return &r.BgSignal }, plain(background.Signal)),
+	answer(func(q *runnerproto.Request) *runnerproto.BgEndRequest { return q.BgEnd }, func(r *runnerproto.Response) **runnerproto.BgEndResult { return &r.BgEnd }, plain(background.End)),
+	answer(func(q *runnerproto.Request) *runnerproto.CkptCreateRequest { return q.CkptCreate }, func(r *runnerproto.Response) **runnerproto.CkptCreateResult { return &r.CkptCreate }, (*server).ckptCreate),
+	answer(func(q *runnerproto.Request) *runnerproto.CkptListRequest { return q.CkptList }, func(r *runnerproto.Response) **runnerproto.CkptListResult { return &r.CkptList }, (*server).ckptList),
+	answer(func(q *runnerproto.Request) *runnerproto.CkptRestoreRequest { return q.CkptRestore }, func(r *runnerproto.Response) **runnerproto.CkptRestoreResult { return &r.CkptRestore }, (*server).ckptRestore),
+	answer(func(q *runnerproto.Request) *runnerproto.CkptManifestRequest { return q.CkptManifest }, func(r *runnerproto.Response) **runnerproto.CkptManifestResult { return &r.CkptManifest }, (*server).ckptManifest),
+}
+
+// exec runs a command, which a Signal naming the request's id kills.
+func (s *server) exec(id uint64, req *runnerproto.ExecRequest) (*runnerproto.ExecResult, error) {
+	s.env.wait()
+	kill := make(chan struct{})
+	s.rmu.Lock()
+	s.running[id] = kill
+	s.rmu.Unlock()
+	res := runExec(req, func(int) {}, kill)
+	s.rmu.Lock()
+	delete(s.running, id)
+	s.rmu.Unlock()
+	return res, nil
+}
+
+func (s *server) grep(_ uint64, req *runnerproto.GrepRequest) (*runnerproto.GrepResult, error) {
+	s.env.wait() // git is found on the login PATH
+	return runGrep(req), nil
+}
+
+func (s *server) ckptCreate(_ uint64, req *runnerproto.CkptCreateRequest) (*runnerproto.CkptCreateResult, error) {
+	return checkpoint.Create(req, s.ckpt)
+}
+
+func (s *server) ckptList(_ uint64, req *runnerproto.CkptListRequest) (*runnerproto.CkptListResult, error) {
+	return checkpoint.List(req, s.ckpt)
+}
+
+func (s *server) ckptRestore(_ uint64, req *runnerproto.CkptRestoreRequest) (*runnerproto.CkptRestoreResult, error) {
+	return checkpoint.Restore(req, s.ckpt)
+}
+
+func (s *server) ckptManifest(_ uint64, req *runnerproto.CkptManifestRequest) (*runnerproto.CkptManifestResult, error) {
+	return checkpoint.Manifest(req, s.ckpt)
+}
+
+func (s *server) bgStart(_ uint64, req *runnerproto.BgStartRequest) (*runnerproto.BgStartResult, error) {
+	s.env.wait() // a background command gets the login environment like any other
+	return background.Start(req, procenv.SelfExe())
 }
 
 func (s *server) kill(id uint64) {

@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/atomicfile"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
@@ -59,44 +58,12 @@ func runWrite(req *runnerproto.WriteRequest) *runnerproto.WriteResult {
 	return replace(req.Path, req.Data, mode, true, res, fail)
 }
 
-// replace writes data to a new file beside p and renames it over p. keepMode gives the new
-// file exactly mode; otherwise mode is for a new file, less the umask.
+// replace writes data to a new file beside p and renames it over p (internal/atomicfile).
+// keepMode gives the new file exactly mode; otherwise mode is for a new file, less the umask.
 func replace(p string, data []byte, mode uint32, keepMode bool, res *runnerproto.WriteResult, fail func(error) *runnerproto.WriteResult) *runnerproto.WriteResult {
-	var suffix [6]byte
-	_, _ = rand.Read(suffix[:])
-	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".limactl-mcp-"+hex.EncodeToString(suffix[:]))
-	perm := os.FileMode(mode & 0o777)
-	if keepMode {
-		perm = 0o600 // until the fchmod below
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
-	if err != nil {
+	if err := atomicfile.WriteFile(p, data, atomicfile.ModeOf(mode), keepMode); err != nil {
 		return fail(err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if keepMode {
-		if err := syscall.Fchmod(int(f.Fd()), mode); err != nil {
-			return fail(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		ok = true
-		return fail(err)
-	}
-	ok = true
 	return res
 }
 

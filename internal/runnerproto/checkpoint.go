@@ -4,7 +4,7 @@ import "github.com/limactl-mcp/limactl-mcp/internal/tree"
 
 // Checkpoints are snapshots of a staged copy that the runner takes and restores by itself, in
 // the guest: content-addressed under the runner user's home,
-// $HOME/.cache/limactl-mcp/checkpoints/SESSION/ (see internal/runner/ckptstore.go). The host
+// $HOME/.cache/limactl-mcp/checkpoints/SESSION/ (see internal/runner/checkpoint/store.go). The host
 // sends the copy's root and its ignore rules; nothing of the content crosses the link.
 
 // CkptTree says which tree a checkpoint covers: what the session's change detection scans

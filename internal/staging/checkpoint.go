@@ -21,7 +21,7 @@ import (
 var CheckpointLimits = runnerproto.CkptLimits{MaxEntries: 200_000, MaxStoreBytes: 2 << 30, MaxAuto: 10, MaxLabelled: 50}
 
 // checkpointStoreRel is where the runner keeps the stores, under its user's home (one
-// directory per session id: internal/runner/ckptstore.go).
+// directory per session id: internal/runner/checkpoint/store.go).
 const checkpointStoreRel = ".cache/limactl-mcp/checkpoints"
 
 // maxRestoreChanges is how many changes a restore lists (it makes them all).

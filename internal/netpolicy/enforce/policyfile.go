@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/atomicfile"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
@@ -107,9 +108,9 @@ func readAllPolicies(dir string) (users []UserPolicy, problems []error, err erro
 	return users, problems, nil
 }
 
-// writeFileIfChanged writes data to path (mode, root's) through a temporary file and a rename,
-// unless the file already holds exactly that with that mode: ensure runs at every connect and
-// should write nothing then. It says whether it wrote.
+// writeFileIfChanged writes data to path (mode, root's) through a temporary file and a rename
+// (internal/atomicfile), unless the file already holds exactly that with that mode: ensure
+// runs at every connect and should write nothing then. It says whether it wrote.
 func writeFileIfChanged(path string, data []byte, mode os.FileMode) (bool, error) {
 	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && st.Mode().Perm() == mode {
 		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
@@ -118,27 +119,7 @@ func writeFileIfChanged(path string, data []byte, mode os.FileMode) (bool, error
 			}
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return false, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return false, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.WriteFile(path, data, mode, true); err != nil {
 		return false, err
 	}
 	return true, nil

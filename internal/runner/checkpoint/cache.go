@@ -1,4 +1,4 @@
-package runner
+package checkpoint
 
 import (
 	"os"
@@ -6,13 +6,13 @@ import (
 	"syscall"
 )
 
-// ckptCache keeps, in a runner process, the manifests it read or wrote last and the object
+// Cache keeps, in a runner process, the manifests it read or wrote last and the object
 // names it listed, each with the identity of its file or directory then, so that the next
 // checkpoint or restore of a long-lived runner (the agent's serve) does not read and parse
 // them again: on an emulated guest that is a third of a checkpoint's time. An entry is used
 // only while its file's identity (device, inode, size, mtime, ctime) is unchanged, so a file
 // the agent rewrote is read again, and checked as every read is.
-type ckptCache struct {
+type Cache struct {
 	mu        sync.Mutex
 	manifests map[string]cachedManifest // by path
 	objects   map[string]cachedObjects  // by objects directory
@@ -36,8 +36,8 @@ type cachedObjects struct {
 	names map[string]bool
 }
 
-func newCkptCache() *ckptCache {
-	return &ckptCache{manifests: map[string]cachedManifest{}, objects: map[string]cachedObjects{}}
+func NewCache() *Cache {
+	return &Cache{manifests: map[string]cachedManifest{}, objects: map[string]cachedObjects{}}
 }
 
 // keyOf is the identity of what is at p, not following a link (ok false when it cannot be had).
@@ -54,7 +54,7 @@ func keyOf(p string) (fileKey, bool) {
 }
 
 // manifest returns the cached manifest at p if its file is unchanged.
-func (c *ckptCache) manifest(p string) *ckptManifest {
+func (c *Cache) manifest(p string) *ckptManifest {
 	if c == nil {
 		return nil
 	}
@@ -68,7 +68,7 @@ func (c *ckptCache) manifest(p string) *ckptManifest {
 }
 
 // putManifest remembers the (checked) manifest at p.
-func (c *ckptCache) putManifest(p string, m *ckptManifest) {
+func (c *Cache) putManifest(p string, m *ckptManifest) {
 	if c == nil {
 		return
 	}
@@ -89,7 +89,7 @@ func (c *ckptCache) putManifest(p string, m *ckptManifest) {
 
 // objectNames returns the cached names of dir if the directory is unchanged (an entry added
 // or removed moves its mtime). The caller may not change the map it gets.
-func (c *ckptCache) objectNames(dir string) map[string]bool {
+func (c *Cache) objectNames(dir string) map[string]bool {
 	if c == nil {
 		return nil
 	}
@@ -103,7 +103,7 @@ func (c *ckptCache) objectNames(dir string) map[string]bool {
 }
 
 // putObjectNames remembers the names of dir as they are now.
-func (c *ckptCache) putObjectNames(dir string, names map[string]bool) {
+func (c *Cache) putObjectNames(dir string, names map[string]bool) {
 	if c == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package runner
+package checkpoint
 
 import (
 	"bufio"
@@ -29,7 +29,8 @@ import (
 //	d MODE "path"                                       a directory
 //	l "path" "target"                                   a symlink
 
-const manifestHeader = "limactl-mcp-checkpoint 1"
+// ManifestHeader is the first line of every manifest.
+const ManifestHeader = "limactl-mcp-checkpoint 1"
 
 // maxManifestLine bounds one line (a path and a link target of 4 KiB each, quoted).
 const maxManifestLine = 64 << 10
@@ -43,7 +44,7 @@ func (s *ckptStore) writeManifest(m *ckptManifest) error {
 	p := s.manifestPath(m.Info.ID)
 	err = writeAtomic(p, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 64<<10)
-		fmt.Fprintf(bw, "%s\ninfo %s\n", manifestHeader, info)
+		fmt.Fprintf(bw, "%s\ninfo %s\n", ManifestHeader, info)
 		var line []byte
 		for _, e := range m.Entries {
 			line = line[:0]
@@ -128,8 +129,8 @@ func (s *ckptStore) readManifest(id string, maxEntries int) (*ckptManifest, erro
 func parseManifest(r io.Reader, max int) (*ckptManifest, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxManifestLine)
-	if !sc.Scan() || sc.Text() != manifestHeader {
-		return nil, fmt.Errorf("not a manifest (no %q line)", manifestHeader)
+	if !sc.Scan() || sc.Text() != ManifestHeader {
+		return nil, fmt.Errorf("not a manifest (no %q line)", ManifestHeader)
 	}
 	if !sc.Scan() || !bytes.HasPrefix(sc.Bytes(), []byte("info ")) {
 		return nil, errors.New("no info line")

@@ -1,4 +1,4 @@
-package runner
+package checkpoint
 
 import (
 	"errors"
@@ -7,18 +7,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/atomicfile"
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/walk"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
-// runCkptRestore makes the tree exactly what a checkpoint holds: entries it does not have are
+// Restore makes the tree exactly what a checkpoint holds: entries it does not have are
 // removed, files whose content differs are rewritten from the store (a new file renamed into
 // place), and modes, symlinks and directories are put back. Every change goes through an
 // os.Root of the tree, so no symlink (the agent's, or one swapped in meanwhile) leads a write
@@ -30,7 +32,7 @@ import (
 // lacks or spoils one (a guest crash, the agent's edit) fails the restore with the tree as it
 // was. What can still stop it part way is the tree itself refusing a change (a full disk, the
 // agent changing it meanwhile); the error then says so.
-func runCkptRestore(req *runnerproto.CkptRestoreRequest, cache *ckptCache) (*runnerproto.CkptRestoreResult, error) {
+func Restore(req *runnerproto.CkptRestoreRequest, cache *Cache) (*runnerproto.CkptRestoreResult, error) {
 	s, err := openCkptStore(req.Tree.Session, false, cache)
 	if errors.Is(err, errNoCkptStore) {
 		return &runnerproto.CkptRestoreResult{Unknown: true, Changes: []runnerproto.CkptChange{}}, nil
@@ -115,7 +117,7 @@ func (r *restorer) record(p tree.Name, kind string) {
 	}
 }
 
-func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) error {
+func (r *restorer) run(target []ckptEntry, walkedNow []walk.Entry, rootPath string) error {
 	want := make(map[tree.Name]*ckptEntry, len(target))
 	for i := range target {
 		want[target[i].Path] = &target[i]
@@ -125,7 +127,7 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) 
 		if e, ok := describeWalked(rootPath, w); ok {
 			now[e.Path] = e
 		} else {
-			now[tree.Name(w.rel)] = ckptEntry{Entry: tree.Entry{Path: tree.Name(w.rel), Type: tree.Other}}
+			now[tree.Name(w.Rel)] = ckptEntry{Entry: tree.Entry{Path: tree.Name(w.Rel), Type: tree.Other}}
 		}
 	}
 	// 0. The files whose content is to be written, and that content, out of the store and
@@ -162,9 +164,9 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) 
 	// Directories the user may not write (the agent's chmod) are opened up first; their own
 	// mode is put back at the end.
 	for _, w := range walkedNow {
-		if e := now[tree.Name(w.rel)]; e.Type == tree.Dir && e.Mode&0o700 != 0o700 && !r.dry {
-			if err := r.root.Chmod(w.rel, fileMode(e.Mode|0o700)); err != nil {
-				return fmt.Errorf("opening %s for the restore: %w", w.rel, err)
+		if e := now[tree.Name(w.Rel)]; e.Type == tree.Dir && e.Mode&0o700 != 0o700 && !r.dry {
+			if err := r.root.Chmod(w.Rel, atomicfile.ModeOf(e.Mode|0o700)); err != nil {
+				return fmt.Errorf("opening %s for the restore: %w", w.Rel, err)
 			}
 		}
 	}
@@ -256,7 +258,7 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) 
 					return fmt.Errorf("restoring %s: %w", p, err)
 				}
 			} else if c.Mode != w.Mode {
-				if err := r.root.Chmod(p, fileMode(w.Mode)); err != nil {
+				if err := r.root.Chmod(p, atomicfile.ModeOf(w.Mode)); err != nil {
 					return fmt.Errorf("setting the mode of %s: %w", p, err)
 				}
 			}
@@ -268,7 +270,7 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walked, rootPath string) 
 	// 3. Directory modes last, deepest first, so that a read-only directory is filled first.
 	for i := len(dirModes) - 1; i >= 0; i-- {
 		d := dirModes[i]
-		if err := r.root.Chmod(string(d.Path), fileMode(d.Mode)); err != nil {
+		if err := r.root.Chmod(string(d.Path), atomicfile.ModeOf(d.Mode)); err != nil {
 			return fmt.Errorf("setting the mode of %s: %w", d.Path, err)
 		}
 	}
@@ -299,27 +301,29 @@ func (r *restorer) stageContents(writes []*ckptEntry) (map[tree.Name]string, err
 	}
 	r.cleanup = append(r.cleanup, func() { _ = r.root.RemoveAll(dir) })
 	for i, w := range writes {
-		p := dir + "/" + strconv.Itoa(i)
-		f, err := r.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		// A new file of the root (internal/atomicfile), renamed into place in step 2.
+		f, err := atomicfile.CreateIn(r.root, dir, strconv.Itoa(i), 0o600)
 		if err != nil {
 			r.done()
 			return nil, fmt.Errorf("restoring %s: %w", w.Path, err)
 		}
+		f.SkipSync() // as a checkpoint's objects are not
 		err = r.copyObject(w, f)
 		if err == nil {
-			err = f.Chmod(fileMode(w.Mode))
+			err = f.Chmod(atomicfile.ModeOf(w.Mode))
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
+			f.Discard()
 			r.done()
 			if errors.Is(err, errCkptCorrupt) {
 				return nil, err
 			}
 			return nil, fmt.Errorf("restoring %s: %w", w.Path, err)
 		}
-		staged[w.Path] = p
+		staged[w.Path] = f.Name()
 	}
 	return staged, nil
 }
@@ -332,14 +336,10 @@ func (r *restorer) done() {
 	r.cleanup = nil
 }
 
-// under says whether p is below one of dirs.
+// under says whether p is below one of dirs (all clean, slash-separated and relative to the
+// tree's root: tree.Below's rule, the one home of "is this path inside that one").
 func under(p string, dirs []string) bool {
-	for _, d := range dirs {
-		if strings.HasPrefix(p, d+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dirs, func(d string) bool { return tree.Below(d, p) })
 }
 
 // sameContent says whether the tree's file c has checkpoint entry w's content: known without
@@ -397,19 +397,4 @@ func (r *restorer) copyObject(w *ckptEntry, dst io.Writer) error {
 		return corrupt("the content of %s (object %s) is not what the checkpoint names (%d bytes read, %d expected)", w.Path, w.Hash, n, w.Size)
 	}
 	return nil
-}
-
-// fileMode turns st_mode permission bits (with setuid, setgid, sticky) into Go's FileMode.
-func fileMode(m uint32) os.FileMode {
-	mode := os.FileMode(m & 0o777)
-	if m&syscall.S_ISUID != 0 {
-		mode |= os.ModeSetuid
-	}
-	if m&syscall.S_ISGID != 0 {
-		mode |= os.ModeSetgid
-	}
-	if m&syscall.S_ISVTX != 0 {
-		mode |= os.ModeSticky
-	}
-	return mode
 }

@@ -1,4 +1,4 @@
-package runner
+package checkpoint
 
 import (
 	"crypto/rand"
@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/atomicfile"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
@@ -35,7 +36,7 @@ import (
 // name before it is written back), and a store that does not make sense is an error that says
 // so, never a panic and never a write outside the tree.
 
-const ckptBaseDir = ".cache/limactl-mcp/checkpoints"
+const BaseDir = ".cache/limactl-mcp/checkpoints"
 
 // Caps on what is read back from a store.
 const (
@@ -47,10 +48,13 @@ const (
 
 var ckptIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,8}$`)
 
+// sessionName is what a session's name must match (the names of background groups').
+var sessionName = regexp.MustCompile(runnerproto.BgNamePattern)
+
 // ckptStore is one session's store.
 type ckptStore struct {
 	dir   string
-	cache *ckptCache // nil: none
+	cache *Cache // nil: none
 }
 
 // ckptEntry is a manifest's entry: a tree.Entry and the identity of the file it was read from,
@@ -89,15 +93,15 @@ func corrupt(format string, args ...any) error {
 var errNoCkptStore = errors.New("no checkpoint store")
 
 // openCkptStore is the store of session, made if missing (unless !create: errNoCkptStore).
-func openCkptStore(session string, create bool, cache *ckptCache) (*ckptStore, error) {
-	if !bgName.MatchString(session) {
+func openCkptStore(session string, create bool, cache *Cache) (*ckptStore, error) {
+	if !sessionName.MatchString(session) {
 		return nil, fmt.Errorf("checkpoint session %q is not a valid name", session)
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return nil, err
 	}
-	s := &ckptStore{dir: filepath.Join(home, ckptBaseDir, session), cache: cache}
+	s := &ckptStore{dir: filepath.Join(home, BaseDir, session), cache: cache}
 	if !create {
 		if _, err := os.Lstat(s.dir); errors.Is(err, os.ErrNotExist) {
 			return nil, errNoCkptStore
@@ -192,27 +196,18 @@ func (s *ckptStore) writeList(l *ckptList) error {
 	})
 }
 
-// writeAtomic writes a file of the store through a new file renamed into place.
+// writeAtomic writes a file of the store through a new file renamed into place
+// (internal/atomicfile).
 func writeAtomic(p string, write func(io.Writer) error) error {
-	tmp := p + ".tmp-" + randomHex()
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	f, err := atomicfile.Create(filepath.Dir(p), filepath.Base(p), 0o600)
 	if err != nil {
 		return err
 	}
+	defer f.Discard()
 	if err := write(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
 		return err
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return f.Replace(p)
 }
 
 func randomHex() string {

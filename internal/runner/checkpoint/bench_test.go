@@ -1,4 +1,4 @@
-package runner
+package checkpoint
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // 10,000-file / 100 MB tree with 10 files changed each time (the first checkpoint is taken
 // before the timer starts):
 //
-//	go test -run '^$' -bench Checkpoint10k ./internal/runner/
+//	go test -run '^$' -bench Checkpoint10k ./internal/runner/checkpoint/
 //
 // The figures on the VM, as the agent sees them, are in docs/benchmarks.md.
 func BenchmarkCheckpoint10k(b *testing.B) {
@@ -37,9 +37,9 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 	}
 	tr := runnerproto.CkptTree{Session: "bench", Root: root}
 	lim := runnerproto.CkptLimits{MaxEntries: 200_000, MaxStoreBytes: 8 << 30, MaxAuto: 10, MaxLabelled: 1000}
-	cache := newCkptCache()
+	cache := NewCache()
 	create := func() string {
-		res, err := runCkptCreate(&runnerproto.CkptCreateRequest{Tree: tr, Limits: lim}, cache)
+		res, err := Create(&runnerproto.CkptCreateRequest{Tree: tr, Limits: lim}, cache)
 		if err != nil || res.Checkpoint == nil {
 			b.Fatalf("%v %+v", err, res)
 		}
@@ -68,7 +68,7 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 			b.StopTimer()
 			change10(1000 + i)
 			b.StartTimer()
-			if res, err := runCkptRestore(&runnerproto.CkptRestoreRequest{Tree: tr, ID: id, MaxChanges: 100}, cache); err != nil || res.Total != 10 {
+			if res, err := Restore(&runnerproto.CkptRestoreRequest{Tree: tr, ID: id, MaxChanges: 100}, cache); err != nil || res.Total != 10 {
 				b.Fatalf("%v %+v", err, res)
 			}
 		}

@@ -1,4 +1,4 @@
-package runner
+package background
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 )
 
 // Reading, listing and signalling background processes, and ending a group's: by id, from
-// their directories (bgstore.go), so any runner of the guest user can, not only the one that
+// their directories (store.go), so any runner of the guest user can, not only the one that
 // started them.
 
 // maxBgRead bounds one read of a process's output.
@@ -38,7 +38,7 @@ func bgRecordDir(group string, id int) (string, error) {
 	return dir, nil
 }
 
-func runBgRead(req *runnerproto.BgReadRequest) (*runnerproto.BgReadResult, error) {
+func Read(req *runnerproto.BgReadRequest) (*runnerproto.BgReadResult, error) {
 	if err := checkBgOutput(req.Output); err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func runBgRead(req *runnerproto.BgReadRequest) (*runnerproto.BgReadResult, error
 	return res, nil
 }
 
-func runBgList(req *runnerproto.BgListRequest) (*runnerproto.BgListResult, error) {
+func List(req *runnerproto.BgListRequest) (*runnerproto.BgListResult, error) {
 	if err := checkBgOutput(req.Output); err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func runBgList(req *runnerproto.BgListRequest) (*runnerproto.BgListResult, error
 	return res, nil
 }
 
-func runBgSignal(req *runnerproto.BgSignalRequest) (*runnerproto.BgSignalResult, error) {
+func Signal(req *runnerproto.BgSignalRequest) (*runnerproto.BgSignalResult, error) {
 	if err := checkBgOutput(req.Output); err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func runBgSignal(req *runnerproto.BgSignalRequest) (*runnerproto.BgSignalResult,
 	// The group, not only the command: what it started runs on after it (a server behind
 	// `sh -c`). Once the command has ended and its group is empty, there is nothing to signal
 	// (and the pid may belong to someone else one day).
-	if (!st.Running && !groupAlive(st.PID)) || st.Lost {
+	if (!st.Running && !GroupAlive(st.PID)) || st.Lost {
 		res.AlreadyEnded, res.Status = true, st
 		return res, nil
 	}
@@ -152,7 +152,7 @@ func runBgSignal(req *runnerproto.BgSignalRequest) (*runnerproto.BgSignalResult,
 func waitGroupGone(pid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if !groupAlive(pid) {
+		if !GroupAlive(pid) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -176,7 +176,7 @@ func waitEnded(dir string, d time.Duration) {
 // maxBgOwners bounds the owners a session's end looks at.
 const maxBgOwners = 256
 
-func runBgEnd(req *runnerproto.BgEndRequest) (*runnerproto.BgEndResult, error) {
+func End(req *runnerproto.BgEndRequest) (*runnerproto.BgEndResult, error) {
 	dir, err := bgGroupDir(req.Group, true)
 	if err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func runBgEnd(req *runnerproto.BgEndRequest) (*runnerproto.BgEndResult, error) {
 				continue
 			}
 			_, exitErr := os.Lstat(filepath.Join(rd, "exit.json"))
-			if supervisorAlive(rd) || (exitErr != nil && groupAlive(info.PID)) {
+			if supervisorAlive(rd) || (exitErr != nil && GroupAlive(info.PID)) {
 				_ = unix.Kill(-info.PID, unix.SIGKILL)
 				pids = append(pids, info.PID)
 				res.Killed++

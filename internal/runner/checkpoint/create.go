@@ -1,4 +1,4 @@
-package runner
+package checkpoint
 
 import (
 	"errors"
@@ -10,15 +10,14 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/limactl-mcp/limactl-mcp/internal/atomicfile"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
-// ckptGCEvery is how many checkpoints are pruned before the content only they referred to is
+// GCEvery is how many checkpoints are pruned before the content only they referred to is
 // collected.
-const ckptGCEvery = 8
+const GCEvery = 8
 
 // checkCkptLimits refuses limits that would not bound the store.
 func checkCkptLimits(l runnerproto.CkptLimits) error {
@@ -28,11 +27,11 @@ func checkCkptLimits(l runnerproto.CkptLimits) error {
 	return nil
 }
 
-// runCkptCreate takes a checkpoint: it walks the tree, reuses the previous checkpoint's hash
+// Create takes a checkpoint: it walks the tree, reuses the previous checkpoint's hash
 // for every file whose size, mtime, ctime and inode are unchanged (and whose object is still
 // there), copies the content of the others into the store, then writes the manifest and the
 // list, pruning the oldest checkpoints beyond the limits.
-func runCkptCreate(req *runnerproto.CkptCreateRequest, cache *ckptCache) (*runnerproto.CkptCreateResult, error) {
+func Create(req *runnerproto.CkptCreateRequest, cache *Cache) (*runnerproto.CkptCreateResult, error) {
 	if err := checkCkptLimits(req.Limits); err != nil {
 		return nil, err
 	}
@@ -91,7 +90,7 @@ func runCkptCreate(req *runnerproto.CkptCreateRequest, cache *ckptCache) (*runne
 	for _, w := range walkedTree {
 		e, ok := describeWalked(req.Tree.Root, w)
 		if !ok {
-			res.Skipped = append(res.Skipped, tree.Name(w.rel))
+			res.Skipped = append(res.Skipped, tree.Name(w.Rel))
 			continue
 		}
 		switch e.Type {
@@ -107,7 +106,7 @@ func runCkptCreate(req *runnerproto.CkptCreateRequest, cache *ckptCache) (*runne
 				}
 				if err != nil {
 					s.removeObjects(newObjects)
-					return nil, fmt.Errorf("checkpointing %s: %w", w.rel, err)
+					return nil, fmt.Errorf("checkpointing %s: %w", w.Rel, err)
 				}
 				if n > 0 {
 					newObjects = append(newObjects, e.Hash)
@@ -132,9 +131,9 @@ func runCkptCreate(req *runnerproto.CkptCreateRequest, cache *ckptCache) (*runne
 	pruned := pruneList(l, req.Limits)
 	l.PrunedSinceGC += len(pruned)
 	// The content only pruned checkpoints referred to is removed now and then, not at every
-	// prune: a collection reads every kept manifest. So at most ckptGCEvery checkpoints' worth
+	// prune: a collection reads every kept manifest. So at most GCEvery checkpoints' worth
 	// of stale content waits, and the store's size counts it until then.
-	if l.PrunedSinceGC >= ckptGCEvery || l.StoreBytes > req.Limits.MaxStoreBytes {
+	if l.PrunedSinceGC >= GCEvery || l.StoreBytes > req.Limits.MaxStoreBytes {
 		size, err := s.collectGarbageWith(l, m)
 		if err != nil {
 			return nil, err
@@ -270,28 +269,24 @@ func (s *ckptStore) storeObject(root *os.Root, e *ckptEntry, objects map[string]
 	}
 	e.Size, e.MTime = fi.Size(), fi.ModTime().UnixNano()
 	e.CTime, e.Ino = statKey(fi)
-	tmp := filepath.Join(s.objectDir(), "tmp-"+randomHex())
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o400)
+	// The object is named by its content, known once it is written (internal/atomicfile).
+	out, err := atomicfile.Create(s.objectDir(), "object", 0o400)
 	if err != nil {
 		return 0, err
 	}
+	defer out.Discard()
+	out.SkipSync() // a checkpoint stores thousands of objects: an fsync each would cost seconds
 	h := tree.NewHasher()
 	n, err := io.Copy(io.MultiWriter(out, h), f)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		os.Remove(tmp)
 		return 0, err
 	}
 	e.Size = n // what was read is what the object holds
 	e.Hash = h.Sum()
 	if objects[e.Hash] {
-		os.Remove(tmp)
 		return 0, nil
 	}
-	if err := os.Rename(tmp, filepath.Join(s.objectDir(), e.Hash)); err != nil {
-		os.Remove(tmp)
+	if err := out.Replace(filepath.Join(s.objectDir(), e.Hash)); err != nil {
 		return 0, err
 	}
 	objects[e.Hash] = true

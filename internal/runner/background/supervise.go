@@ -1,4 +1,4 @@
-package runner
+package background
 
 import (
 	"encoding/json"
@@ -20,8 +20,8 @@ import (
 
 // The supervisor of one background process: the runner binary run as
 // `limactl-mcp-runner bg-supervise DIR`, in a session of its own, by the runner that starts
-// the process (bgstart.go), with the environment, directory and identity that runner gives
-// every command (commandFor). It starts the command in a process group of its own, writes its
+// the process (start.go), with the environment, directory and identity that runner gives
+// every command (procenv.Command). It starts the command in a process group of its own, writes its
 // output into DIR in bounded segments and, when it exits, how it ended. It holds DIR/lock for
 // as long as it lives. It is nobody's child that a connection could take down: the runner
 // that started it, and the SSH session that runner lives in, may go at any time.
@@ -31,7 +31,7 @@ import (
 
 // bgSpec is what a supervisor is told to run.
 type bgSpec struct {
-	// Path and Args are the program to run (commandFor's).
+	// Path and Args are the program to run (procenv.Command's).
 	Path string   `json:"path"`
 	Args []string `json:"args"`
 	// Argv and Dir are the command as the agent asked for it (info.json).

@@ -1,4 +1,4 @@
-package runner
+package checkpoint
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/walk"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
@@ -16,7 +17,7 @@ import (
 // walkCheckpointTree lists the tree a checkpoint covers: what a scan lists (the session's
 // ignore rules, and the Keep paths), less every path with a .git component, sorted by path.
 // It returns nil and no error when the root is missing.
-func walkCheckpointTree(t *runnerproto.CkptTree) ([]walked, bool, error) {
+func walkCheckpointTree(t *runnerproto.CkptTree) ([]walk.Entry, bool, error) {
 	fi, err := os.Lstat(t.Root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, true, nil
@@ -30,12 +31,12 @@ func walkCheckpointTree(t *runnerproto.CkptTree) ([]walked, bool, error) {
 	m := ignore.New(t.Patterns)
 	var errs []string
 	seen := map[string]bool{}
-	var out []walked
-	for _, w := range walkParallel(t.Root, m, &errs) {
-		if hasGitComponent(w.rel) || seen[w.rel] {
+	var out []walk.Entry
+	for _, w := range walk.Parallel(t.Root, m, &errs) {
+		if hasGitComponent(w.Rel) || seen[w.Rel] {
 			continue
 		}
-		seen[w.rel] = true
+		seen[w.Rel] = true
 		out = append(out, w)
 	}
 	for _, k := range t.Keep {
@@ -45,19 +46,19 @@ func walkCheckpointTree(t *runnerproto.CkptTree) ([]walked, bool, error) {
 		}
 		if fi, err := os.Lstat(filepath.Join(t.Root, rel)); err == nil {
 			seen[rel] = true
-			out = append(out, walked{rel, fi})
+			out = append(out, walk.Entry{Rel: rel, Info: fi})
 		}
 	}
 	// A kept path whose parent directory the rules skip still needs that parent to be restored.
 	for _, w := range out {
-		for d := filepath.ToSlash(filepath.Dir(w.rel)); d != "." && !seen[d]; d = filepath.ToSlash(filepath.Dir(d)) {
+		for d := filepath.ToSlash(filepath.Dir(w.Rel)); d != "." && !seen[d]; d = filepath.ToSlash(filepath.Dir(d)) {
 			if fi, err := os.Lstat(filepath.Join(t.Root, d)); err == nil && fi.IsDir() {
 				seen[d] = true
-				out = append(out, walked{d, fi})
+				out = append(out, walk.Entry{Rel: d, Info: fi})
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
 	return out, false, nil
 }
 
@@ -71,11 +72,11 @@ func statKey(fi fs.FileInfo) (ctime int64, ino uint64) {
 }
 
 // describeWalked is the manifest entry of a walked path (without content hash).
-func describeWalked(root string, w walked) (ckptEntry, bool) {
-	e, err := tree.EntryOf(w.rel, w.fi, func() (string, error) { return os.Readlink(filepath.Join(root, w.rel)) })
+func describeWalked(root string, w walk.Entry) (ckptEntry, bool) {
+	e, err := tree.EntryOf(w.Rel, w.Info, func() (string, error) { return os.Readlink(filepath.Join(root, w.Rel)) })
 	if err != nil || e.Type == tree.Other {
 		return ckptEntry{}, false
 	}
-	ct, ino := statKey(w.fi)
+	ct, ino := statKey(w.Info)
 	return ckptEntry{Entry: e, CTime: ct, Ino: ino}, true
 }

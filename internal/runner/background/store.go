@@ -1,4 +1,4 @@
-package runner
+package background
 
 import (
 	"encoding/json"
@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/atomicfile"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
@@ -29,12 +30,12 @@ import (
 // Everything in it can be written by the guest user, so the agent: it is read with caps and
 // validated, and a directory that does not make sense is reported as such, never trusted.
 
-// bgBaseDir is where the groups live, under the user's home.
-const bgBaseDir = ".cache/limactl-mcp/bg"
+// BaseDir is where the groups live, under the user's home.
+const BaseDir = ".cache/limactl-mcp/bg"
 
 // Caps on what is read back from a process's directory.
 const (
-	maxBgInfo    = 64 << 10 // info.json and exit.json
+	MaxInfo      = 64 << 10 // info.json and exit.json
 	maxBgEntries = 4096     // entries read of a directory
 	maxBgArgv    = 1024     // words of a command shown
 )
@@ -56,7 +57,7 @@ func bgGroupDir(group string, allowSession bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(home, bgBaseDir, filepath.FromSlash(group)), nil
+	return filepath.Join(home, BaseDir, filepath.FromSlash(group)), nil
 }
 
 // checkBgOutput refuses segment settings that would not bound the output.
@@ -82,21 +83,17 @@ type bgExit struct {
 	Ended    int64  `json:"ended_ms"`
 }
 
-// writeJSONFile writes v to path atomically (a new file renamed over it).
+// writeJSONFile writes v to path atomically (internal/atomicfile: a new file renamed over it).
 func writeJSONFile(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, b, 0o644, false)
 }
 
 // readJSONFile reads a small regular file the agent may have replaced: without following a
-// link, without blocking on a fifo, at most maxBgInfo bytes.
+// link, without blocking on a fifo, at most MaxInfo bytes.
 func readJSONFile(path string, v any) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -106,12 +103,12 @@ func readJSONFile(path string, v any) error {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", path)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxBgInfo+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxInfo+1))
 	if err != nil {
 		return err
 	}
-	if len(b) > maxBgInfo {
-		return fmt.Errorf("%s is larger than %d bytes", path, maxBgInfo)
+	if len(b) > MaxInfo {
+		return fmt.Errorf("%s is larger than %d bytes", path, MaxInfo)
 	}
 	return json.Unmarshal(b, v)
 }
@@ -139,8 +136,8 @@ func validPID(pid int) bool {
 	return pid > 1 && pid < 1<<22 && pid != os.Getpid() && pid != unix.Getpgrp()
 }
 
-// groupAlive says whether process group pid still has a member.
-func groupAlive(pid int) bool {
+// GroupAlive says whether process group pid still has a member (and may be signalled).
+func GroupAlive(pid int) bool {
 	return validPID(pid) && unix.Kill(-pid, 0) != unix.ESRCH
 }
 

@@ -1,4 +1,4 @@
-package runner
+package background
 
 import (
 	"encoding/json"
@@ -9,18 +9,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/procenv"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 // supervisorStartTimeout bounds a supervisor's report of its start.
 const supervisorStartTimeout = 30 * time.Second
 
-// runBgStart starts a background process under a supervisor of its own (bgsupervise.go).
+// Start starts a background process under a supervisor of its own (supervise.go).
 // self is the runner binary that runs the supervisor.
-func runBgStart(req *runnerproto.BgStartRequest, self string) (*runnerproto.BgStartResult, error) {
+func Start(req *runnerproto.BgStartRequest, self string) (*runnerproto.BgStartResult, error) {
 	if err := checkBgOutput(req.Output); err != nil {
 		return nil, err
 	}
@@ -32,8 +32,8 @@ func runBgStart(req *runnerproto.BgStartRequest, self string) (*runnerproto.BgSt
 		return nil, err
 	}
 	res := &runnerproto.BgStartResult{}
-	if why := checkDir(req.Dir); why != "" {
-		res.DirMissing = why == "No such file or directory"
+	if why := procenv.CheckDir(req.Dir); why != "" {
+		res.DirMissing = why == procenv.NoSuchDir
 		res.ExitCode = 1
 		res.StartError = "cd: " + req.Dir + ": " + why
 		return res, nil
@@ -53,17 +53,19 @@ func runBgStart(req *runnerproto.BgStartRequest, self string) (*runnerproto.BgSt
 	if err != nil {
 		return nil, err
 	}
-	envMu.RLock() // the login environment is not being replaced while the command starts
-	cmd := commandFor(req.Argv, req.Dir)
+	var cmd *exec.Cmd
+	var rep *bgReport
+	procenv.Hold(func() { // the login environment is not being replaced while the command starts
+		if cmd = procenv.Command(req.Argv, req.Dir); cmd != nil {
+			rep, err = superviseCommand(cmd, self, dir, bgSpec{Path: cmd.Path, Args: cmd.Args, Argv: req.Argv, Dir: req.Dir, Output: req.Output})
+		}
+	})
 	if cmd == nil {
-		envMu.RUnlock()
 		_ = os.RemoveAll(dir)
 		res.StartError = "the command holds only NAME=value assignments: nothing to run in the background"
 		res.ExitCode = 2
 		return res, nil
 	}
-	rep, err := superviseCommand(cmd, self, dir, bgSpec{Path: cmd.Path, Args: cmd.Args, Argv: req.Argv, Dir: req.Dir, Output: req.Output})
-	envMu.RUnlock()
 	if err == nil && rep.PID == 0 {
 		res.StartError, res.ExitCode = rep.StartError, 126
 		if rep.NotFound {
@@ -127,7 +129,7 @@ func newRecordDir(groupDir string, ids []int) (int, string, error) {
 	return 0, "", fmt.Errorf("no free background process id in %s", groupDir)
 }
 
-// superviseCommand starts the supervisor of cmd (made by commandFor, so with the environment,
+// superviseCommand starts the supervisor of cmd (made by procenv.Command, so with the environment,
 // directory and identity of every command) in a session of its own and waits for its report.
 func superviseCommand(cmd *exec.Cmd, self, dir string, spec bgSpec) (*bgReport, error) {
 	attr := *cmd.SysProcAttr // whatever identity the runner gives its commands, the supervisor has too
@@ -177,17 +179,4 @@ func superviseCommand(cmd *exec.Cmd, self, dir string, spec bgSpec) (*bgReport, 
 		return nil, fmt.Errorf("the background supervisor's report %.200q: %w", b, err)
 	}
 	return &rep, nil
-}
-
-// selfExe is the runner's own binary, for the supervisors it starts.
-func selfExe() string {
-	if p, err := os.Executable(); err == nil && !isDeleted(p) {
-		return p
-	}
-	return "/proc/self/exe"
-}
-
-func isDeleted(p string) bool {
-	var st syscall.Stat_t
-	return syscall.Stat(p, &st) != nil
 }

@@ -1,4 +1,4 @@
-package runner
+package checkpoint
 
 import (
 	"errors"
@@ -7,8 +7,8 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
-// runCkptList lists a session's checkpoints, oldest first.
-func runCkptList(req *runnerproto.CkptListRequest, cache *ckptCache) (*runnerproto.CkptListResult, error) {
+// List lists a session's checkpoints, oldest first.
+func List(req *runnerproto.CkptListRequest, cache *Cache) (*runnerproto.CkptListResult, error) {
 	s, err := openCkptStore(req.Session, false, cache)
 	if errors.Is(err, errNoCkptStore) {
 		return &runnerproto.CkptListResult{Checkpoints: []runnerproto.CkptInfo{}}, nil
@@ -27,8 +27,8 @@ func runCkptList(req *runnerproto.CkptListRequest, cache *ckptCache) (*runnerpro
 	return &runnerproto.CkptListResult{Checkpoints: cs, StoreBytes: l.StoreBytes}, nil
 }
 
-// runCkptManifest returns what a checkpoint holds, for a review against it on the host.
-func runCkptManifest(req *runnerproto.CkptManifestRequest, cache *ckptCache) (*runnerproto.CkptManifestResult, error) {
+// Manifest returns what a checkpoint holds, for a review against it on the host.
+func Manifest(req *runnerproto.CkptManifestRequest, cache *Cache) (*runnerproto.CkptManifestResult, error) {
 	s, err := openCkptStore(req.Session, false, cache)
 	if errors.Is(err, errNoCkptStore) {
 		return &runnerproto.CkptManifestResult{Unknown: true, Entries: []tree.Entry{}}, nil

@@ -1,0 +1,193 @@
+// Package atomicfile is the one way the guest side (the runner's file tool, its checkpoint and
+// background stores, its login-environment cache, the network policy's files) puts a file in
+// place: a new file beside the target, created with O_EXCL|O_NOFOLLOW (never an existing file,
+// never through a link someone planted at its name), written, fsynced, and renamed over the
+// target, so that a reader, or a guest that crashes, sees the old content or the new, never a
+// mix; on any failure the new file is removed. Through an os.Root (CreateIn), nothing on the
+// way leaves the root either.
+//
+// It is not the host's atomic write (internal/fsutil), and it does not write in place: a
+// file that must keep its identity (a link's target, a file with other links) is the
+// caller's to write.
+//
+// It is written here rather than taken from github.com/google/renameio: the runner is embedded
+// in the host binary for two architectures and stays small, and its callers need what
+// renameio does not give: the target's name decided after the content (a checkpoint's object
+// is named by its hash), files staged in a root and renamed together later (a restore), no
+// fsync for thousands of files (SkipSync).
+package atomicfile
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Pending is a new file, not yet in place. Its methods are not safe for concurrent use.
+type Pending struct {
+	f        *os.File
+	name     string   // the new file's path (in root, when root is set)
+	root     *os.Root // nil: name is an ordinary path
+	skipSync bool
+	closed   bool
+	kept     bool // in place, or left for the caller (Close)
+}
+
+// tries bounds the names tried when a random name is taken (by chance, or by someone who
+// made a file of that name).
+const tries = 3
+
+// Create starts a new file in dir, named ".BASE.limactl-mcp-RANDOM" (base is the target's
+// name, or any word for a file whose target is not known yet), with perm less the umask, as
+// open(2) makes it (Chmod sets an exact mode).
+func Create(dir, base string, perm os.FileMode) (*Pending, error) {
+	return create(nil, dir, base, perm)
+}
+
+// CreateIn is Create in dir of root (a path relative to root): neither the new file nor the
+// rename of Replace follows a link out of root.
+func CreateIn(root *os.Root, dir, base string, perm os.FileMode) (*Pending, error) {
+	return create(root, dir, base, perm)
+}
+
+func create(root *os.Root, dir, base string, perm os.FileMode) (*Pending, error) {
+	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL | syscall.O_NOFOLLOW
+	var err error
+	for range tries {
+		name := filepath.Join(dir, "."+base+".limactl-mcp-"+randomHex())
+		var f *os.File
+		if root != nil {
+			f, err = root.OpenFile(name, flags, perm)
+		} else {
+			f, err = os.OpenFile(name, flags, perm)
+		}
+		if err == nil {
+			return &Pending{f: f, name: name, root: root}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+func randomHex() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Name is the new file's path (relative to the root, for CreateIn).
+func (p *Pending) Name() string { return p.name }
+
+// Write writes to the new file.
+func (p *Pending) Write(b []byte) (int, error) { return p.f.Write(b) }
+
+// Chmod gives the new file exactly mode (setuid, setgid and sticky included), whatever the
+// umask.
+func (p *Pending) Chmod(mode os.FileMode) error { return p.f.Chmod(mode) }
+
+// SkipSync leaves out the new file's fsync: for a caller that writes thousands (a
+// checkpoint's objects, whose loss in a crash its restore detects), or a file whose loss costs
+// nothing (a cache) and that a reader waits for.
+func (p *Pending) SkipSync() { p.skipSync = true }
+
+// Close makes the new file durable and closes it, leaving it at Name for the caller to rename
+// (files staged to be put in place together). Discard still removes it.
+func (p *Pending) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	var err error
+	if !p.skipSync {
+		err = p.f.Sync()
+	}
+	if cerr := p.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Replace makes the new file durable and renames it over target (a path in the same
+// directory, or of the same root): it is the target now. On an error the new file is
+// removed.
+func (p *Pending) Replace(target string) error {
+	if err := p.Close(); err != nil {
+		p.Discard()
+		return err
+	}
+	var err error
+	if p.root != nil {
+		err = p.root.Rename(p.name, target)
+	} else {
+		err = os.Rename(p.name, target)
+	}
+	if err != nil {
+		p.Discard()
+		return err
+	}
+	p.kept = true
+	return nil
+}
+
+// Discard closes and removes the new file, unless Replace put it in place. It may be
+// deferred.
+func (p *Pending) Discard() {
+	if p.kept {
+		return
+	}
+	p.kept = true
+	if !p.closed {
+		p.closed = true
+		p.f.Close()
+	}
+	if p.root != nil {
+		_ = p.root.Remove(p.name)
+	} else {
+		_ = os.Remove(p.name)
+	}
+}
+
+// WriteFile replaces path with data. The new file has perm less the umask, or exactly perm
+// (setuid, setgid and sticky included) with exact.
+func WriteFile(path string, data []byte, perm os.FileMode, exact bool) error {
+	createPerm := perm
+	if exact {
+		createPerm = 0o600 // until the Chmod below
+	}
+	p, err := Create(filepath.Dir(path), filepath.Base(path), createPerm&os.ModePerm)
+	if err != nil {
+		return err
+	}
+	defer p.Discard()
+	if _, err := p.Write(data); err != nil {
+		return err
+	}
+	if exact {
+		if err := p.Chmod(perm); err != nil {
+			return err
+		}
+	}
+	return p.Replace(path)
+}
+
+// ModeOf is the os.FileMode of st_mode permission bits (setuid, setgid and sticky included),
+// for Chmod.
+func ModeOf(bits uint32) os.FileMode {
+	mode := os.FileMode(bits & 0o777)
+	if bits&syscall.S_ISUID != 0 {
+		mode |= os.ModeSetuid
+	}
+	if bits&syscall.S_ISGID != 0 {
+		mode |= os.ModeSetgid
+	}
+	if bits&syscall.S_ISVTX != 0 {
+		mode |= os.ModeSticky
+	}
+	return mode
+}
