@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -238,7 +239,12 @@ func pipeHolders(inodes []uint64) (holders []string, unseen bool) {
 			if l, err := os.Readlink(filepath.Join(fdDir, fd.Name())); err == nil && want[l] {
 				// A child the runner is starting for another command holds copies of every
 				// descriptor between its fork and its exec, which closes them: not a holder.
-				if exe, _ := os.Readlink(filepath.Join("/proc", p.Name(), "exe")); exe != "" && exe == selfExe {
+				// It is known by its executable (the runner's own), or, under qemu-user, where
+				// /proc/self/exe is the emulated binary but a child's exe is the emulator, by its
+				// parent: a direct child of the runner that has exec'd holds only its own
+				// command's pipes (the others are close-on-exec), and the runner adopts no
+				// orphans (it is no subreaper), so any other holder has another parent.
+				if exe, _ := os.Readlink(filepath.Join("/proc", p.Name(), "exe")); exe != "" && exe == selfExe || parentPid(pid) == self {
 					break // collect looks again: the child execs within milliseconds
 				}
 				if len(holders) < maxHolders {
@@ -249,6 +255,25 @@ func pipeHolders(inodes []uint64) (holders []string, unseen bool) {
 		}
 	}
 	return holders, unseen
+}
+
+// parentPid is pid's parent as /proc/PID/stat gives it (0 when it cannot be read). The fields
+// after the command name, which may hold anything, start after its last ')'.
+func parentPid(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // maxHolders is how many holders a result names (the host accepts 16).

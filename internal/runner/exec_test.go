@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -123,5 +124,15 @@ func testExecReadsToTheEnd(t *testing.T, rn *testRunner) {
 	killHolders(r)
 	if got != "parent\ngrandchild\n" && !(got == "parent\n" && len(r.HeldBy) > 0) {
 		t.Fatalf("stdout %q held by %v", got, r.HeldBy)
+	}
+}
+
+// parentPid reads a process's parent from /proc, whatever its command name holds.
+func TestParentPid(t *testing.T) {
+	if got, want := parentPid(os.Getpid()), os.Getppid(); got != want {
+		t.Fatalf("parentPid(self) = %d, want %d", got, want)
+	}
+	if got := parentPid(-1); got != 0 {
+		t.Fatalf("parentPid(-1) = %d, want 0", got)
 	}
 }
