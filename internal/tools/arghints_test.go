@@ -79,7 +79,7 @@ func TestArgumentErrorsTeach(t *testing.T) {
 					args[name] = "/x"
 				}
 			}
-			wants := []string{"unknown argument " + tc.wrong, tc.takes, `validating "arguments": validating root: unexpected additional properties ["`+tc.wrong+`"]`}
+			wants := []string{"unknown argument " + tc.wrong, tc.takes, `validating "arguments": validating root: unexpected additional properties ["` + tc.wrong + `"]`}
 			if tc.want != "" {
 				wants = append(wants, "unknown argument "+tc.wrong+": did you mean "+tc.want+"?")
 			}
