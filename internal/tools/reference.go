@@ -29,6 +29,13 @@ func WriteReference(w io.Writer, tools []*mcp.Tool) error {
 	b.WriteString("\nThe columns are the tool annotations (hints) of the MCP specification, with its defaults " +
 		"for the ones a tool leaves out. Destructive and idempotent mean something only for a tool " +
 		"that is not read-only; open world means the tool may interact with external entities.\n")
+	b.WriteString("\nArguments are exactly the input schemas' properties (Lima's names where the tool is " +
+		"Lima's: `write_file` and `read_file` take `path`, `replace` takes `file_path`, as Gemini CLI's " +
+		"does). No other name is accepted in their place, so that what a client reads in the schema is " +
+		"what the server does; instead, a call with an unknown or a missing argument is answered with " +
+		"an error that names the argument the tool takes closest to the unknown one (`unknown argument " +
+		"file_path: did you mean path? write_file takes path, content`), the missing required ones, and " +
+		"everything the tool takes, before the go-sdk's own words (`validating \"arguments\": ...`).\n")
 
 	for _, t := range tools {
 		h := hintsOf(t)

@@ -95,21 +95,22 @@ func (ts *Toolset) WithBackground(b *Background) *Toolset {
 
 // Register adds every tool to server.
 func (ts *Toolset) Register(server *mcp.Server) {
-	mcp.AddTool(server, listDirectoryTool, ts.ListDirectory)
-	mcp.AddTool(server, readFileTool, ts.ReadFile)
-	mcp.AddTool(server, writeFileTool, ts.WriteFile)
-	mcp.AddTool(server, replaceTool, ts.Replace)
-	mcp.AddTool(server, globTool, ts.Glob)
-	mcp.AddTool(server, searchFileContentTool, ts.SearchFileContent)
-	mcp.AddTool(server, runShellCommandTool, ts.RunShellCommand)
-	mcp.AddTool(server, pendingChangesTool, ts.PendingChanges)
-	mcp.AddTool(server, readBackgroundOutputTool, ts.ReadBackgroundOutput)
-	mcp.AddTool(server, listBackgroundProcessesTool, ts.ListBackgroundProcesses)
-	mcp.AddTool(server, killBackgroundProcessTool, ts.KillBackgroundProcess)
-	mcp.AddTool(server, checkpointTool, ts.Checkpoint)
-	mcp.AddTool(server, listCheckpointsTool, ts.ListCheckpoints)
-	mcp.AddTool(server, restoreCheckpointTool, ts.RestoreCheckpoint)
-	server.AddReceivingMiddleware(argHints)
+	specs := argSpecs{}
+	add(server, specs, listDirectoryTool, ts.ListDirectory)
+	add(server, specs, readFileTool, ts.ReadFile)
+	add(server, specs, writeFileTool, ts.WriteFile)
+	add(server, specs, replaceTool, ts.Replace)
+	add(server, specs, globTool, ts.Glob)
+	add(server, specs, searchFileContentTool, ts.SearchFileContent)
+	add(server, specs, runShellCommandTool, ts.RunShellCommand)
+	add(server, specs, pendingChangesTool, ts.PendingChanges)
+	add(server, specs, readBackgroundOutputTool, ts.ReadBackgroundOutput)
+	add(server, specs, listBackgroundProcessesTool, ts.ListBackgroundProcesses)
+	add(server, specs, killBackgroundProcessTool, ts.KillBackgroundProcess)
+	add(server, specs, checkpointTool, ts.Checkpoint)
+	add(server, specs, listCheckpointsTool, ts.ListCheckpoints)
+	add(server, specs, restoreCheckpointTool, ts.RestoreCheckpoint)
+	server.AddReceivingMiddleware(argHints(specs))
 }
 
 // NewServer returns an MCP server with the name Lima's bundled server has ("lima"), so that

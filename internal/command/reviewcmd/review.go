@@ -19,6 +19,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
@@ -159,7 +160,7 @@ func Run(ctx context.Context, opts *Options) error {
 		fmt.Fprintln(ios.Out, termsafe.String(capitalize(network.Line())+"."))
 	}
 	if len(cs.Items) == 0 {
-		fmt.Fprintln(ios.Out, "Nothing to review: the staged copy matches the host.")
+		fmt.Fprintln(ios.Out, nothingToReview(ctx, sess, paths, name))
 		printIgnored(ios.Out, cs)
 		return nil
 	}
@@ -230,6 +231,38 @@ func Run(ctx context.Context, opts *Options) error {
 		return exitcode.With(exitcode.Error, exitcode.ErrSilent)
 	}
 	return nil
+}
+
+// nothingToReview is what a review with no change of the agent's says: that, and what it
+// knows of the host's side (a review has no change to show, yet the host may have edits the
+// guest copy lacks): none (the staged copy matches the host), how many and the sync that
+// brings them in, or that it could not tell.
+func nothingToReview(ctx context.Context, sess *staging.Session, paths []string, name string) string {
+	line := "Nothing to review: the agent changed nothing"
+	if len(paths) > 0 {
+		line += " under the paths given"
+	}
+	hostCS, err := staging.HostChanges(ctx, sess.State, sess.Baseline)
+	if err != nil {
+		return line + termsafe.String(fmt.Sprintf(" (whether the host changed since the copy was staged is unknown: %v).", err))
+	}
+	n := 0
+	for _, c := range hostCS.Changes {
+		if len(paths) == 0 || tree.WithinAny(paths, string(c.Path)) {
+			n++
+		}
+	}
+	if n == 0 && len(paths) > 0 {
+		return line + ", and there the staged copy matches the host."
+	}
+	if n == 0 {
+		return line + " and the staged copy matches the host."
+	}
+	them := "them"
+	if n == 1 {
+		them = "it"
+	}
+	return fmt.Sprintf("%s; %s not in the guest copy: `limactl mcp sync %s` brings %s in.", line, words.Count(n, "host edit is", "host edits are"), name, them)
 }
 
 // busyError is the error of a review that found another one holding the session's lock: who

@@ -216,7 +216,33 @@ func TestReviewPathsAndPatch(t *testing.T) {
 func TestReviewNothingToReview(t *testing.T) {
 	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
 	r := run(t, f, reviewcmd.Options{Yes: true}, false)
-	if r.err != nil || r.out != "Nothing to review: the staged copy matches the host.\n" {
+	if r.err != nil || r.out != "Nothing to review: the agent changed nothing and the staged copy matches the host.\n" {
 		t.Errorf("error %v, stdout %q", r.err, r.out)
+	}
+}
+
+// A review with no change of the agent's says no more than it knows: the host's edits since
+// staging are not in the guest copy, and sync brings them in (it said the staged copy matched
+// the host).
+func TestReviewNothingToReviewHostEdited(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n"})
+	f.WriteHost("a.txt", "host edit\n")
+	r := run(t, f, reviewcmd.Options{Yes: true}, false)
+	want := "Nothing to review: the agent changed nothing; 1 host edit is not in the guest copy: `limactl mcp sync " + sessiontest.Instance + "` brings it in.\n"
+	if r.err != nil || r.out != want {
+		t.Errorf("error %v, stdout %q, want %q", r.err, r.out, want)
+	}
+	f.WriteHost("new.txt", "new\n")
+	r = run(t, f, reviewcmd.Options{Yes: true}, false)
+	if want := "2 host edits are not in the guest copy: `limactl mcp sync " + sessiontest.Instance + "` brings them in.\n"; r.err != nil || !strings.HasSuffix(r.out, want) {
+		t.Errorf("error %v, stdout %q, want the suffix %q", r.err, r.out, want)
+	}
+	// Limited to paths, it counts the host edits there only.
+	r = run(t, f, reviewcmd.Options{Yes: true, Paths: []string{f.Workdir + "/sub"}}, false)
+	if want := "Nothing to review: the agent changed nothing under the paths given, and there the staged copy matches the host.\n"; r.err != nil || r.out != want {
+		t.Errorf("error %v, stdout %q, want %q", r.err, r.out, want)
+	}
+	if f.ReadHost("a.txt") != "host edit\n" || f.Guest("cat a.txt") != "a\n" {
+		t.Error("a review with nothing to review changed a side")
 	}
 }

@@ -91,7 +91,8 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 		case s.Error != "":
 			fmt.Fprintf(w, "  pending:    unknown (%s)\n", termsafe.String(s.Error)) // may quote the guest
 		case s.PendingTotal == 0:
-			fmt.Fprintf(w, "  pending:    nothing\n")
+			// What the agent changed is all status reads: the host's edits are not walked here.
+			fmt.Fprintf(w, "  pending:    nothing (the agent changed nothing; host edits are not counted)\n")
 		default:
 			var parts []string
 			for k, n := range s.Pending {

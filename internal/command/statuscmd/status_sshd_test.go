@@ -37,6 +37,16 @@ func stopped(store staging.Store) sessionopen.Opener {
 	}
 }
 
+// A session the agent did not change says that, and no more: the host's edits are not counted.
+func TestStatusNothingPending(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	f.WriteHost("a.txt", "host edit\n")
+	out := run(t, f.Opener(), false)
+	if want := "\n  pending:    nothing (the agent changed nothing; host edits are not counted)\n"; !strings.Contains(out, want) {
+		t.Errorf("status:\n%s\nwant %q", out, want)
+	}
+}
+
 func TestStatus(t *testing.T) {
 	f := sessiontest.New(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
 	f.Guest("echo a2 > a.txt && echo new > new.txt")

@@ -49,7 +49,11 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(ios.Out, "Copied %s into the guest and removed %s the host deleted.\n", words.Count(len(rep.Pushed), "host change"), words.Count(len(rep.Removed), "path"))
+	if len(rep.Pushed)+len(rep.Removed)+len(rep.Conflicts) == 0 {
+		fmt.Fprintln(ios.Out, "Nothing to copy: the host has no edit since the copy was staged (or last synced) that the guest copy lacks.")
+	} else {
+		fmt.Fprintf(ios.Out, "Copied %s into the guest and removed %s the host deleted.\n", words.Count(len(rep.Pushed), "host change"), words.Count(len(rep.Removed), "path"))
+	}
 	if rep.Checkpoint != "" {
 		fmt.Fprintf(ios.ErrOut, "The guest copy was checkpointed first: `limactl mcp restore %s %s%s` puts it back as it was.\n", opts.Instance, rep.Checkpoint, ref.Flag())
 	}

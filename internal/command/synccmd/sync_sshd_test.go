@@ -58,3 +58,19 @@ func TestSyncShowsProgressOnATerminal(t *testing.T) {
 		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }
+
+// A sync with no host edit to bring in says so, and changes nothing.
+func TestSyncNothing(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	f.Guest("echo agent > a.txt")
+	ios, _, out, errOut := iostreams.Test()
+	if err := synccmd.Run(context.Background(), &synccmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener()}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Nothing to copy: the host has no edit since the copy was staged (or last synced) that the guest copy lacks.\n"; out.String() != want || errOut.Len() != 0 {
+		t.Errorf("stdout %q, stderr %q; want stdout %q", out, errOut, want)
+	}
+	if got := f.Guest("cat a.txt"); got != "agent\n" {
+		t.Errorf("guest copy after sync: %q", got)
+	}
+}
