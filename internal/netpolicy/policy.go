@@ -22,17 +22,22 @@ const (
 type Policy struct {
 	mode Mode
 	// entries are normalized (lower case, no trailing dot, IPs in netip's form), without
-	// duplicates, in the order first given: String depends on that to round-trip.
+	// duplicates, in the order first given: String depends on that to round-trip. A preset
+	// stays as given ("@go"): the person sees the policy they wrote.
 	entries []string
+	// hosts are entries with every preset replaced by its hosts, without duplicates: what
+	// Allows matches.
+	hosts []string
 }
 
-const specHelp = "a network policy is open, none, or allow:NAME[,NAME...] (host names, *.domain for its subdomains, or IP addresses)"
+const specHelp = "a network policy is open, none, or allow:NAME[,NAME...] (host names, *.domain for its subdomains, IP addresses, or @PRESET: limactl mcp network presets lists them)"
 
 // Parse reads a policy spec: "open", "none" or "allow:NAME[,NAME...]". A NAME is a host name
 // (case-insensitive, a trailing dot ignored), "*." followed by a domain, which matches that
 // domain's subdomains but not the domain itself (*.pypi.org matches files.pypi.org, not
-// pypi.org: list both to allow both), or an IP address, matched exactly. Ports are not part of
-// a policy: an allowed host is allowed on every port.
+// pypi.org: list both to allow both), an IP address, matched exactly, or "@" and a preset's
+// name (presets.go), which stands for that preset's hosts. Ports are not part of a policy: an
+// allowed host is allowed on every port.
 func Parse(spec string) (Policy, error) {
 	switch spec {
 	case "open":
@@ -61,6 +66,7 @@ func Parse(spec string) (Policy, error) {
 			p.entries = append(p.entries, entry)
 		}
 	}
+	p.hosts = expand(p.entries)
 	return p, nil
 }
 
@@ -68,6 +74,9 @@ func Parse(spec string) (Policy, error) {
 func normalizeEntry(raw string) (string, error) {
 	if raw == "" {
 		return "", fmt.Errorf("an empty name in the list (two commas, or a comma at an end)")
+	}
+	if name, ok := strings.CutPrefix(raw, "@"); ok {
+		return presetEntry(raw, strings.ToLower(name))
 	}
 	if strings.ContainsAny(raw, " \t\r\n") {
 		return "", fmt.Errorf("%q: names contain no spaces (separate them with commas only)", raw)
@@ -152,8 +161,44 @@ func checkHostName(name string) error {
 // Mode is the policy's mode.
 func (p Policy) Mode() Mode { return p.mode }
 
-// Entries are the allowed names of an allow policy, canonical.
+// Entries are the allowed names of an allow policy, canonical, presets as given ("@go").
 func (p Policy) Entries() []string { return append([]string(nil), p.entries...) }
+
+// Hosts are the allowed names of an allow policy with every preset replaced by its hosts.
+func (p Policy) Hosts() []string { return append([]string(nil), p.hosts...) }
+
+// Expanded is the policy with every preset replaced by its hosts: what the guest is given, so
+// that the runner enforces host names only. Its String is the same policy spelled out.
+func (p Policy) Expanded() Policy {
+	if p.mode != ModeAllow {
+		return p
+	}
+	return Policy{mode: ModeAllow, entries: p.Hosts(), hosts: p.Hosts()}
+}
+
+// HasPresets says whether the policy names a preset.
+func (p Policy) HasPresets() bool {
+	for _, e := range p.entries {
+		if strings.HasPrefix(e, "@") {
+			return true
+		}
+	}
+	return false
+}
+
+// expand replaces each preset of entries by its hosts, dropping duplicates.
+func expand(entries []string) []string {
+	var hosts []string
+	for _, e := range entries {
+		if name, ok := strings.CutPrefix(e, "@"); ok {
+			sub, _ := presetHosts(name) // Parse checked the name
+			hosts = append(hosts, sub...)
+		} else {
+			hosts = append(hosts, e)
+		}
+	}
+	return dedup(hosts)
+}
 
 // String is the canonical spec: Parse(p.String()) is p.
 func (p Policy) String() string {
@@ -180,7 +225,7 @@ func (p Policy) Allows(host string) bool {
 	}
 	if addr, ok := parseIP(host); ok {
 		want := addr.String()
-		for _, e := range p.entries {
+		for _, e := range p.hosts {
 			if e == want {
 				return true
 			}
@@ -191,7 +236,7 @@ func (p Policy) Allows(host string) bool {
 	if checkHostName(name) != nil {
 		return false
 	}
-	for _, e := range p.entries {
+	for _, e := range p.hosts {
 		if domain, ok := strings.CutPrefix(e, "*."); ok {
 			if strings.HasSuffix(name, "."+domain) {
 				return true

@@ -45,7 +45,18 @@ func AgentFor(id, network, guestPath string) *guest.Agent {
 	if network == "" || network == OpenNetwork {
 		return nil
 	}
-	return &guest.Agent{User: AgentUser(id), Policy: network, Own: guestPath, Carry: []string{markerRel(id)}}
+	return &guest.Agent{User: AgentUser(id), Policy: guestPolicy(network), Own: guestPath, Carry: []string{markerRel(id)}}
+}
+
+// guestPolicy is network as the guest is given it: its presets (@go) replaced by their hosts,
+// so that the runner enforces host names only. The session keeps the person's spelling (status
+// shows allow:@go,example.com). A policy that does not parse goes as it is: the runner refuses it.
+func guestPolicy(network string) string {
+	pol, err := netpolicy.Parse(network)
+	if err != nil {
+		return network
+	}
+	return pol.Expanded().String()
 }
 
 // AgentOf is AgentFor of a stored session.

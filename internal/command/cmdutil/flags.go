@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
 // InstanceArg is the instance named on the command line, or Lima's default.
@@ -40,8 +41,17 @@ func AddStagingFlags(cmd *cobra.Command, excludes *[]string, includeIgnored *boo
 // AddNetworkFlag adds --network: the session's network policy, kept with the session until the
 // person changes it (docs/network.md).
 func AddNetworkFlag(cmd *cobra.Command, network *string) {
-	cmd.Flags().StringVar(network, "network", "", "The agent's network `POLICY`, kept with the session: open (the guest's network, as without limactl-mcp), none (no egress but the guest's loopback), or allow:HOST[,HOST...] (only these host names, *.example.com for subdomains, through a proxy in the guest); default: the session's, else open")
-	_ = cmd.RegisterFlagCompletionFunc("network", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	cmd.Flags().StringVar(network, "network", "", "The agent's network `POLICY`, kept with the session: open (the guest's network, as without limactl-mcp), none (no egress but the guest's loopback), or allow:HOST[,HOST...] (only these host names, *.example.com for subdomains, @PRESET for a preset's hosts (limactl mcp network presets), through a proxy in the guest); default: the session's, else open")
+	_ = cmd.RegisterFlagCompletionFunc("network", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if list, ok := strings.CutPrefix(toComplete, "allow:"); ok {
+			// The presets after the names already given: allow:example.com,@<TAB>.
+			before := "allow:" + list[:strings.LastIndex(list, ",")+1]
+			var out []string
+			for _, p := range netpolicy.Presets() {
+				out = append(out, before+"@"+p.Name+"\t"+p.Summary)
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		}
 		return []string{"open", "none", "allow:"}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	})
 }
