@@ -108,9 +108,11 @@ func (s *tmuxSession) screen() string { return s.Screen() }
 func (s *tmuxSession) screenEsc() string { return s.ScreenEsc() }
 
 // waitFor polls the screen until it contains all of want.
+// The wait is generous: on a loaded 2-core machine (a VM booting beside it) a redraw of a
+// large screen has taken over 10 s; a screen that never comes still fails, after a minute.
 func (s *tmuxSession) waitFor(want ...string) string {
 	s.t.Helper()
-	return s.WaitFor(10*time.Second, want...)
+	return s.WaitFor(time.Minute, want...)
 }
 
 // keys sends tmux key names (Enter, Space, Down, Escape, C-c, y, ...).
