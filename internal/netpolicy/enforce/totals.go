@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/atomicfile"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
@@ -54,17 +55,7 @@ func writeTotals(path string, t *netpolicy.Totals) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*") // O_EXCL, 0600
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	// The guest's one atomic write: a new file beside it (O_EXCL, no link followed), fsync,
+	// rename; 0600, root's alone. It runs at most once per totalsEvery per user.
+	return atomicfile.WriteFile(path, append(data, '\n'), 0o600, true)
 }
