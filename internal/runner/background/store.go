@@ -211,18 +211,33 @@ type segments struct {
 	total int64   // bytes written so far: the last segment's start plus its size
 }
 
-// listSegments finds dir's output segments.
+// listSegments finds dir's output segments. A fast writer can move on while they are listed:
+// when the newest listed tail segment is gone by the time its size is read, every segment
+// after it is newer than the listing, so the listing is taken again (a few times) rather
+// than counting the total from an older segment, which would put the end of the output
+// behind what a reader was already told.
 func listSegments(dir string, o runnerproto.BgOutput) (*segments, error) {
+	for attempt := 1; ; attempt++ {
+		s, moved, err := listSegmentsOnce(dir, o)
+		if err != nil || !moved || attempt == 8 {
+			return s, err
+		}
+	}
+}
+
+// listSegmentsOnce is one listing; moved says the newest listed tail segment was removed
+// meanwhile (the writer moved on).
+func listSegmentsOnce(dir string, o runnerproto.BgOutput) (s *segments, moved bool, err error) {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	ents, err := f.ReadDir(maxBgEntries)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+		return nil, false, err
 	}
-	s := &segments{size: int64(o.SegmentBytes)}
+	s = &segments{size: int64(o.SegmentBytes)}
 	for _, e := range ents {
 		n, ok := strings.CutPrefix(e.Name(), "out.")
 		if !ok {
@@ -240,12 +255,15 @@ func listSegments(dir string, o runnerproto.BgOutput) (*segments, error) {
 		fi, err := os.Lstat(filepath.Join(dir, segmentName(last)))
 		if err != nil {
 			s.idx = s.idx[:len(s.idx)-1] // removed meanwhile
+			if last >= int64(o.HeadSegments) {
+				moved = true
+			}
 			continue
 		}
 		s.total = last*s.size + min(fi.Size(), s.size)
 		break
 	}
-	return s, nil
+	return s, moved, nil
 }
 
 func segmentName(k int64) string { return "out." + strconv.FormatInt(k, 10) }

@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
 // A process's directory is the agent's to write: a link it planted at the name of the file
@@ -30,4 +33,51 @@ func TestRecordNeverWrittenThroughAPlantedLink(t *testing.T) {
 	if err := readJSONFile(p, &ex); err != nil || ex.ExitCode != 3 {
 		t.Fatalf("the record: %+v %v", ex, err)
 	}
+}
+
+// A reader racing a fast writer never sees the end of the output move back: listSegments
+// counts the total from the newest segment present, and when the newest it listed is removed
+// meanwhile (the writer moved on), it lists again rather than counting from a head segment.
+// (TestBackgroundEndlessOutputStaysBounded saw the end at 8,192 after 12 MB on a loaded machine.)
+func TestSegmentsEndNeverMovesBack(t *testing.T) {
+	dir := t.TempDir()
+	o := runnerproto.BgOutput{SegmentBytes: 64, HeadSegments: 2, TailSegments: 3}
+	w := &segmentWriter{dir: dir, o: o}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		line := []byte("0123456789abcdef0123456789\n")
+		for {
+			select {
+			case <-stop:
+				w.Close()
+				return
+			default:
+				_, _ = w.Write(line)
+			}
+		}
+	}()
+	var seen int64
+	back := 0
+	deadline := time.Now().Add(2 * time.Second)
+	for n := 0; time.Now().Before(deadline); n++ {
+		s, err := listSegments(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.total < seen {
+			back++
+			if back <= 3 {
+				t.Errorf("listing %d: the end moved back from %d to %d", n, seen, s.total)
+			}
+		}
+		seen = max(seen, s.total)
+	}
+	close(stop)
+	<-done
+	if back > 0 {
+		t.Errorf("the end moved back %d times", back)
+	}
+	t.Logf("end seen at %d", seen)
 }
