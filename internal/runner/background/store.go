@@ -213,13 +213,13 @@ type segments struct {
 
 // listSegments finds dir's output segments. A fast writer can move on while they are listed:
 // when the newest listed tail segment is gone by the time its size is read, every segment
-// after it is newer than the listing, so the listing is taken again (a few times) rather
+// after it is newer than the listing, so the listing is taken again (up to 64 times) rather
 // than counting the total from an older segment, which would put the end of the output
 // behind what a reader was already told.
 func listSegments(dir string, o runnerproto.BgOutput) (*segments, error) {
 	for attempt := 1; ; attempt++ {
 		s, moved, err := listSegmentsOnce(dir, o)
-		if err != nil || !moved || attempt == 8 {
+		if err != nil || !moved || attempt == 64 {
 			return s, err
 		}
 	}
