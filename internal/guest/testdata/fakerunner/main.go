@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math/rand"
 	"os"
 	"strconv"
@@ -59,7 +60,12 @@ func main() {
 			binary.BigEndian.PutUint32(hdr[:], runnerproto.MaxFrame+1)
 			out.Write(hdr[:])
 			out.Flush()
-			time.Sleep(time.Hour)
+			// Then nothing more until the client gives up and closes its end: no test leaves
+			// it behind (it once slept an hour under sshd after its test ended). Ten minutes at
+			// most, whatever the client does.
+			go func() { time.Sleep(10 * time.Minute); os.Exit(0) }()
+			_, _ = io.Copy(io.Discard, in)
+			return
 		case "read-endless":
 			// Every read: all the bytes asked for, and "there is more", for ever.
 			if req.Read != nil {
