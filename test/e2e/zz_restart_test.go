@@ -55,29 +55,7 @@ func TestServeRestart(t *testing.T) {
 		t.Fatalf("policy session before the restart: %s", text)
 	}
 
-	// A review applying a large file when the VM stops: it must end with a clear error, write
-	// nothing half, and the change must still apply once the VM is back.
-	rdir := project(t, map[string]string{"keep.txt": "old\n"})
-	rs := startServerIn(t, rdir, nil, "limactl-mcp", "serve", instanceName)
-	shellOK(t, rs.Session, rdir, "head -c 60000000 /dev/urandom > big.bin && echo new > keep.txt")
-	review := vm.Command(ctxT(t, 10*time.Minute), "limactl-mcp", "review", instanceName, "--yes")
-	review.Dir = rdir
-	var reviewOut lockedBuffer
-	review.Stdout, review.Stderr = &reviewOut, &reviewOut
-	mustT(t, review.Start())
-	reviewDone := make(chan error, 1)
-	go func() { reviewDone <- review.Wait() }()
-	sessions := filepath.Join(vm.LimaHome, instanceName, "limactl-mcp", "sessions")
-	t0 := time.Now()
-	fetching := false
-	for !fetching && time.Since(t0) < 90*time.Second {
-		m, _ := filepath.Glob(filepath.Join(sessions, "*", "backups", "*", "*.after"))
-		fetching = len(m) > 0 // the content is being fetched
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Logf("stopping the VM %s after review --yes started (fetching the 60 MB file: %v)", time.Since(t0).Round(100*time.Millisecond), fetching)
-
-	// And `limactl mcp shell` running a command when the VM stops: it ends (no hang), the host
+	// `limactl mcp shell` running a command when the VM stops: it ends (no hang), the host
 	// is untouched, and what the command did before the stop is pending after the restart.
 	sdir := project(t, map[string]string{"a.txt": "a\n"})
 	shell := mcpShellCmd(t, sdir, nil, instanceName, "--", "sh", "-c", "echo before-the-stop > work.txt && sleep 600")
@@ -94,6 +72,32 @@ func TestServeRestart(t *testing.T) {
 			t.Fatalf("the shell's command did not write work.txt in the guest:\n%s", shellOut.String())
 		}
 	}
+
+	// A review applying a large file when the VM stops: it must end with a clear error, write
+	// nothing half, and the change must still apply once the VM is back. The stop starts as
+	// soon as the file's content is being fetched (the shell above is already running its
+	// command), and the file is large enough that the fetch outlasts the stop's first seconds
+	// (with 60 MB and the shell started in between, a quiet host finished the apply first).
+	const bigSize = 200000000
+	rdir := project(t, map[string]string{"keep.txt": "old\n"})
+	rs := startServerIn(t, rdir, nil, "limactl-mcp", "serve", instanceName)
+	shellOK(t, rs.Session, rdir, fmt.Sprintf("head -c %d /dev/urandom > big.bin && echo new > keep.txt", bigSize))
+	review := vm.Command(ctxT(t, 10*time.Minute), "limactl-mcp", "review", instanceName, "--yes")
+	review.Dir = rdir
+	var reviewOut lockedBuffer
+	review.Stdout, review.Stderr = &reviewOut, &reviewOut
+	mustT(t, review.Start())
+	reviewDone := make(chan error, 1)
+	go func() { reviewDone <- review.Wait() }()
+	sessions := filepath.Join(vm.LimaHome, instanceName, "limactl-mcp", "sessions")
+	t0 := time.Now()
+	fetching := false
+	for !fetching && time.Since(t0) < 5*time.Minute {
+		m, _ := filepath.Glob(filepath.Join(sessions, "*", "backups", "*", "*.after"))
+		fetching = len(m) > 0 // the content is being fetched
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("stopping the VM %s after review --yes started (fetching the %d MB file: %v)", time.Since(t0).Round(100*time.Millisecond), bigSize/1000000, fetching)
 
 	t0 = time.Now()
 	if err := vm.Stop(ctxT(t, 3*time.Minute)); err != nil {
@@ -126,7 +130,7 @@ func TestServeRestart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sdir, "work.txt")); err == nil {
 		t.Errorf("work.txt reached the host without a review")
 	}
-	if fi, err := os.Stat(filepath.Join(rdir, "big.bin")); err == nil && fi.Size() != 60000000 {
+	if fi, err := os.Stat(filepath.Join(rdir, "big.bin")); err == nil && fi.Size() != bigSize {
 		t.Errorf("big.bin half-written on the host: %d bytes", fi.Size())
 	}
 	if got := readHost(t, filepath.Join(rdir, "keep.txt")); got != "old\n" && got != "new\n" {
@@ -215,7 +219,7 @@ func TestServeRestart(t *testing.T) {
 	if out, stderr, code := plugin(t, rdir, "review", instanceName, "--yes"); code != 0 {
 		t.Errorf("review after the restart: exit %d\n%s\n%s", code, out, stderr)
 	}
-	if fi, err := os.Stat(filepath.Join(rdir, "big.bin")); err != nil || fi.Size() != 60000000 {
+	if fi, err := os.Stat(filepath.Join(rdir, "big.bin")); err != nil || fi.Size() != bigSize {
 		t.Errorf("big.bin after the restart's review: %v %v", fi, err)
 	}
 	if got := readHost(t, filepath.Join(rdir, "keep.txt")); got != "new\n" {
