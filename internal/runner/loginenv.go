@@ -118,7 +118,10 @@ func (e *loginEnv) refresh() {
 		return
 	}
 	e.apply(d)
-	e.markReady("login")
+	// Remembered before the commands waiting for it are let go: once a command has run with the
+	// login environment, the next runner finds it (a test that rewrites the cache between two
+	// runners raced with this write when it came after).
+	defer e.markReady("login")
 	if data, err := json.Marshal(d); err == nil && os.MkdirAll(filepath.Dir(e.cache), 0o700) == nil {
 		// A new file renamed over the old (internal/atomicfile): a runner killed midway leaves
 		// the old delta or none. Not fsynced: a cache lost in a crash costs one login shell.

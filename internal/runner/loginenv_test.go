@@ -143,8 +143,15 @@ echo "profile chatter on stdout"
 			if got := see(r); got != "||x|" {
 				t.Errorf("with a failing profile, sees %q, want sshd's environment", got)
 			}
-			if !strings.Contains(r.stderr.String(), "login shell's environment is unavailable") {
-				t.Errorf("the runner did not say why its commands lack the login environment: %q", r.stderr.String())
+			// The runner says so on its stderr before it lets the command run, but the bytes
+			// reach this buffer through exec's copying goroutine: wait for them (bounded).
+			said := time.Now().Add(30 * time.Second)
+			for !strings.Contains(r.stderr.String(), "login shell's environment is unavailable") {
+				if time.Now().After(said) {
+					t.Errorf("the runner did not say why its commands lack the login environment: %q", r.stderr.String())
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 		})
 	}
