@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,7 @@ import (
 // over SFTP alone: a fifo nobody writes, a link to /dev/zero, the device itself, a directory.
 func TestReadFileBoundedAndRegularOnly(t *testing.T) {
 	modes(t, func(t *testing.T, srv *sshd.Server, c *guest.Conn) {
-		d := srv.Home + "/rf-" + strings.ReplaceAll(t.Name(), "/", "-")
+		d := fmt.Sprintf("%s/rf-%s-%d", srv.Home, strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid()) // the pid: another test process (a second checkout) shares this home
 		srv.Run(t, "bash", "-c", "rm -rf "+d+" && mkdir -p "+d+" && cd "+d+" && printf hello > small && head -c 100000 /dev/zero > big && mkfifo fifo && ln -s /dev/zero zero && mkdir dir && ln -s small link")
 		ctx := context.Background()
 		data, err := c.ReadFile(ctx, d+"/small", 5)
@@ -58,7 +60,7 @@ func TestReadFileBoundedAndRegularOnly(t *testing.T) {
 // its context does.
 func TestOpenFileStreamsRegularOnly(t *testing.T) {
 	modes(t, func(t *testing.T, srv *sshd.Server, c *guest.Conn) {
-		d := srv.Home + "/of-" + strings.ReplaceAll(t.Name(), "/", "-")
+		d := fmt.Sprintf("%s/of-%s-%d", srv.Home, strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid())
 		// 9 MB + 3 bytes: chunks of 4 MB, the last one short.
 		srv.Run(t, "bash", "-c", "rm -rf "+d+" && mkdir -p "+d+" && cd "+d+" && head -c 9437187 /dev/urandom > big && : > empty && mkfifo fifo && ln -s /dev/zero zero && mkdir dir && ln -s big link")
 		t.Cleanup(func() { srv.Run(t, "rm", "-rf", d) })
