@@ -171,6 +171,9 @@ func splitRule(e string) (string, int) {
 	return e, 0
 }
 
+// SplitEntry is the host of a canonical entry (Entries) and its port, 0 for every port.
+func SplitEntry(e string) (host string, port int) { return splitRule(e) }
+
 // parseIP accepts an IP address, IPv6 with or without brackets; an IPv4-mapped IPv6 address is
 // the IPv4 address.
 func parseIP(s string) (netip.Addr, bool) {
