@@ -268,6 +268,18 @@ func printLive(opts *LiveOptions, res *liveResult) error {
 	}
 	if res.Network != nil {
 		fmt.Fprintf(w, "  record:  %s\n", termsafe.String(strings.TrimPrefix(res.Network.Line(), "network policy "))) // may quote the guest
+		changes := res.Network.Changes
+		if len(changes) > 5 {
+			fmt.Fprintf(w, "  changes: %d earlier ones not shown (--json lists up to %d)\n", len(changes)-5, netpolicy.MaxRecordChanges)
+			changes = changes[len(changes)-5:]
+		}
+		for _, c := range changes {
+			from := c.From
+			if from == "" {
+				from = "(set up)"
+			}
+			fmt.Fprintf(w, "  changed: %s  %s -> %s\n", c.Time.Local().Format("2006-01-02 15:04:05"), termsafe.String(from), termsafe.String(c.To))
+		}
 	}
 	return nil
 }
