@@ -215,11 +215,13 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 	}
 	flagsHint := ref.Flag()
 	user := staging.AgentUser(st.ID)
+	held := ""
 	old, err := t.Store.ChangeNetwork(st.ID, func(old *staging.State) (string, error) {
-		return nextPolicy(staging.NetworkOf(old), opts.Action, opts.Args, flagsHint)
+		held = staging.NetworkOf(old) // read under the session's lock
+		return nextPolicy(held, opts.Action, opts.Args, flagsHint)
 	}, func(network string) error {
 		res.Policy = network
-		if t.Conn == nil || network == staging.NetworkOf(st) {
+		if t.Conn == nil || network == held {
 			return nil
 		}
 		if _, err := t.Conn.SetAgentPolicy(ctx, user, staging.GuestPolicy(network)); err != nil {
