@@ -70,7 +70,7 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 		restorecmd.NewCmd(f, nil),
 		discardcmd.NewCmd(f, nil),
 		reviewcmd.NewCmd(f, nil),
-		networkcmd.NewCmd(f),
+		networkcmd.NewCmd(f, nil),
 		shellcmd.NewCmd(f, nil),
 		newGenerateDocCmd(),
 		newGenDocsCmd(ios),

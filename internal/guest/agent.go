@@ -35,6 +35,22 @@ type Agent struct {
 	// Carry are files, relative to the home directories, copied from the Lima user's home to
 	// User's when User has none: the session's marker when a session comes under a policy.
 	Carry []string
+	// Live, when set, is the policy the session holds now (`limactl mcp network INSTANCE
+	// allow|deny|set` changes it while the agent runs): every set-up (a reconnect, a VM
+	// restart) puts that one in place instead of Policy, so that a live change is not undone.
+	// Its answer is used only when it is a policy ("" or "open", a switch of identity that a
+	// running connection cannot make, keeps Policy).
+	Live func() string
+}
+
+// CurrentPolicy is the policy the agent is under now: Live's answer, else Policy.
+func (a *Agent) CurrentPolicy() string {
+	if a.Live != nil {
+		if p := a.Live(); p != "" && p != "open" && !strings.ContainsAny(p, "\n\x00") {
+			return p
+		}
+	}
+	return a.Policy
 }
 
 // AgentSetup is what the guest reported when it set the agent up (`net ensure`'s line).
@@ -102,7 +118,7 @@ func (a *Agent) setupScript(exe string) string {
 	var b strings.Builder
 	b.WriteString("set -e\nexe=" + q(exe) + "\n")
 	b.WriteString("if ! sudo -n true 2>/dev/null; then exit " + noSudoExit + "; fi\n")
-	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(a.Policy)
+	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(a.CurrentPolicy())
 	if a.Own != "" {
 		ensure += " --own " + q(a.Own)
 	}

@@ -92,3 +92,20 @@ func TestAgentAs(t *testing.T) {
 		t.Fatalf("without a runner: %q, %v; want nothing run, an error", out, err)
 	}
 }
+
+// A set-up puts in place the policy the session holds now (Live), not the one the connection
+// was made with: a live change survives a reconnect. A switch to open (which a running
+// connection cannot make) and an unreadable answer keep the connection's policy.
+func TestSetupUsesTheLivePolicy(t *testing.T) {
+	now := "allow:a.org,b.org:443"
+	a := &Agent{User: "lmcp-abc", Policy: "allow:a.org", Live: func() string { return now }}
+	if s := a.setupScript("/x/runner"); !strings.Contains(s, "--policy allow:a.org,b.org:443)") {
+		t.Errorf("set-up script:\n%s", s)
+	}
+	for _, keep := range []string{"", "open", "allow:a.org\nrm -rf /"} {
+		now = keep
+		if got := a.CurrentPolicy(); got != "allow:a.org" {
+			t.Errorf("Live %q: policy %q", keep, got)
+		}
+	}
+}

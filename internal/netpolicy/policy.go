@@ -3,6 +3,7 @@ package netpolicy
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -30,14 +31,15 @@ type Policy struct {
 	hosts []string
 }
 
-const specHelp = "a network policy is open, none, or allow:NAME[,NAME...] (host names, *.domain for its subdomains, IP addresses, or @PRESET: limactl mcp network presets lists them)"
+const specHelp = "a network policy is open, none, or allow:NAME[,NAME...] (host names, *.domain for its subdomains, IP addresses, each with an optional :PORT, or @PRESET: limactl mcp network presets lists them)"
 
 // Parse reads a policy spec: "open", "none" or "allow:NAME[,NAME...]". A NAME is a host name
 // (case-insensitive, a trailing dot ignored), "*." followed by a domain, which matches that
 // domain's subdomains but not the domain itself (*.pypi.org matches files.pypi.org, not
 // pypi.org: list both to allow both), an IP address, matched exactly, or "@" and a preset's
-// name (presets.go), which stands for that preset's hosts. Ports are not part of a policy: an
-// allowed host is allowed on every port.
+// name (presets.go), which stands for that preset's hosts. A host name, wildcard or IP address
+// may end with :PORT (an IPv6 address in brackets: [::1]:443): that entry allows that port
+// only; without a port, every port is allowed.
 func Parse(spec string) (Policy, error) {
 	switch spec {
 	case "open":
@@ -76,6 +78,9 @@ func normalizeEntry(raw string) (string, error) {
 		return "", fmt.Errorf("an empty name in the list (two commas, or a comma at an end)")
 	}
 	if name, ok := strings.CutPrefix(raw, "@"); ok {
+		if strings.Contains(name, ":") {
+			return "", fmt.Errorf("%q: a preset stands for hosts on every port; give host:port entries instead", raw)
+		}
 		return presetEntry(raw, strings.ToLower(name))
 	}
 	if strings.ContainsAny(raw, " \t\r\n") {
@@ -87,8 +92,15 @@ func normalizeEntry(raw string) (string, error) {
 	if strings.Contains(raw, "://") || strings.Contains(raw, "/") {
 		return "", fmt.Errorf("%q: give a host name, not a URL", raw)
 	}
-	if strings.Contains(raw, ":") {
-		return "", fmt.Errorf("%q: ports are not part of a policy (an allowed host is allowed on every port): give the name alone", raw)
+	if host, port, ok, err := cutPort(raw); ok || err != nil {
+		if err != nil {
+			return "", fmt.Errorf("%q: %w", raw, err)
+		}
+		h, err := normalizeEntry(host)
+		if err != nil {
+			return "", err
+		}
+		return joinRule(h, port), nil
 	}
 	name := strings.TrimSuffix(strings.ToLower(raw), ".")
 	domain, wildcard := strings.CutPrefix(name, "*.")
@@ -100,6 +112,67 @@ func normalizeEntry(raw string) (string, error) {
 	}
 	return domain, nil
 }
+
+// cutPort splits an entry with a port: HOST:PORT, *.DOMAIN:PORT, IPv4:PORT or [IPv6]:PORT (a
+// bare IPv6 address, with its colons, is not one: parseIP took it). ok is false when raw has no
+// port; err says why a port is not one.
+func cutPort(raw string) (host string, port int, ok bool, err error) {
+	i := strings.LastIndexByte(raw, ':')
+	if i < 0 {
+		return "", 0, false, nil
+	}
+	host, portText := raw[:i], raw[i+1:]
+	if strings.HasPrefix(host, "[") {
+		inner, closed := strings.CutSuffix(host[1:], "]")
+		if !closed {
+			return "", 0, false, fmt.Errorf("an IPv6 address with a port is [ADDRESS]:PORT")
+		}
+		addr, isIP := parseIP(inner)
+		if !isIP {
+			return "", 0, false, fmt.Errorf("%q in brackets is not an IPv6 address", inner)
+		}
+		host = addr.String()
+	} else if strings.Contains(host, ":") {
+		return "", 0, false, fmt.Errorf("an IPv6 address with a port is [ADDRESS]:PORT")
+	}
+	if host == "" {
+		return "", 0, false, fmt.Errorf("no host before the port")
+	}
+	port, convErr := strconv.Atoi(portText)
+	if convErr != nil || port < 1 || port > 65535 || portText != strconv.Itoa(port) {
+		return "", 0, false, fmt.Errorf("port %q is not a number from 1 to 65535", portText)
+	}
+	return host, port, true, nil
+}
+
+// joinRule is the canonical spelling of host (canonical already) on port (0: every port).
+func joinRule(host string, port int) string {
+	if port == 0 {
+		return host
+	}
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+// splitRule is joinRule's inverse on a canonical entry: the host and its port (0: every port).
+func splitRule(e string) (string, int) {
+	if rest, ok := strings.CutPrefix(e, "["); ok {
+		i := strings.Index(rest, "]:")
+		port, _ := strconv.Atoi(rest[i+2:])
+		return rest[:i], port
+	}
+	if strings.Count(e, ":") == 1 {
+		i := strings.IndexByte(e, ':')
+		port, _ := strconv.Atoi(e[i+1:])
+		return e[:i], port
+	}
+	return e, 0
+}
+
+// SplitEntry is the host of a canonical entry (Entries) and its port, 0 for every port.
+func SplitEntry(e string) (host string, port int) { return splitRule(e) }
 
 // parseIP accepts an IP address, IPv6 with or without brackets; an IPv4-mapped IPv6 address is
 // the IPv4 address.
@@ -215,33 +288,52 @@ func (p Policy) String() string {
 func (p Policy) Restricted() bool { return p.mode != ModeOpen }
 
 // Allows says whether the agent may reach host (a name or an IP address, as a client puts it
-// in a request, possibly with brackets or a trailing dot) under this policy.
-func (p Policy) Allows(host string) bool {
+// in a request, possibly with brackets or a trailing dot) on every port under this policy: an
+// entry without a port names it. AllowsPort is the proxy's question.
+func (p Policy) Allows(host string) bool { return p.AllowsPort(host, 0) }
+
+// AllowsSomePort says whether some entry names host, on any port (for a refusal's reason).
+func (p Policy) AllowsSomePort(host string) bool {
+	if p.mode != ModeAllow {
+		return p.mode == ModeOpen
+	}
+	for _, e := range p.hosts {
+		h, port := splitRule(e)
+		if port != 0 && (Policy{mode: ModeAllow, hosts: []string{h}}).Allows(host) {
+			return true
+		}
+	}
+	return p.Allows(host)
+}
+
+// AllowsPort says whether the agent may reach host on port under this policy: an entry for
+// host without a port (every port), or with this one. Port 0 asks for every port.
+func (p Policy) AllowsPort(host string, port int) bool {
 	switch p.mode {
 	case ModeOpen:
 		return true
 	case ModeNone:
 		return false
 	}
+	want := ""
 	if addr, ok := parseIP(host); ok {
-		want := addr.String()
-		for _, e := range p.hosts {
-			if e == want {
-				return true
-			}
+		want = addr.String()
+	} else {
+		want = strings.TrimSuffix(strings.ToLower(host), ".")
+		if checkHostName(want) != nil {
+			return false
 		}
-		return false
-	}
-	name := strings.TrimSuffix(strings.ToLower(host), ".")
-	if checkHostName(name) != nil {
-		return false
 	}
 	for _, e := range p.hosts {
-		if domain, ok := strings.CutPrefix(e, "*."); ok {
-			if strings.HasSuffix(name, "."+domain) {
+		h, ep := splitRule(e)
+		if ep != 0 && ep != port {
+			continue
+		}
+		if domain, ok := strings.CutPrefix(h, "*."); ok {
+			if strings.HasSuffix(want, "."+domain) {
 				return true
 			}
-		} else if e == name {
+		} else if h == want {
 			return true
 		}
 	}

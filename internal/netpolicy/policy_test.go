@@ -14,6 +14,7 @@ func TestParseAndString(t *testing.T) {
 		{"allow:a.example,A.EXAMPLE,a.example.", "allow:a.example"},
 		{"allow:10.0.0.1,[::1],::ffff:1.2.3.4,2001:DB8::1", "allow:10.0.0.1,::1,1.2.3.4,2001:db8::1"},
 		{"allow:localhost,my_host.internal", "allow:localhost,my_host.internal"},
+		{"allow:A.org:443,*.b.org:8443,10.0.0.1:22,[2001:DB8::1]:443,[::ffff:1.2.3.4]:80,a.org", "allow:a.org:443,*.b.org:8443,10.0.0.1:22,[2001:db8::1]:443,1.2.3.4:80,a.org"},
 	} {
 		p, err := Parse(tc.spec)
 		if err != nil {
@@ -35,7 +36,17 @@ func TestParseRefuses(t *testing.T) {
 		{"allow:a.org,,b.org", "empty name"},
 		{"allow:a.org,", "empty name"},
 		{"allow:a.org, b.org", "no spaces"},
-		{"allow:a.org:443", "ports are not part of a policy"},
+		{"allow:a.org:0", "not a number from 1 to 65535"},
+		{"allow:a.org:65536", "not a number from 1 to 65535"},
+		{"allow:a.org:+443", "not a number from 1 to 65535"},
+		{"allow:a.org:0443", "not a number from 1 to 65535"},
+		{"allow:a.org:https", "not a number from 1 to 65535"},
+		{"allow:a.org:", "not a number from 1 to 65535"},
+		{"allow::443", "no host before the port"},
+		{"allow:@go:443", "a preset stands for hosts on every port"},
+		{"allow:[a.org]:443", "is not an IPv6 address"},
+		{"allow:[::1:443", "[ADDRESS]:PORT"},
+		{"allow:a.org:443:80", "[ADDRESS]:PORT"},
 		{"allow:https://a.org", "not a URL"},
 		{"allow:a..org", "empty label"},
 		{"allow:-a.org", "starts or ends with '-'"},
@@ -47,7 +58,7 @@ func TestParseRefuses(t *testing.T) {
 		{"allow:*.10.0.0.1", "not a valid IP address"},
 		{"allow:a!b.org", "not allowed in a host name"},
 		{"allow:" + strings.Repeat("a", 64) + ".org", "longer than 63"},
-		{"allow:fe80::1%eth0", "ports are not part"},
+		{"allow:fe80::1%eth0", "[ADDRESS]:PORT"},
 	} {
 		_, err := Parse(tc.spec)
 		if err == nil || !strings.Contains(err.Error(), tc.wantInErr) {
@@ -92,8 +103,54 @@ func TestAllows(t *testing.T) {
 	}
 }
 
+func TestAllowsPort(t *testing.T) {
+	p, err := Parse("allow:a.org:443,*.b.org:8443,10.0.0.1:22,[2001:db8::1]:443,c.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host string
+		port int
+		want bool
+	}{
+		{"a.org", 443, true},
+		{"A.ORG.", 443, true},
+		{"a.org", 80, false},
+		{"a.org", 0, false}, // every port: no
+		{"x.b.org", 8443, true},
+		{"x.b.org", 443, false},
+		{"b.org", 8443, false},
+		{"10.0.0.1", 22, true},
+		{"10.0.0.1", 23, false},
+		{"[2001:db8::1]", 443, true},
+		{"2001:db8::1", 80, false},
+		{"c.org", 1, true},
+		{"c.org", 65535, true},
+		{"c.org", 0, true},
+		{"d.org", 443, false},
+	} {
+		if got := p.AllowsPort(tc.host, tc.port); got != tc.want {
+			t.Errorf("AllowsPort(%q, %d) = %v, want %v", tc.host, tc.port, got, tc.want)
+		}
+	}
+	if p.Allows("a.org") || !p.Allows("c.org") {
+		t.Errorf("Allows (every port): a.org %v, c.org %v", p.Allows("a.org"), p.Allows("c.org"))
+	}
+	// A preset with a host:port entry: the expansion keeps the port.
+	q, err := Parse("allow:@go,example.com:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := q.Expanded().String(); !strings.HasSuffix(e, ",example.com:8080") {
+		t.Errorf("expanded %q", e)
+	}
+	if !q.Expanded().AllowsPort("example.com", 8080) || q.Expanded().AllowsPort("example.com", 80) {
+		t.Errorf("the expansion lost the port")
+	}
+}
+
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"open", "none", "allow:a.org,*.b.org,1.2.3.4,[::1]", "allow:A.ORG.", "allow:,", "allow:*.*"} {
+	for _, s := range []string{"open", "none", "allow:a.org,*.b.org,1.2.3.4,[::1]", "allow:a.org:443,[::1]:80,*.c.org:1", "allow:A.ORG.", "allow:,", "allow:*.*"} {
 		f.Add(s, "files.b.org")
 	}
 	f.Fuzz(func(t *testing.T, spec, host string) {
@@ -110,9 +167,23 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = p.Allows(host)
 		for _, e := range p.Entries() {
-			if !p.Allows(strings.TrimPrefix(e, "*.x")) && !strings.HasPrefix(e, "*.") {
+			h, port := splitRule(e)
+			if strings.HasPrefix(e, "@") || strings.HasPrefix(h, "*.") {
+				continue
+			}
+			if !p.AllowsPort(h, max(port, 1)) {
 				t.Fatalf("policy %q does not allow its own entry %q", p, e)
 			}
+			if port != 0 && p.Allows(h) && !strings.Contains(p.String(), ","+h+",") {
+				// only an entry for every port may allow every port
+				for _, other := range p.Entries() {
+					if other == h {
+						goto next
+					}
+				}
+				t.Fatalf("policy %q allows %s on every port from the entry %q", p, h, e)
+			}
+		next:
 		}
 	})
 }

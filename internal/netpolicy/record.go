@@ -17,6 +17,8 @@ type Record struct {
 	Summary Summary `json:"summary"`
 	// Entries are the raw log's last entries, oldest first.
 	Entries []Entry `json:"entries,omitempty"`
+	// Changes are the last changes of the user's policy in the guest, oldest first.
+	Changes []PolicyChange `json:"changes,omitempty"`
 }
 
 const (
@@ -41,6 +43,10 @@ func ParseRecord(data []byte, user string) (Record, error) {
 		len(s.HostsReached) > MaxTotalsHosts || len(s.HostsBlocked) > MaxTotalsHosts
 	for _, h := range append(append([]HostSummary(nil), s.HostsReached...), s.HostsBlocked...) {
 		bad = bad || h.Host == "" || len(h.Host) > 512 || h.Attempts < 0 || h.BytesUp < 0 || h.BytesDown < 0
+	}
+	bad = bad || len(r.Changes) > MaxRecordChanges
+	for _, c := range r.Changes {
+		bad = bad || !c.valid()
 	}
 	for _, e := range r.Entries {
 		line, _ := json.Marshal(e)

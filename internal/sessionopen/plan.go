@@ -40,6 +40,11 @@ func (t *Target) PlanSession(workdir, session string, stored *staging.State, req
 	if err != nil {
 		return nil, err
 	}
+	if net.Agent != nil {
+		// A reconnect (a VM restart, a dropped link) sets the agent up under the policy the
+		// session holds then: a live change (limactl mcp network) is kept.
+		net.Agent.Live = t.Store.LivePolicy(staging.SessionIDOf(workdir, session))
+	}
 	return &Plan{Workdir: workdir, Session: session, Stored: stored, Net: net, t: t}, nil
 }
 

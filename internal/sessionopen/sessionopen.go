@@ -91,7 +91,11 @@ func (t *Target) AgentConn(a *guest.Agent) *guest.Conn {
 
 // ConnFor is the connection for the stored session st: its agent's under a network policy.
 func (t *Target) ConnFor(st *staging.State) *guest.Conn {
-	return t.AgentConn(staging.AgentOf(st))
+	a := staging.AgentOf(st)
+	if a != nil {
+		a.Live = t.Store.LivePolicy(st.ID)
+	}
+	return t.AgentConn(a)
 }
 
 // Close closes the connections, if there are any.

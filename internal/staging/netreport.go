@@ -27,6 +27,9 @@ type NetworkReport struct {
 	// Listening are the sockets the agent listens on now, which Lima forwards to the host's
 	// loopback (netlisten.go); nil when it listens on none, or they could not be read.
 	Listening []ListenPort `json:"listening,omitempty"`
+	// Changes are the last changes of the policy in the guest (a live `limactl mcp network
+	// ... allow`, a restart with another --network), oldest first.
+	Changes []netpolicy.PolicyChange `json:"changes,omitempty"`
 }
 
 // netRecord reads the agent's network record through root's runner (`net report`: the record
@@ -71,6 +74,7 @@ func (s *Session) networkReport(ctx context.Context, lima *guest.Conn, listening
 	}
 	r.Summary = &rec.Summary
 	r.Source = rec.Source
+	r.Changes = rec.Changes
 	return r
 }
 

@@ -2,9 +2,14 @@ package staging
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
@@ -143,4 +148,67 @@ func ReleaseAgent(ctx context.Context, conn *guest.Conn, st *State) error {
 // restart) and returns what the guest reported; nil when the session has no network policy.
 func (s *Session) AgentSetup(ctx context.Context) (*guest.AgentSetup, error) {
 	return s.conn.Setup(ctx)
+}
+
+// GuestPolicy is network as the guest is given it (presets replaced by their hosts).
+func GuestPolicy(network string) string { return guestPolicy(network) }
+
+// loadState reads the state of session id without its baseline.
+func (s Store) loadState(id string) (*State, error) {
+	data, err := os.ReadFile(s.statePath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoSession
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("session state %s is corrupt: %w", s.statePath(id), err)
+	}
+	return &st, nil
+}
+
+// LivePolicy is guest.Agent.Live for session id: the guest's spelling of the policy the store
+// holds for it now ("" when it cannot be read), read at every set-up of the agent, so that a
+// reconnect puts a live change (ChangeNetwork) in place rather than the policy the connection
+// was made with.
+func (s Store) LivePolicy(id string) func() string {
+	return func() string {
+		st, err := s.loadState(id)
+		if err != nil {
+			return ""
+		}
+		return guestPolicy(NetworkOf(st))
+	}
+}
+
+// ChangeNetwork records a new network policy for the stored session id, under the session's
+// lock, with apply run first (the guest's change: the record changes only when it succeeded;
+// nil: none). It returns the state as it was before. `limactl mcp network` is its caller.
+func (s Store) ChangeNetwork(id string, change func(old *State) (string, error), apply func(network string) error) (*State, error) {
+	unlock, err := s.Lock(id, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, err := s.loadState(id)
+	if err != nil {
+		return nil, err
+	}
+	old := *st
+	network, err := change(&old)
+	if err != nil {
+		return &old, err
+	}
+	if apply != nil {
+		if err := apply(network); err != nil {
+			return &old, err
+		}
+	}
+	if network == OpenNetwork {
+		network = ""
+	}
+	st.Network = network
+	return &old, s.Save(st, nil)
 }

@@ -26,3 +26,31 @@ func TestPlanNetworkPresets(t *testing.T) {
 		t.Errorf("an unknown preset: %v, want a --network error listing the presets", err)
 	}
 }
+
+// A new baseline (an apply from review, a sync) keeps the policy the store holds: a live change
+// made since the session was loaded is not written back over.
+func TestSaveBaselineKeepsTheStoredNetwork(t *testing.T) {
+	store := Store{Dir: t.TempDir()}
+	st := &State{ID: "abc", Workdir: "/w", Network: "allow:a.org"}
+	if err := store.Save(st, &Manifest{}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, base, err := store.LoadID("abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Attach(nil, store, loaded, base)
+	if _, err := store.ChangeNetwork("abc", func(*State) (string, error) { return "allow:a.org,b.org", nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveBaseline(&Manifest{}); err != nil {
+		t.Fatal(err)
+	}
+	after, _, _ := store.LoadID("abc")
+	if after.Network != "allow:a.org,b.org" {
+		t.Errorf("after a new baseline the policy is %q", after.Network)
+	}
+	if got := store.LivePolicy("abc")(); got != "allow:a.org,b.org" {
+		t.Errorf("LivePolicy %q", got)
+	}
+}

@@ -205,6 +205,11 @@ func (s *Session) SaveBaseline(m *Manifest) error {
 	m.Sort()
 	s.Baseline = m
 	s.State.UpdatedAt = time.Now().UTC()
+	// The network policy is the stored one: it may have changed live (limactl mcp network)
+	// since this state was read, and a new baseline never means to change it.
+	if cur, err := s.store.loadState(s.State.ID); err == nil {
+		s.State.Network = cur.Network
+	}
 	return s.store.Save(s.State, m)
 }
 

@@ -30,9 +30,10 @@ func (ts *Toolset) networkNote(ctx context.Context, since time.Time) string {
 		}
 	}
 	what := "only the allowed hosts are reachable, through the proxy in HTTPS_PROXY/HTTP_PROXY; DNS and direct connections are refused"
-	if a.Policy == "none" {
+	policy := a.CurrentPolicy() // a person may have changed it live since the server started
+	if policy == "none" {
 		what = "no host outside the VM is reachable (its own loopback is)"
 	}
-	return fmt.Sprintf("network policy %s: %s refused while the command ran: %s. Under this policy %s; if the task needs another host, ask the person to change the policy (limactl mcp serve --network=...)",
-		a.Policy, words.Count(len(blocked), "connection was", "connections were"), strings.Join(targets, ", "), what)
+	return fmt.Sprintf("network policy %s: %s refused while the command ran: %s. Under this policy %s; if the task needs another host, ask the person to allow it (limactl mcp network INSTANCE allow HOST:PORT, from the project's directory on the host: it applies at once, no restart) and run the command again",
+		policy, words.Count(len(blocked), "connection was", "connections were"), strings.Join(targets, ", "), what)
 }

@@ -38,7 +38,14 @@ agent has a setting for it; the notes printed at the end say what stays on.
 
 --list shows, for every agent (or the one named), whether the project (--user: your user
 configuration) already runs the server for --instance, and whether the agent's own tools
-are off; it writes nothing.`,
+are off; it writes nothing.
+
+Without --network, configure asks in a terminal which network policy the agent gets,
+proposing the presets of what the project's top holds (go.mod: @go, package.json: @npm,
+requirements.txt or pyproject.toml: @pypi, Cargo.toml: @crates, Gemfile: @rubygems, pom.xml or
+build.gradle: @maven), or keeping the policy of the project's existing session. Without a
+terminal (or in a dry run) nothing is asked: the default stays (the session's policy, else
+open), and the output says what the project seems to need.`,
 		Example: `  limactl mcp configure claude --instance agent --create
   limactl mcp configure gemini --instance dev --disable-builtin-tools
   limactl mcp configure codex --user --dry-run
@@ -82,7 +89,7 @@ are off; it writes nothing.`,
 	flags.StringVar(&opts.Workdir, "workdir", "", "Project directory (default: the current directory)")
 	_ = cmd.MarkFlagDirname("workdir")
 	flags.BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
-	flags.StringVar(&opts.Network, "network", "", "Start the server with this network `POLICY` (serve --network: none, allow:HOST[,HOST...] or open)")
+	flags.StringVar(&opts.Network, "network", "", "Start the server with this network `POLICY` (serve --network: none, allow:HOST[,HOST...] or open); without it, configure asks in a terminal, proposing the presets of the project's files")
 	flags.StringVar(&opts.Session, "session", "", "Start the server on this session `NAME` of the project (serve --session): a staged copy of this agent's own, reviewed separately (docs/sessions.md)")
 	flags.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
 	flags.BoolVar(&opts.List, "list", false, "Show which agents are configured for the project (or with --user) and write nothing")

@@ -39,6 +39,9 @@ type Options struct {
 	Template string
 	// List shows which agents are configured (Agent: only that one) and writes nothing.
 	List bool
+
+	// askNetwork asks the policy question (nil: askWithHuh); tests give one.
+	askNetwork func(*Options, networkChoice) (string, error)
 }
 
 // Run checks what can be checked before anything is written (the project is not the home
@@ -55,6 +58,9 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if err := checkInstanceFirst(ctx, opts); err != nil {
+		return err
+	}
+	if err := chooseNetwork(ctx, opts); err != nil {
 		return err
 	}
 	if err := configure(opts); err != nil {

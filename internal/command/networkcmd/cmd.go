@@ -1,26 +1,55 @@
-// Package networkcmd is `limactl mcp network`: the agent's network policy. Its first
-// subcommand, `presets`, prints the presets an allow policy may name (allow:@go,example.com).
+// Package networkcmd is `limactl mcp network`: the agent's network policy. `network INSTANCE
+// show|allow|deny|set` changes a running session's policy at once (live.go); `presets` prints
+// the presets an allow policy may name (allow:@go,example.com).
 package networkcmd
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 )
 
-// NewCmd is `network`, the parent of the network policy's subcommands.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+// NewCmd is `network`: `network INSTANCE show|allow|deny|set` shows or changes a session's
+// policy at once (RunLive; liveF instead when a test gives one), `network presets` lists the
+// presets.
+func NewCmd(f *cmdutil.Factory, liveF func(context.Context, *LiveOptions) error) *cobra.Command {
+	opts := &LiveOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
-		Use:   "network",
-		Short: "The agent's network policy: its presets",
-		Long: `The agent's network policy (serve --network, shell --network; docs/network.md).
+		Use:   "network INSTANCE show|allow HOST...|deny HOST...|set POLICY",
+		Short: "Show or change a session's network policy at once (no restart); list the presets",
+		Long: `Show or change the network policy of the working directory's session in INSTANCE while
+its agent runs (docs/network.md). The change is recorded with the session on the host and put in
+place in the guest at once: the agent's next connection is decided by it, without restarting the
+agent or its MCP server.
 
-An allow policy may name presets, sets of hosts kept with limactl-mcp, with @:
---network=allow:@go,@npm,example.com. "limactl mcp network presets" lists them.`,
-		Args: cobra.NoArgs,
+  limactl mcp network agent show                    the policy, its hosts, what the agent reached
+  limactl mcp network agent allow example.com:443   add hosts (HOST, HOST:PORT, *.DOMAIN, IP, @PRESET)
+  limactl mcp network agent deny example.com:443    take entries away (the last one: none)
+  limactl mcp network agent set allow:@go,@npm      replace the policy
+  limactl mcp network presets                       the presets an allow policy may name
+
+Between two policies (none, allow:...) a change is live. Between open and a policy it is not:
+the agent works as another guest user then, which only a restart of its server does (serve
+--network=..., or configure --network=... for the agent's configuration).`,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: cmdutil.CompleteInstances,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return fmt.Errorf("name the instance and what to do: limactl mcp network INSTANCE show|allow HOST...|deny HOST...|set POLICY (or limactl mcp network presets)")
+			}
+			opts.Instance, opts.Action, opts.Args = args[0], args[1], args[2:]
+			if liveF != nil {
+				return liveF(cmd.Context(), opts)
+			}
+			return RunLive(cmd.Context(), opts)
+		},
 	}
+	cmdutil.AddWorkdirFlag(cmd, &opts.Workdir)
+	cmdutil.AddSessionFlag(cmd, &opts.Session, cmdutil.SessionUsage)
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "Print JSON")
 	cmd.AddCommand(NewPresetsCmd(f, nil))
 	return cmd
 }

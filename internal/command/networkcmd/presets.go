@@ -72,3 +72,18 @@ func markdown(presets []netpolicy.Preset) string {
 	}
 	return b.String()
 }
+
+// detectionMarkdown is the detection table as docs/network.md lists it (between its detect
+// markers): what configure proposes for which files.
+func detectionMarkdown(rows []netpolicy.Detector) string {
+	var b strings.Builder
+	b.WriteString("| Files at the project's top | Proposed |\n|---|---|\n")
+	for _, r := range rows {
+		files := make([]string, len(r.Files))
+		for i, f := range r.Files {
+			files[i] = "`" + f + "`"
+		}
+		fmt.Fprintf(&b, "| %s | `@%s` |\n", strings.Join(files, ", "), r.Preset)
+	}
+	return b.String()
+}

@@ -70,3 +70,32 @@ func TestRunPresets(t *testing.T) {
 		t.Errorf("--json: %+v", got.Presets)
 	}
 }
+
+// docs/network.md lists exactly the detection table, between its detect markers.
+func TestDocsListTheDetection(t *testing.T) {
+	data, err := os.ReadFile("../../../docs/network.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	before, after, ok := strings.Cut(doc, "<!-- detect:begin")
+	if !ok {
+		t.Fatal("docs/network.md has no <!-- detect:begin ... --> marker")
+	}
+	comment, after, _ := strings.Cut(after, "-->\n")
+	got, rest, ok := strings.Cut(after, "<!-- detect:end -->")
+	if !ok {
+		t.Fatal("docs/network.md has no <!-- detect:end --> marker")
+	}
+	want := detectionMarkdown(netpolicy.Detectors())
+	if *update && got != want {
+		doc = before + "<!-- detect:begin" + comment + "-->\n" + want + "<!-- detect:end -->" + rest
+		if err := os.WriteFile("../../../docs/network.md", []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got != want {
+		t.Errorf("docs/network.md's detection table differs from internal/netpolicy/detect.go (go test ./internal/command/networkcmd -run TestDocsListTheDetection -update rewrites it); the table:\n%s", want)
+	}
+}

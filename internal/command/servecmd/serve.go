@@ -199,6 +199,8 @@ type stager struct {
 	plan *sessionopen.Plan
 	log  *slog.Logger
 	opts staging.OpenOptions // without Progress; the plan gives the session and where it goes
+	// networkRecorded says the plan's policy was recorded (at the first staging).
+	networkRecorded bool
 }
 
 func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*staging.Session, error) {
@@ -232,8 +234,13 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 		return nil, err
 	}
 	s.opts.Fresh = false // a retry after a failure must not discard again
-	if err := sess.SetNetwork(s.plan.Net.Network); err != nil {
-		return nil, fmt.Errorf("recording the session's network policy: %w", err)
+	// Recorded once: a staging again after a failure must not undo a change made live since
+	// (limactl mcp network INSTANCE allow ...).
+	if !s.networkRecorded {
+		if err := sess.SetNetwork(s.plan.Net.Network); err != nil {
+			return nil, fmt.Errorf("recording the session's network policy: %w", err)
+		}
+		s.networkRecorded = true
 	}
 	n, size := sess.Baseline.Files()
 	log.Info("working directory "+string(outcome), "workdir", s.plan.Workdir, "session", staging.SessionLabel(s.plan.Session), "guest_path", sess.State.GuestPath,

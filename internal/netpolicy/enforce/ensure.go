@@ -59,9 +59,13 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 		return netpolicy.EnsureResult{}, err
 	}
 	res.UID, res.Home = u.UID, u.Home
+	held := heldPolicy(l, o.User)
 	data, _ := json.Marshal(UserPolicy{User: o.User, UID: u.UID, Policy: policy.String()})
 	if _, err := writeFileIfChanged(l.policyFile(o.User), append(data, '\n'), 0o644); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the policy of %s: %w", o.User, err)
+	}
+	if err := logPolicyChange(l, o.User, held, policy.String()); err != nil {
+		fmt.Fprintf(os.Stderr, "limactl-mcp: recording the change of the policy of %s: %v\n", o.User, err)
 	}
 	if _, err := writeFileIfChanged(l.envFile(o.User), []byte(ProxyEnv(policy, l.ProxyAddr())), 0o644); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the environment of %s: %w", o.User, err)
@@ -119,6 +123,11 @@ func rebuildRules(ctx context.Context, l Layout) error {
 
 // dropUserPolicy removes a user's policy and environment files and rebuilds the rules without it.
 func dropUserPolicy(ctx context.Context, l Layout, user string) error {
+	if held := heldPolicy(l, user); held != "" {
+		if err := logPolicyChange(l, user, held, "open"); err != nil {
+			fmt.Fprintf(os.Stderr, "limactl-mcp: recording the end of the policy of %s: %v\n", user, err)
+		}
+	}
 	for _, path := range []string{l.policyFile(user), l.envFile(user)} {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", path, err)

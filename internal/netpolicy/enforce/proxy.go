@@ -236,14 +236,23 @@ func splitTarget(hostport string, defaultPort int) (string, int, error) {
 
 // refuse answers 403 with why, and logs the attempt.
 func (p *Proxy) refuse(c net.Conn, user UserPolicy, policy netpolicy.Policy, host string, port int) {
-	reason := "not on the allowlist"
-	msg := fmt.Sprintf("limactl-mcp network policy %s: host %s is not on the allowlist (ask the person to add it: limactl mcp serve --network=%s,%s)\n", policy, host, policy, host)
-	if policy.Mode() == netpolicy.ModeNone {
-		reason = "network policy none"
-		msg = fmt.Sprintf("limactl-mcp network policy none: no host may be reached (host %s refused; ask the person to allow it: limactl mcp serve --network=allow:%s)\n", host, host)
-	}
+	reason, msg := refusal(policy, host, port)
 	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: reason})
 	writeError(c, 403, "Forbidden", msg)
+}
+
+// refusal is the reason logged for a refused host:port and the answer the agent reads: what
+// the person runs to allow it, live (limactl mcp network INSTANCE allow HOST:PORT).
+func refusal(policy netpolicy.Policy, host string, port int) (reason, msg string) {
+	target := net.JoinHostPort(host, strconv.Itoa(port))
+	ask := fmt.Sprintf("ask the person to allow it: limactl mcp network INSTANCE allow %s", target)
+	switch {
+	case policy.Mode() == netpolicy.ModeNone:
+		return "network policy none", fmt.Sprintf("limactl-mcp network policy none: no host may be reached (%s refused; %s)\n", target, ask)
+	case policy.AllowsSomePort(host):
+		return "port not allowed", fmt.Sprintf("limactl-mcp network policy %s: %s is allowed on other ports only (%s)\n", policy, target, ask)
+	}
+	return "not on the allowlist", fmt.Sprintf("limactl-mcp network policy %s: host %s is not on the allowlist (%s)\n", policy, host, ask)
 }
 
 func (p *Proxy) log(user UserPolicy, e netpolicy.Entry) {
@@ -256,7 +265,7 @@ func (p *Proxy) log(user UserPolicy, e netpolicy.Entry) {
 // open connects to host:port for the client c if the policy allows it; otherwise, or when the
 // connection fails, it answers c with why (and logs it) and returns false.
 func (p *Proxy) open(c net.Conn, user UserPolicy, policy netpolicy.Policy, host string, port int) (net.Conn, bool) {
-	if !policy.Allows(host) {
+	if !policy.AllowsPort(host, port) {
 		p.refuse(c, user, policy, host, port)
 		return nil, false
 	}

@@ -137,7 +137,7 @@ func TestProxyAllowsAndRefuses(t *testing.T) {
 	}
 
 	out, code = f.curlAs(t, "-i", fmt.Sprintf("http://127.0.0.1:%d/", port))
-	if !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, "limactl-mcp network policy allow:localhost: host 127.0.0.1 is not on the allowlist (ask the person to add it: limactl mcp serve --network=allow:localhost,127.0.0.1)") {
+	if !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, fmt.Sprintf("limactl-mcp network policy allow:localhost: host 127.0.0.1 is not on the allowlist (ask the person to allow it: limactl mcp network INSTANCE allow 127.0.0.1:%d)", port)) {
 		t.Errorf("refused plain HTTP: exit %d\n%s", code, out)
 	}
 	out, code = f.curlAs(t, "-p", "https://denied.test/")
@@ -158,6 +158,36 @@ func TestProxyAllowsAndRefuses(t *testing.T) {
 	}
 	if strings.Join(summary, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log:\n%s\nwant:\n%s", strings.Join(summary, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestProxyHonoursPorts: an entry host:port lets that port through and refuses the others,
+// through CONNECT and in plain HTTP, and says so.
+func TestProxyHonoursPorts(t *testing.T) {
+	f := startProxyFixture(t, "none")
+	port := f.upstream.Listener.Addr().(*net.TCPAddr).Port
+	other := port + 1
+	if other > 65535 {
+		other = port - 1
+	}
+	u, _ := user.Lookup(f.agent)
+	uid, _ := strconv.Atoi(u.Uid)
+	writePolicy(t, f.layout, UserPolicy{User: "lmcp-test", UID: uid, Policy: fmt.Sprintf("allow:localhost:%d,127.0.0.1:%d", port, other)})
+	url := fmt.Sprintf("http://localhost:%d/p", port)
+	if out, code := f.curlAs(t, url); code != 0 || !strings.Contains(out, "hello GET /p") {
+		t.Fatalf("the allowed port, plain HTTP: exit %d\n%s", code, out)
+	}
+	if out, code := f.curlAs(t, "-p", url); code != 0 || !strings.Contains(out, "hello GET /p") {
+		t.Fatalf("the allowed port, CONNECT: exit %d\n%s", code, out)
+	}
+	for _, refused := range []string{fmt.Sprintf("http://localhost:%d/", other), fmt.Sprintf("http://127.0.0.1:%d/", port)} {
+		out, _ := f.curlAs(t, "-i", refused)
+		if !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, "is allowed on other ports only") {
+			t.Errorf("%s: plain HTTP not refused for its port:\n%s", refused, out)
+		}
+		if out, code := f.curlAs(t, "-p", refused); code == 0 || !strings.Contains(out, "403") {
+			t.Errorf("%s: CONNECT not refused for its port: exit %d\n%s", refused, code, out)
+		}
 	}
 }
 

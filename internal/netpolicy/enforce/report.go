@@ -48,6 +48,9 @@ func Report(l Layout, user string, entries int) (netpolicy.Record, error) {
 	if found {
 		rec.Source, rec.Summary = "totals", t.Summary()
 	}
+	if rec.Changes, err = readChanges(l, user); err != nil {
+		return netpolicy.Record{}, err
+	}
 	return rec, nil
 }
 
