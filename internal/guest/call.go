@@ -73,7 +73,7 @@ func (c *Conn) List(ctx context.Context, dir string, max int) (*runnerproto.List
 		return nil, err
 	}
 	if res.Errno != "" {
-		return nil, errnoError("list", dir, res.Errno)
+		return nil, lookupError("list", dir, res.Errno)
 	}
 	return res, nil
 }

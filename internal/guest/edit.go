@@ -37,7 +37,7 @@ func (b runnerBackend) edit(ctx context.Context, c *Conn, l *link, q runnerproto
 		return nil, fmt.Errorf("edit %s in the guest: %w", q.Path, err)
 	}
 	if r.Errno != "" {
-		return nil, errnoError("read", q.Path, r.Errno)
+		return nil, lookupError("read", q.Path, r.Errno)
 	}
 	if r.Write != nil {
 		if err := writeError(q.Path, r.Write); err != nil {

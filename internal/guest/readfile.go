@@ -290,6 +290,8 @@ func (b runnerBackend) readChunk(ctx context.Context, c *Conn, l *link, path str
 	switch {
 	case rr.Missing:
 		return chunk{err: &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist}}
+	case rr.Errno != "" && follow:
+		return chunk{err: lookupError("read", path, rr.Errno)}
 	case rr.Errno != "":
 		return chunk{err: errnoError("read", path, rr.Errno)}
 	case rr.NotRegular != "":

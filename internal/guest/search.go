@@ -28,7 +28,7 @@ func (b runnerBackend) glob(ctx context.Context, c *Conn, l *link, dir, pattern 
 	}
 	switch {
 	case res.DirErrno != "":
-		return nil, errnoError("glob", dir, res.DirErrno)
+		return nil, lookupError("glob", dir, res.DirErrno)
 	case res.NotDir:
 		return nil, fmt.Errorf("glob %s: %w", dir, ErrNotDir)
 	}

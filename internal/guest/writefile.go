@@ -60,18 +60,24 @@ func writeError(p string, r *runnerproto.WriteResult) error {
 }
 
 // errnoError is the error for an errno a runner names for op on path: a *fs.PathError, whose
-// errno errors.Is matches (fs.ErrPermission for EACCES). A path through something that is not
-// a directory (ENOTDIR) or through too many links (ELOOP) does not exist, as the guest's sftp
-// server says of both.
+// errno errors.Is matches (fs.ErrPermission for EACCES).
 func errnoError(op, path, name string) error {
 	errno := errnoNamed(name)
-	switch {
-	case errno == 0:
+	if errno == 0 {
 		return fmt.Errorf("%s %s: %s", op, path, name)
-	case errno == syscall.ENOTDIR || errno == syscall.ELOOP:
-		return &fs.PathError{Op: op, Path: path, Err: notExist{errno}}
 	}
 	return &fs.PathError{Op: op, Path: path, Err: errno}
+}
+
+// lookupError is errnoError for the file tools, which act on what a path leads to: a path
+// through something that is not a directory (ENOTDIR) or through too many links (ELOOP) does
+// not exist (fs.ErrNotExist), as the guest's sftp server, their fallback, says of both.
+func lookupError(op, path, name string) error {
+	errno := errnoNamed(name)
+	if errno == syscall.ENOTDIR || errno == syscall.ELOOP {
+		return &fs.PathError{Op: op, Path: path, Err: notExist{errno}}
+	}
+	return errnoError(op, path, name)
 }
 
 // notExist is an errno that stands for a path that does not exist.
