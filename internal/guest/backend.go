@@ -18,6 +18,7 @@ type backend interface {
 	readFile(ctx context.Context, c *Conn, l *link, path string, limit int64) ([]byte, error)
 	openFile(ctx context.Context, c *Conn, l *link, r *FileReader) error
 	writeFile(ctx context.Context, c *Conn, l *link, p string, data []byte, mode uint32, makeParents bool) error
+	edit(ctx context.Context, c *Conn, l *link, q runnerproto.EditRequest) (*runnerproto.EditResult, error)
 	glob(ctx context.Context, c *Conn, l *link, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error)
 	grep(ctx context.Context, c *Conn, l *link, req runnerproto.GrepRequest) (*runnerproto.GrepResult, error)
 	// idle says whether no call is waiting for an answer.

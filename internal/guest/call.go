@@ -9,6 +9,10 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
+// ErrNotDir is wrapped by the error of an operation on a directory (Glob) given a path that
+// leads to something else.
+var ErrNotDir = errors.New("not a directory")
+
 // ErrNoRunner is returned for operations that need the guest runner when it is not running.
 var ErrNoRunner = errors.New("the guest runner is not running in this guest (see the server's log for why); this operation needs it")
 
@@ -65,5 +69,11 @@ func (c *Conn) List(ctx context.Context, dir string, max int) (*runnerproto.List
 		return nil, err
 	}
 	res, err := r.List(ctx, runnerproto.ListRequest{Dir: dir, Max: max})
-	return res, c.dropIf(l, err)
+	if err = c.dropIf(l, err); err != nil {
+		return nil, err
+	}
+	if res.Errno != "" {
+		return nil, lookupError("list", dir, res.Errno)
+	}
+	return res, nil
 }

@@ -18,6 +18,37 @@ import (
 // directory, a link at the path's end, a fifo, a device, a socket).
 var ErrNotRegular = errors.New("not a regular file")
 
+// NotRegularError is the error for a path that is, or leads to, something other than a regular
+// file: it is ErrNotRegular (errors.Is), and names what was found. Kind and Mode come from the
+// guest: words for an error, nothing to act on.
+type NotRegularError struct {
+	Op, Path string
+	Kind     tree.Kind   // tree.Dir, tree.Symlink (a link at the path's end, not followed), tree.Other
+	Mode     fs.FileMode // its type bits, when known
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s %s: %v (%s)", e.Op, e.Path, ErrNotRegular, e.Kind)
+}
+
+// Is makes the error ErrNotRegular.
+func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
+
+// IsDir says what was found is a directory.
+func (e *NotRegularError) IsDir() bool { return e.Kind == tree.Dir }
+
+// notRegularError is the NotRegularError for what mode describes.
+func notRegularError(op, path string, mode fs.FileMode) *NotRegularError {
+	k := tree.Other
+	switch {
+	case mode.IsDir():
+		k = tree.Dir
+	case mode&fs.ModeSymlink != 0:
+		k = tree.Symlink
+	}
+	return &NotRegularError{Op: op, Path: path, Kind: k, Mode: mode}
+}
+
 // ErrTooLarge is wrapped by ReadFile's error for a file of more than the limit asked for.
 var ErrTooLarge = errors.New("file larger than the limit")
 
@@ -53,8 +84,10 @@ func (b runnerBackend) readFile(ctx context.Context, c *Conn, l *link, path stri
 	switch {
 	case r.Missing:
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist}
+	case r.Errno != "":
+		return nil, errnoError("read", path, r.Errno)
 	case r.NotRegular != "":
-		return nil, fmt.Errorf("read %s: %w (%s)", path, ErrNotRegular, r.NotRegular)
+		return nil, &NotRegularError{Op: "read", Path: path, Kind: r.NotRegular, Mode: fs.FileMode(r.Mode)}
 	case r.Truncated:
 		return nil, fmt.Errorf("read %s: %w of %d bytes", path, ErrTooLarge, limit)
 	}
@@ -74,7 +107,7 @@ func (sessionBackend) readFile(ctx context.Context, c *Conn, l *link, path strin
 			return
 		}
 		if !fi.Mode().IsRegular() {
-			done <- result{err: fmt.Errorf("read %s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())}
+			done <- result{err: notRegularError("read", path, fi.Mode())}
 			return
 		}
 		f, err := l.sftp.Open(path)
@@ -114,6 +147,7 @@ var readChunk int64 = 4 << 20
 // FileReader streams a guest regular file opened with OpenFile.
 type FileReader struct {
 	path   string
+	follow bool // the links in path are followed (OpenFollowing)
 	size   int64
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -146,12 +180,26 @@ type chunk struct {
 // Without the runner it falls back to SFTP as ReadFile does (lstat, then open and reads each
 // under ctx and a deadline), with the same residual risk of a swap between lstat and open.
 func (c *Conn) OpenFile(ctx context.Context, path string) (*FileReader, error) {
+	return c.openFile(ctx, path, false)
+}
+
+// OpenFollowing opens for streaming the regular file path leads to, its links followed in the
+// guest, under the rules of OpenFile otherwise: what the path leads to is looked at before it is
+// opened, opened without blocking and checked again after the open (a *NotRegularError, which
+// names what it is, for anything else); a missing file is fs.ErrNotExist. Through the runner
+// the whole call is one request for a file of one chunk (the file tools' read). Without the
+// runner: SFTP stat (following links), then open, as OpenFile.
+func (c *Conn) OpenFollowing(ctx context.Context, path string) (*FileReader, error) {
+	return c.openFile(ctx, path, true)
+}
+
+func (c *Conn) openFile(ctx context.Context, path string, follow bool) (*FileReader, error) {
 	l, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	r := &FileReader{path: path, ctx: rctx, cancel: cancel, closer: func() {}}
+	r := &FileReader{path: path, follow: follow, ctx: rctx, cancel: cancel, closer: func() {}}
 	if err := l.ops.openFile(ctx, c, l, r); err != nil {
 		cancel()
 		return nil, err
@@ -230,20 +278,24 @@ func (r *FileReader) Close() error {
 
 // openFile sets r up to read through the runner, a chunk a request.
 func (b runnerBackend) openFile(_ context.Context, c *Conn, l *link, r *FileReader) error {
-	r.fetch = func(ctx context.Context, off int64) chunk { return b.readChunk(ctx, c, l, r.path, off) }
+	r.fetch = func(ctx context.Context, off int64) chunk { return b.readChunk(ctx, c, l, r.path, r.follow, off) }
 	return nil
 }
 
-func (b runnerBackend) readChunk(ctx context.Context, c *Conn, l *link, path string, off int64) chunk {
-	rr, err := b.r.Read(ctx, runnerproto.ReadRequest{Path: tree.Name(path), Offset: off, Limit: readChunk})
+func (b runnerBackend) readChunk(ctx context.Context, c *Conn, l *link, path string, follow bool, off int64) chunk {
+	rr, err := b.r.Read(ctx, runnerproto.ReadRequest{Path: tree.Name(path), Offset: off, Limit: readChunk, Follow: follow})
 	if err = c.dropIf(l, err); err != nil {
 		return chunk{err: fmt.Errorf("read %s in the guest: %w", path, err)}
 	}
 	switch {
 	case rr.Missing:
 		return chunk{err: &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist}}
+	case rr.Errno != "" && follow:
+		return chunk{err: lookupError("read", path, rr.Errno)}
+	case rr.Errno != "":
+		return chunk{err: errnoError("read", path, rr.Errno)}
 	case rr.NotRegular != "":
-		return chunk{err: fmt.Errorf("read %s: %w (%s)", path, ErrNotRegular, rr.NotRegular)}
+		return chunk{err: &NotRegularError{Op: "read", Path: path, Kind: rr.NotRegular, Mode: fs.FileMode(rr.Mode)}}
 	}
 	return chunk{data: rr.Data, more: rr.Truncated, size: rr.Size}
 }
@@ -260,12 +312,16 @@ func (sessionBackend) openFile(ctx context.Context, c *Conn, l *link, r *FileRea
 	}
 	got := make(chan opened, 1)
 	err := c.sftpBounded(ctx, l, r.path, func() error {
-		fi, err := l.sftp.Lstat(r.path)
+		stat := l.sftp.Lstat
+		if r.follow {
+			stat = l.sftp.Stat
+		}
+		fi, err := stat(r.path)
 		if err != nil {
 			return err
 		}
 		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("read %s: %w (%s)", r.path, ErrNotRegular, fi.Mode().Type())
+			return notRegularError("read", r.path, fi.Mode())
 		}
 		f, err := l.sftp.Open(r.path)
 		if err != nil {

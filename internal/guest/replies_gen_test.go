@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -436,6 +437,57 @@ func replyOps() []replyOp {
 			},
 			call: func(ctx context.Context, c *Conn) error {
 				return c.WriteFile(ctx, "/r/a", []byte("x"), 0o644, false)
+			},
+		},
+		{
+			name: "read following links", key: "read",
+			req:   &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: "/r/a", Limit: readChunk, Follow: true}},
+			valid: runnerproto.ReadResult{Data: []byte("abc"), Size: 3, Mode: 0o644},
+			contradictory: map[string]any{
+				"content with an errno":        runnerproto.ReadResult{Data: []byte("a"), Errno: "EACCES"},
+				"a link at the end, followed":  runnerproto.ReadResult{NotRegular: tree.Symlink},
+				"an errno that is not a name":  runnerproto.ReadResult{Errno: "\x1b[2J"},
+				"content of a fifo":            runnerproto.ReadResult{Data: []byte("a"), NotRegular: tree.Other, Mode: uint32(fs.ModeNamedPipe)},
+				"cut short with nothing after": runnerproto.ReadResult{Data: []byte("a"), Truncated: true},
+			},
+			call: func(ctx context.Context, c *Conn) error {
+				f, err := c.OpenFollowing(ctx, "/r/a")
+				if err != nil {
+					var nr *NotRegularError
+					if errors.As(err, &nr) {
+						_ = nr.Mode.Type().String() + string(nr.Kind)
+					}
+					return err
+				}
+				defer f.Close()
+				data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+				if err == nil && int64(len(data)) > f.Size() && f.Size() >= 0 {
+					_ = len(data)
+				}
+				return err
+			},
+		},
+		{
+			name: "edit", key: "edit",
+			req:   &runnerproto.Request{Edit: &runnerproto.EditRequest{Path: "/r/a", Old: "a", New: "b", Count: 1, MaxBytes: 100}},
+			valid: runnerproto.EditResult{Found: 1, Replaced: 1, Size: 3, Write: &runnerproto.WriteResult{InPlace: true}},
+			contradictory: map[string]any{
+				"more replaced than asked":    runnerproto.EditResult{Found: 2, Replaced: 2, Write: &runnerproto.WriteResult{}},
+				"replaced without a write":    runnerproto.EditResult{Found: 1, Replaced: 1},
+				"replaced, the write failed":  runnerproto.EditResult{Found: 1, Replaced: 1, Write: &runnerproto.WriteResult{Errno: "ENOSPC"}},
+				"created with text to find":   runnerproto.EditResult{Created: true, Write: &runnerproto.WriteResult{}},
+				"a type outside the protocol": runnerproto.EditResult{NotRegular: tree.Symlink},
+				"a negative count":            runnerproto.EditResult{Found: -1},
+				"a negative size":             runnerproto.EditResult{Size: -1, TooLarge: true},
+				"an errno that is not a name": runnerproto.EditResult{Errno: "no such file"},
+			},
+			call: func(ctx context.Context, c *Conn) error {
+				r, err := c.Edit(ctx, runnerproto.EditRequest{Path: "/r/a", Old: "a", New: "b", Count: 1, MaxBytes: 100})
+				if err != nil {
+					return err
+				}
+				_ = fmt.Sprintf("%d %d %d %s %v", r.Found, r.Replaced, r.Size, r.NotRegular, fs.FileMode(r.Mode).Type())
+				return nil
 			},
 		},
 		{

@@ -11,7 +11,8 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
-// Glob lists paths under dir matching pattern (`**` crosses directories).
+// Glob lists paths under dir matching pattern (`**` crosses directories), dir looked at in the
+// same request: a missing dir is fs.ErrNotExist, one that is not a directory ErrNotDir.
 func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
 	l, err := c.get(ctx)
 	if err != nil {
@@ -22,11 +23,25 @@ func (c *Conn) Glob(ctx context.Context, dir, pattern string, maxMatches int) (*
 
 func (b runnerBackend) glob(ctx context.Context, c *Conn, l *link, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
 	res, err := b.r.Glob(ctx, runnerproto.GlobRequest{Dir: dir, Pattern: pattern, MaxMatches: maxMatches})
-	return res, c.dropIf(l, err)
+	if err = c.dropIf(l, err); err != nil {
+		return nil, err
+	}
+	switch {
+	case res.DirErrno != "":
+		return nil, lookupError("glob", dir, res.DirErrno)
+	case res.NotDir:
+		return nil, fmt.Errorf("glob %s: %w", dir, ErrNotDir)
+	}
+	return res, nil
 }
 
-// glob over SFTP (doublestar on an fs.FS of the guest).
+// glob over SFTP (doublestar on an fs.FS of the guest), after a stat of dir.
 func (sessionBackend) glob(_ context.Context, _ *Conn, l *link, dir, pattern string, maxMatches int) (*runnerproto.GlobResult, error) {
+	if fi, err := l.sftp.Stat(dir); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("glob %s: %w", dir, ErrNotDir)
+	}
 	m, truncated, err := globfs.Glob(func(root string) fs.FS { return sftpFS{c: l.sftp, root: root} }, dir, pattern, maxMatches)
 	if err != nil {
 		return nil, err

@@ -38,19 +38,53 @@ func (b runnerBackend) writeFile(ctx context.Context, c *Conn, l *link, p string
 	if err = c.dropIf(l, err); err != nil {
 		return fmt.Errorf("write %s in the guest: %w", p, err)
 	}
+	return writeError(p, r)
+}
+
+// writeError is the error a runner's write result stands for (nil for a write that went well).
+func writeError(p string, r *runnerproto.WriteResult) error {
 	switch {
 	case r.NotRegular == tree.Dir:
 		return &fs.PathError{Op: "write", Path: p, Err: syscall.EISDIR}
 	case r.NotRegular != "":
-		return fmt.Errorf("write %s: %w (%s)", p, ErrNotRegular, r.NotRegular)
+		return &NotRegularError{Op: "write", Path: p, Kind: r.NotRegular}
 	case r.Errno != "":
 		if errno := errnoNamed(r.Errno); errno != 0 {
 			return &fs.PathError{Op: "write", Path: p, Err: errno}
 		}
 		return fmt.Errorf("write %s: %s", p, r.Error)
+	case r.Error != "":
+		return fmt.Errorf("write %s: %s", p, r.Error)
 	}
 	return nil
 }
+
+// errnoError is the error for an errno a runner names for op on path: a *fs.PathError, whose
+// errno errors.Is matches (fs.ErrPermission for EACCES).
+func errnoError(op, path, name string) error {
+	errno := errnoNamed(name)
+	if errno == 0 {
+		return fmt.Errorf("%s %s: %s", op, path, name)
+	}
+	return &fs.PathError{Op: op, Path: path, Err: errno}
+}
+
+// lookupError is errnoError for the file tools, which act on what a path leads to: a path
+// through something that is not a directory (ENOTDIR) or through too many links (ELOOP) does
+// not exist (fs.ErrNotExist), as the guest's sftp server, their fallback, says of both.
+func lookupError(op, path, name string) error {
+	errno := errnoNamed(name)
+	if errno == syscall.ENOTDIR || errno == syscall.ELOOP {
+		return &fs.PathError{Op: op, Path: path, Err: notExist{errno}}
+	}
+	return errnoError(op, path, name)
+}
+
+// notExist is an errno that stands for a path that does not exist.
+type notExist struct{ syscall.Errno }
+
+func (e notExist) Is(target error) bool { return target == fs.ErrNotExist || e.Errno.Is(target) }
+func (e notExist) Unwrap() error        { return e.Errno }
 
 // writeFile writes data to p in place over SFTP (keeping the mode, owner and links of an existing
 // file), creating missing parent directories when asked. The common case costs three round

@@ -14,6 +14,9 @@ import (
 // runList reads at most req.Max entries of a directory, a batch at a time.
 func runList(req *runnerproto.ListRequest) (*runnerproto.ListResult, error) {
 	f, err := os.Open(req.Dir)
+	if name := errnoName(err); name != "" {
+		return &runnerproto.ListResult{Entries: []runnerproto.ListEntry{}, Errno: name}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

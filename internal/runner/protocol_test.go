@@ -352,8 +352,11 @@ func TestProtocolList(t *testing.T) {
 		if resp := list(filepath.Join(root, "a.txt"), 100); resp.List == nil || !resp.List.NotDir {
 			t.Errorf("a file: %+v (error %q)", resp.List, resp.Error)
 		}
-		if resp := list(filepath.Join(root, "absent"), 100); resp.List != nil || resp.Error == "" {
+		if resp := list(filepath.Join(root, "absent"), 100); resp.List == nil || resp.List.Errno != "ENOENT" || len(resp.List.Entries) != 0 {
 			t.Errorf("missing: %+v (error %q)", resp.List, resp.Error)
+		}
+		if resp := list(filepath.Join(root, "a.txt", "x"), 100); resp.List == nil || resp.List.Errno != "ENOTDIR" {
+			t.Errorf("through a file: %+v (error %q)", resp.List, resp.Error)
 		}
 	})
 }

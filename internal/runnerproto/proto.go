@@ -41,6 +41,7 @@ type Request struct {
 	List   *ListRequest   `json:"list,omitempty"`
 	Read   *ReadRequest   `json:"read,omitempty"`
 	Write  *WriteRequest  `json:"write,omitempty"`
+	Edit   *EditRequest   `json:"edit,omitempty"`
 
 	BgStart  *BgStartRequest  `json:"bg_start,omitempty"`
 	BgRead   *BgReadRequest   `json:"bg_read,omitempty"`
@@ -67,6 +68,7 @@ type Response struct {
 	List  *ListResult  `json:"list,omitempty"`
 	Read  *ReadResult  `json:"read,omitempty"`
 	Write *WriteResult `json:"write,omitempty"`
+	Edit  *EditResult  `json:"edit,omitempty"`
 
 	BgStart  *BgStartResult  `json:"bg_start,omitempty"`
 	BgRead   *BgReadResult   `json:"bg_read,omitempty"`
@@ -149,6 +151,11 @@ type GlobRequest struct {
 type GlobResult struct {
 	Matches   []string `json:"matches"`
 	Truncated bool     `json:"truncated,omitempty"`
+	// DirErrno names why Dir could not be looked at ("ENOENT", "EACCES"), NotDir says it is not
+	// a directory (following links); there are no matches then. The runner checks Dir itself,
+	// so that the glob tool costs one round trip.
+	DirErrno string `json:"dir_errno,omitempty"`
+	NotDir   bool   `json:"not_dir,omitempty"`
 }
 
 // GrepRequest searches file contents under Dir like `git grep -n --no-index`.
@@ -238,6 +245,8 @@ type ListResult struct {
 	Truncated bool        `json:"truncated,omitempty"`
 	// NotDir says Dir is not a directory.
 	NotDir bool `json:"not_dir,omitempty"`
+	// Errno names why Dir could not be listed ("ENOENT", "EACCES"); there are no entries then.
+	Errno string `json:"errno,omitempty"`
 }
 
 // ReadRequest reads one regular file, at most Limit bytes from Offset. The runner opens it
@@ -250,6 +259,11 @@ type ReadRequest struct {
 	Path   tree.Name `json:"path"`
 	Offset int64     `json:"offset,omitempty"`
 	Limit  int64     `json:"limit"`
+	// Follow reads the file the path leads to, links anywhere in it followed (the file tools,
+	// which act on what a path names as a shell would). What it leads to is looked at before
+	// it is opened (only a regular file is opened), still opened without blocking, and checked
+	// again with fstat after the open.
+	Follow bool `json:"follow,omitempty"`
 }
 
 // ReadResult is a file's bytes from the Offset asked for, and its size when opened. Data holds
@@ -263,6 +277,11 @@ type ReadResult struct {
 	NotRegular tree.Kind `json:"not_regular,omitempty"`
 	// Missing says nothing is at Path.
 	Missing bool `json:"missing,omitempty"`
+	// Mode is the fs.FileMode bits of what is at Path (of what it leads to, with Follow),
+	// set for a regular file and for what NotRegular names, when known.
+	Mode uint32 `json:"mode,omitempty"`
+	// Errno names why Path could not be read ("EACCES", "ENOTDIR", "ELOOP"); Data is empty.
+	Errno string `json:"errno,omitempty"`
 }
 
 // WriteRequest replaces a file's content so that nobody ever sees a mix of old and new: the

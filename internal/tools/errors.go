@@ -44,3 +44,12 @@ func isADirectory(path string) error {
 func notRegular(path string, mode fs.FileMode, tool string) error {
 	return fmt.Errorf("not a regular file: %s (%s); %s works on regular files only: use run_shell_command for special files", path, mode.Type(), tool)
 }
+
+// kindOf words what a path that is not a regular file leads to: its type bits as ls shows them
+// ("p---------" for a fifo) when the guest gave them, else its kind.
+func kindOf(e *guest.NotRegularError) string {
+	if e.Mode.Type() != 0 {
+		return e.Mode.Type().String()
+	}
+	return string(e.Kind)
+}

@@ -2,9 +2,12 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 )
 
 var globTool = &mcp.Tool{
@@ -40,10 +43,11 @@ func (ts *Toolset) Glob(ctx context.Context, req *mcp.CallToolRequest, args Glob
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkDir(ctx, e, dir); err != nil {
-		return nil, nil, err
-	}
+	// One request: the runner looks at dir itself.
 	matches, truncated, err := e.Glob(ctx, dir, args.Pattern, ts.lim.GlobMatches)
+	if errors.Is(err, guest.ErrNotDir) {
+		return nil, nil, notADirectory(dir)
+	}
 	if err != nil {
 		return nil, nil, fsError(dir, err)
 	}

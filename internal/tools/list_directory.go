@@ -2,12 +2,14 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"sort"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
@@ -54,10 +56,17 @@ func (ts *Toolset) ListDirectory(ctx context.Context, req *mcp.CallToolRequest, 
 	if err := e.Check(args.Path); err != nil {
 		return nil, nil, err
 	}
-	if lr, err := e.List(ctx, args.Path, maxListEntries); err == nil && !lr.NotDir {
+	// One request through the runner, which says what is wrong as well.
+	lr, err := e.List(ctx, args.Path, maxListEntries)
+	switch {
+	case err == nil && lr.NotDir:
+		return nil, nil, notADirectory(args.Path)
+	case err == nil:
 		return nil, listResult(lr), nil
+	case !errors.Is(err, guest.ErrNoRunner):
+		return nil, nil, fsError(args.Path, err)
 	}
-	// Without the runner, or to say precisely what is wrong: SFTP (which lists everything).
+	// Without the runner: SFTP (which lists everything).
 	ents, err := e.ReadDir(ctx, args.Path)
 	if err != nil {
 		// Diagnose only on failure: the common case costs no extra round trip.

@@ -10,12 +10,11 @@ import (
 	"net/http"
 	"path"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
-	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 var readFileTool = &mcp.Tool{
@@ -76,30 +75,25 @@ func (ts *Toolset) ReadFile(ctx context.Context, req *mcp.CallToolRequest, args 
 		}
 		limit = *args.Limit
 	}
-	// Stat first, for a clear answer about a directory or a special file.
-	fi, err := e.Stat(ctx, args.Path)
-	if err != nil {
-		return nil, nil, fsError(args.Path, err)
-	}
-	if fi.IsDir() {
-		return nil, nil, isADirectory(args.Path)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("not a regular file: %s (%s); read_file reads regular files only", args.Path, fi.Mode().Type())
-	}
-	// Read the file the path leads to through the runner, which opens it without blocking and
-	// refuses what is not a regular file: the agent may swap it for a fifo or a link to a
-	// device after the stat, and an SFTP open of a fifo would block the guest's sftp server.
+	// One request through the runner: the file the path leads to is looked at, opened without
+	// blocking (the agent may swap it for a fifo or a link to a device at any time) and checked
+	// again after the open; what is not a regular file is named, not read.
 	f, err := e.Open(ctx, args.Path)
-	if errors.Is(err, guest.ErrNotRegular) {
-		return nil, nil, fmt.Errorf("not a regular file: %s (it changed while it was read); read_file reads regular files only", args.Path)
-	}
-	if err != nil {
+	var nr *guest.NotRegularError
+	switch {
+	case errors.As(err, &nr) && nr.IsDir():
+		return nil, nil, isADirectory(args.Path)
+	case errors.As(err, &nr):
+		return nil, nil, fmt.Errorf("not a regular file: %s (%s); read_file reads regular files only", args.Path, kindOf(nr))
+	case err != nil:
 		return nil, nil, fsError(args.Path, err)
 	}
 	defer f.Close()
 	size := f.Size()
 	data, err := io.ReadAll(io.LimitReader(f, maxScan))
+	if errors.Is(err, guest.ErrNotRegular) {
+		return nil, nil, fmt.Errorf("not a regular file: %s (it changed while it was read); read_file reads regular files only", args.Path)
+	}
 	if err != nil {
 		return nil, nil, fsError(args.Path, err)
 	}
@@ -201,22 +195,5 @@ func (ts *Toolset) selectLines(res *ReadFileResult, data []byte, offset, limit i
 }
 
 // isBinary says whether data looks like a binary file: a NUL byte, or invalid UTF-8, near
-// its beginning.
-func isBinary(data []byte) bool {
-	if udiff.IsBinary(data) {
-		return true
-	}
-	sample := data[:min(len(data), 8000)]
-	// A multi-byte character may straddle the end of the sample.
-	for i := 0; i < utf8.UTFMax && len(sample) > 0; i++ {
-		if utf8.Valid(sample) {
-			return false
-		}
-		if len(sample) < len(data) {
-			sample = sample[:len(sample)-1]
-			continue
-		}
-		break
-	}
-	return !utf8.Valid(sample)
-}
+// its beginning (tree.NotText, which the runner's edit asks too).
+func isBinary(data []byte) bool { return tree.NotText(data) }

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 var replaceTool = &mcp.Tool{
@@ -58,54 +58,38 @@ func (ts *Toolset) Replace(ctx context.Context, req *mcp.CallToolRequest, args R
 	if len(args.NewString) > ts.lim.WriteBytes {
 		return nil, nil, fmt.Errorf("new_string is %d bytes, more than the %d-byte limit", len(args.NewString), ts.lim.WriteBytes)
 	}
-	// Stat first: a fifo would block the guest's sftp server at open, and a device (a link to
-	// /dev/zero) reports no size and never ends.
-	fi, err := e.Stat(ctx, args.FilePath)
-	if errors.Is(err, fs.ErrNotExist) && args.OldString == "" {
-		if err := writeGuestFile(ctx, e, args.FilePath, []byte(args.NewString), "replace"); err != nil {
-			return nil, nil, err
-		}
-		return nil, &ReplaceResult{Replacements: 1, Created: true}, nil
-	}
+	// One request through the runner: read the file the path leads to (without blocking on a
+	// special file the agent swapped in), count, and write only if its content is still the one
+	// counted (runnerproto.EditRequest).
+	r, err := e.Edit(ctx, runnerproto.EditRequest{Path: args.FilePath, Old: args.OldString, New: args.NewString, Count: want, MaxBytes: int64(ts.lim.WriteBytes)})
 	if err != nil {
-		return nil, nil, fsError(args.FilePath, err)
+		return nil, nil, writeError(args.FilePath, err, "replace")
 	}
-	if fi.IsDir() {
+	switch {
+	case r.Created:
+		return nil, &ReplaceResult{Replacements: 1, Created: true}, nil
+	case r.Replaced > 0:
+		return nil, &ReplaceResult{Replacements: r.Replaced}, nil
+	case r.Missing:
+		return nil, nil, fsError(args.FilePath, fs.ErrNotExist)
+	case r.NotRegular == tree.Dir:
 		return nil, nil, isADirectory(args.FilePath)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, notRegular(args.FilePath, fi.Mode(), "replace")
-	}
-	if fi.Size() > int64(ts.lim.WriteBytes) {
-		return nil, nil, fmt.Errorf("%s is %d bytes, more than the %d-byte limit of replace; edit it with run_shell_command (sed, patch)", args.FilePath, fi.Size(), ts.lim.WriteBytes)
-	}
-	// Read the file the path leads to, bounded and without blocking: the agent may swap it for
-	// a fifo or let it grow between the stat and the read.
-	data, err := e.ReadFile(ctx, args.FilePath, int64(ts.lim.WriteBytes))
-	switch {
-	case errors.Is(err, guest.ErrTooLarge):
+	case r.NotRegular != "":
+		return nil, nil, notRegular(args.FilePath, fs.FileMode(r.Mode), "replace")
+	case r.TooLarge && r.Size > int64(ts.lim.WriteBytes):
+		return nil, nil, fmt.Errorf("%s is %d bytes, more than the %d-byte limit of replace; edit it with run_shell_command (sed, patch)", args.FilePath, r.Size, ts.lim.WriteBytes)
+	case r.TooLarge:
 		return nil, nil, fmt.Errorf("%s grew past the %d-byte limit of replace while it was read; edit it with run_shell_command (sed, patch)", args.FilePath, ts.lim.WriteBytes)
-	case errors.Is(err, guest.ErrNotRegular):
-		return nil, nil, fmt.Errorf("not a regular file: %s (it changed while it was read); replace works on regular files only: use run_shell_command for special files", args.FilePath)
-	case err != nil:
-		return nil, nil, fsError(args.FilePath, err)
-	}
-	if isBinary(data) {
+	case r.Binary:
 		return nil, nil, fmt.Errorf("%s is a binary file; replace edits text files only", args.FilePath)
-	}
-	text := string(data)
-	if args.OldString == "" {
+	case r.Exists:
 		return nil, nil, fmt.Errorf("old_string is empty but %s already exists; pass the exact text to replace, or use write_file to overwrite the whole file", args.FilePath)
-	}
-	n := strings.Count(text, args.OldString)
-	switch {
-	case n == 0:
+	case r.Found == 0:
 		return nil, nil, fmt.Errorf("old_string was not found in %s: nothing was changed. Read the file again and copy the exact text, including whitespace and indentation", args.FilePath)
-	case n != want:
-		return nil, nil, fmt.Errorf("old_string occurs %d times in %s but expected_replacements is %d: nothing was changed. Add surrounding lines to old_string to make it unique, or set expected_replacements to %d to replace them all", n, args.FilePath, want, n)
+	case r.Found != want:
+		return nil, nil, fmt.Errorf("old_string occurs %d times in %s but expected_replacements is %d: nothing was changed. Add surrounding lines to old_string to make it unique, or set expected_replacements to %d to replace them all", r.Found, args.FilePath, want, r.Found)
+	case r.Changed:
+		return nil, nil, fmt.Errorf("%s changed while replace was editing it (another process wrote it): nothing was changed. Read the file again and retry", args.FilePath)
 	}
-	if err := writeGuestFile(ctx, e, args.FilePath, []byte(strings.ReplaceAll(text, args.OldString, args.NewString)), "replace"); err != nil {
-		return nil, nil, err
-	}
-	return nil, &ReplaceResult{Replacements: n}, nil
+	return nil, nil, fmt.Errorf("%s: the guest did not say how the edit went; read the file to see whether it changed", args.FilePath)
 }

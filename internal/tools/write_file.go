@@ -49,7 +49,12 @@ func (ts *Toolset) WriteFile(ctx context.Context, req *mcp.CallToolRequest, args
 // writeGuestFile writes a guest file for a tool (replaced whole through the runner; see
 // guest.Conn.WriteFile), creating its parent directories, and words the errors for the agent.
 func writeGuestFile(ctx context.Context, e *env.Env, hostPath string, data []byte, tool string) error {
-	err := e.WriteFile(ctx, hostPath, data)
+	return writeError(hostPath, e.WriteFile(ctx, hostPath, data), tool)
+}
+
+// writeError words the error of a write (or of an edit, whose read errors fall through to
+// fsError) for the agent.
+func writeError(hostPath string, err error, tool string) error {
 	var errno syscall.Errno
 	switch {
 	case err == nil:

@@ -129,6 +129,9 @@ func checkGlob(q *runnerproto.GlobRequest, resp *runnerproto.Response) error {
 			return badReply("a glob match that is not an absolute path (%.80q)", m)
 		}
 	}
+	if g := resp.Glob; (g.DirErrno != "" || g.NotDir) && (len(g.Matches) > 0 || g.Truncated) || !isErrnoName(g.DirErrno) {
+		return badReply("matches in a directory said not to be one (%.20q)", g.DirErrno)
+	}
 	return nil
 }
 
@@ -172,8 +175,8 @@ func checkList(q *runnerproto.ListRequest, resp *runnerproto.Response) error {
 			return badReply("a link target of %d bytes for %q", len(e.Target), n)
 		}
 	}
-	if resp.List.NotDir && len(resp.List.Entries) > 0 {
-		return badReply("entries of something said not to be a directory")
+	if (resp.List.NotDir || resp.List.Errno != "") && len(resp.List.Entries) > 0 || !isErrnoName(resp.List.Errno) {
+		return badReply("entries of something said not to be a directory (%.20q)", resp.List.Errno)
 	}
 	return nil
 }
@@ -202,8 +205,11 @@ func checkRead(q *runnerproto.ReadRequest, resp *runnerproto.Response) error {
 	if r.NotRegular != "" && r.NotRegular != tree.Dir && r.NotRegular != tree.Symlink && r.NotRegular != tree.Other {
 		return badReply("a file type %.40q that is not in the protocol", r.NotRegular)
 	}
-	if (r.NotRegular != "" || r.Missing) && len(r.Data) > 0 {
-		return badReply("content for something that is not a regular file")
+	if r.NotRegular == tree.Symlink && q.Follow {
+		return badReply("a link at the end of a path whose links were followed")
+	}
+	if (r.NotRegular != "" || r.Missing || r.Errno != "") && len(r.Data) > 0 || !isErrnoName(r.Errno) {
+		return badReply("content for something that is not a regular file (%.20q)", r.Errno)
 	}
 	if r.Truncated && int64(len(r.Data)) != q.Limit {
 		// A stream of reads would never end on "more" with nothing more.
@@ -230,10 +236,63 @@ func checkWrite(resp *runnerproto.Response) error {
 	if r.NotRegular != "" && r.NotRegular != tree.Dir && r.NotRegular != tree.Other {
 		return badReply("a file type %.40q that is not in the protocol", r.NotRegular)
 	}
-	if len(r.Errno) > 16 || len(r.Error) > 4096 {
+	if !isErrnoName(r.Errno) || len(r.Error) > 4096 {
 		return badReply("an error of %d+%d bytes", len(r.Errno), len(r.Error))
 	}
 	return nil
+}
+
+// Edit replaces text in a guest regular file in one request (see runnerproto.EditRequest).
+func (r *Client) Edit(ctx context.Context, q runnerproto.EditRequest) (*runnerproto.EditResult, error) {
+	resp, err := r.call(ctx, &runnerproto.Request{Edit: &q}, func(resp *runnerproto.Response) error { return checkEdit(&q, resp) })
+	if err := result(resp, err); err != nil {
+		return nil, err
+	}
+	return resp.Edit, nil
+}
+
+// checkEdit is Edit's post-condition: a written file only when the request allowed it, counts
+// and sizes that can be, a write result as Write's.
+func checkEdit(q *runnerproto.EditRequest, resp *runnerproto.Response) error {
+	e := resp.Edit
+	if e == nil {
+		return badReply("no edit result")
+	}
+	if e.NotRegular != "" && e.NotRegular != tree.Dir && e.NotRegular != tree.Other {
+		return badReply("a file type %.40q that is not in the protocol", e.NotRegular)
+	}
+	if !isErrnoName(e.Errno) || e.Size < 0 || e.Found < 0 {
+		return badReply("an edit with errno %.20q, size %d, %d found", e.Errno, e.Size, e.Found)
+	}
+	if e.Replaced != 0 && (q.Old == "" || e.Replaced != q.Count || e.Found != q.Count) {
+		return badReply("%d replacements of %d found, %d asked for", e.Replaced, e.Found, q.Count)
+	}
+	if e.Created && q.Old != "" || e.Created && e.Replaced != 0 {
+		return badReply("a file created by an edit that replaces text")
+	}
+	if (e.Created || e.Replaced != 0) && (e.Write == nil || e.Write.Errno != "" || e.Write.NotRegular != "" || e.Write.Error != "") {
+		return badReply("a file written whose write failed")
+	}
+	if e.Write != nil {
+		return checkWrite(&runnerproto.Response{Write: e.Write})
+	}
+	return nil
+}
+
+// isErrnoName says whether s is "" or could name an errno: E and capitals or digits, short.
+func isErrnoName(s string) bool {
+	if s == "" {
+		return true
+	}
+	if len(s) > 16 || s[0] != 'E' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // Grep searches file contents under q.Dir like `git grep -n --no-index`.

@@ -101,6 +101,15 @@ func testReadFile(t *testing.T, env Env) {
 			t.Errorf("image content missing or wrong: %#v %v", img, r.Structured)
 		}
 	})
+	t.Run("through links", func(t *testing.T) {
+		env.Shell(t, fmt.Sprintf("cd '%s' && printf 'linked\\n' > target.txt && ln -s target.txt to-file && ln -s . to-dir && ln -s nowhere dangling", d))
+		if r := MustOK(t, s, "read_file", map[string]any{"path": d + "/to-file"}); r.Structured["content"] != "linked\n" {
+			t.Errorf("through a link: %v", r.Structured)
+		}
+		MustError(t, s, "read_file", map[string]any{"path": d + "/to-dir"}, "is a directory")
+		MustError(t, s, "read_file", map[string]any{"path": d + "/dangling"}, "file does not exist")
+		MustError(t, s, "read_file", map[string]any{"path": d + "/target.txt/x"}, "file does not exist")
+	})
 	t.Run("unicode and odd names", func(t *testing.T) {
 		name := d + "/ünï cödé 💡 'q'.txt"
 		env.Shell(t, fmt.Sprintf("printf 'héllo 💡\\n' > %q", name))
@@ -193,6 +202,19 @@ func testReplace(t *testing.T, env Env) {
 		}
 		MustError(t, s, "replace", map[string]any{"file_path": f, "old_string": "", "new_string": "x"}, "already exists")
 	})
+	t.Run("through a link", func(t *testing.T) {
+		env.Shell(t, fmt.Sprintf("cd '%s' && printf 'one two\\n' > real.txt && ln -s real.txt link.txt", d))
+		MustOK(t, s, "replace", map[string]any{"file_path": d + "/link.txt", "old_string": "two", "new_string": "three"})
+		if got := env.Shell(t, fmt.Sprintf("cat '%s/real.txt'; test -L '%s/link.txt' && echo link", d, d)); got != "one three\nlink\n" {
+			t.Errorf("after an edit through a link: %q", got)
+		}
+	})
+	t.Run("binary and not regular", func(t *testing.T) {
+		env.Shell(t, fmt.Sprintf("cd '%s' && printf 'a\\0b' > bin && mkfifo fifo", d))
+		MustError(t, s, "replace", map[string]any{"file_path": d + "/bin", "old_string": "a", "new_string": "c"}, "binary file")
+		MustError(t, s, "replace", map[string]any{"file_path": d + "/fifo", "old_string": "a", "new_string": "c"}, "not a regular file")
+		MustError(t, s, "replace", map[string]any{"file_path": d + "/main.go/x", "old_string": "a", "new_string": "c"}, "file does not exist")
+	})
 	t.Run("bad input", func(t *testing.T) {
 		MustError(t, s, "replace", map[string]any{"file_path": "main.go", "old_string": "a", "new_string": "b"}, "expected an absolute path")
 		MustError(t, s, "replace", map[string]any{"file_path": d + "/missing", "old_string": "a", "new_string": "b"}, "file does not exist")
@@ -232,6 +254,7 @@ func testListDirectory(t *testing.T, env Env) {
 	}
 	MustError(t, s, "list_directory", map[string]any{"path": d + "/nope"}, "file does not exist")
 	MustError(t, s, "list_directory", map[string]any{"path": d + "/b.txt"}, "not a directory")
+	MustError(t, s, "list_directory", map[string]any{"path": d + "/b.txt/x"}, "file does not exist")
 	MustError(t, s, "list_directory", map[string]any{"path": "sub"}, "expected an absolute path")
 }
 

@@ -39,6 +39,7 @@ func testGlob(t *testing.T, env Env) {
 	t.Run("bad input", func(t *testing.T) {
 		MustError(t, s, "glob", map[string]any{"pattern": "[", "path": d}, "invalid glob pattern")
 		MustError(t, s, "glob", map[string]any{"pattern": "*", "path": d + "/missing"}, "does not exist")
+		MustError(t, s, "glob", map[string]any{"pattern": "*", "path": d + "/src/top.go"}, "not a directory")
 		MustError(t, s, "glob", map[string]any{"pattern": "*", "path": "rel"}, "expected an absolute path")
 		MustError(t, s, "glob", map[string]any{"pattern": ""}, "pattern is empty")
 	})

@@ -131,37 +131,26 @@ func (e *Env) ReadDir(ctx context.Context, dir string) ([]DirEntry, error) {
 	return out, nil
 }
 
-// Open opens, for streaming, the regular file path leads to (its links resolved in the guest):
-// it never blocks on a special file the agent swapped in (guest.ErrNotRegular).
+// Open opens, for streaming, the regular file path leads to (its links followed in the guest):
+// it never blocks on a special file the agent swapped in (a *guest.NotRegularError, which says
+// what it is). Through the runner, a file of up to one chunk is one request.
 func (e *Env) Open(ctx context.Context, path string) (*guest.FileReader, error) {
-	real, err := e.realPath(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	return e.g.conn.OpenFile(ctx, real)
-}
-
-// ReadFile reads at most limit bytes of the regular file path leads to (guest.ErrTooLarge for
-// more), without blocking on a special file (guest.ErrNotRegular).
-func (e *Env) ReadFile(ctx context.Context, path string, limit int64) ([]byte, error) {
-	real, err := e.realPath(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	return e.g.conn.ReadFile(ctx, real, limit)
-}
-
-// realPath is the guest path path leads to, its links resolved.
-func (e *Env) realPath(ctx context.Context, path string) (string, error) {
 	gp, err := e.guestPath(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	sc, err := e.g.conn.SFTP(ctx)
+	return e.g.conn.OpenFollowing(ctx, gp)
+}
+
+// Edit replaces text in the regular file path leads to, in one request through the runner
+// (see guest.Conn.Edit; req.Path is a host path).
+func (e *Env) Edit(ctx context.Context, req runnerproto.EditRequest) (*runnerproto.EditResult, error) {
+	gp, err := e.guestPath(req.Path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return sc.RealPath(gp)
+	req.Path = gp
+	return e.g.conn.Edit(ctx, req)
 }
 
 // WriteFile sets the content of the regular file path (mode 0644 when it is created), making
