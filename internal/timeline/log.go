@@ -323,3 +323,9 @@ func readLine(r *bufio.Reader, max int) ([]byte, int64, bool, error) {
 		return out[:len(out)-1], n, true, nil
 	}
 }
+
+// OpenHost is Open for a command of the person's (serve, shell, review, restore, sync):
+// the values of the host's secret-looking environment variables are redacted (FromEnviron).
+func OpenHost(dir, source string) *Log {
+	return Open(dir, source, FromEnviron(os.Environ()))
+}
