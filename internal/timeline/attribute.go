@@ -131,7 +131,7 @@ func windows(events []Event, now time.Time) []window {
 			wins = append(wins, window{ref: ref, start: e.Time, end: e.End(), names: e.Paths})
 		case e.Kind == Call && windowTools[e.Tool] && e.Background == 0:
 			wins = append(wins, window{ref: ref, start: e.Time, end: e.End()})
-		case e.Kind == Command || e.Kind == Restore || e.Kind == Sync:
+		case e.Kind == Command || e.Kind == Restore:
 			wins = append(wins, window{ref: ref, start: e.Time, end: e.End()})
 		case e.Kind == BackgroundStart:
 			ref.Kind = BackgroundStart
