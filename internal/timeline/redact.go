@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -108,34 +110,88 @@ const (
 )
 
 // Summarise turns a call's raw arguments into what the timeline keeps: file contents
-// (content, old_string, new_string) become their size, line count and hash; other strings
-// longer than 512 bytes the same with their first 80 bytes; long arrays and deep values are
-// cut. Arguments that are not a JSON object become their size. Known secrets are redacted
+// (content, old_string, new_string) become their size and line count; other strings longer
+// than 512 bytes their size, line count, hash and first 80 bytes; long arrays and deep values
+// are cut. Arguments that are not a JSON object become their size. Known secrets are redacted
 // first (a summary's beginning never holds part of one; red may be nil).
+//
+// A file's content is counted in its JSON text, never decoded: it is most of a write's
+// arguments, and decoding it was most of what recording cost (docs/benchmarks.md).
 func Summarise(raw json.RawMessage, red *Redactor) map[string]any {
 	if len(raw) == 0 {
 		return nil
 	}
-	var m map[string]any
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return map[string]any{"unparsed_bytes": len(raw)}
 	}
-	if red != nil {
-		m = red.Value(m).(map[string]any)
-	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		if s, ok := v.(string); ok && contentKeys[k] {
-			out[k] = summary(s, false)
+		if contentKeys[k] && len(v) > 0 && v[0] == '"' {
+			n, lines := jsonStringSize(v)
+			out[k] = map[string]any{"bytes": n, "lines": lines}
 			continue
 		}
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			continue
+		}
+		x = red.Value(x)
 		limit := maxArgString
 		if k == "command" {
 			limit = maxArgCommand
 		}
-		out[k] = summariseValue(v, limit, 1)
+		out[red.String(k)] = summariseValue(x, limit, 1)
 	}
 	return out
+}
+
+// jsonStringSize is the size in bytes and the number of newlines of the string a valid JSON
+// string literal (with its quotes) decodes to. A lone surrogate counts as the 3 bytes of
+// U+FFFD, as encoding/json decodes it.
+func jsonStringSize(lit []byte) (n, lines int) {
+	s := lit[1 : len(lit)-1]
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			n++
+			continue
+		}
+		i++
+		if i >= len(s) {
+			break
+		}
+		switch s[i] {
+		case 'n':
+			n++
+			lines++
+		case 'u':
+			if i+4 >= len(s) {
+				return n, lines
+			}
+			r, err := strconv.ParseUint(string(s[i+1:i+5]), 16, 32)
+			i += 4
+			if err != nil {
+				continue
+			}
+			if utf16.IsSurrogate(rune(r)) && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
+				if r2, err := strconv.ParseUint(string(s[i+3:i+7]), 16, 32); err == nil {
+					if c := utf16.DecodeRune(rune(r), rune(r2)); c != utf8.RuneError {
+						n += utf8.RuneLen(c)
+						i += 6
+						continue
+					}
+				}
+			}
+			if utf16.IsSurrogate(rune(r)) {
+				n += 3
+				continue
+			}
+			n += utf8.RuneLen(rune(r))
+		default:
+			n++
+		}
+	}
+	return n, lines
 }
 
 func summariseValue(v any, limit, depth int) any {

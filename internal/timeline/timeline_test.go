@@ -297,3 +297,23 @@ func TestAttribution(t *testing.T) {
 		t.Errorf("a.txt: %q", p["a.txt"].Line(false))
 	}
 }
+
+// jsonStringSize counts what encoding/json decodes, for every kind of escape.
+func TestJSONStringSize(t *testing.T) {
+	cases := []string{"", "plain", "a\nb\n", "quote \" and \\ back", "tab\tctl\x01\x1f", "é ü 日本 🙂 \u2028", "<html>&amp;</html>", strings.Repeat("line\n", 1000)}
+	raws := []string{`"\ud83d\ude42"`, `"\ud83d"`, `"\ude42x"`, `"\u00e9\u0041\/"`}
+	for _, c := range cases {
+		b, _ := json.Marshal(c)
+		raws = append(raws, string(b))
+	}
+	for _, raw := range raws {
+		var s string
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			t.Fatal(err)
+		}
+		n, lines := jsonStringSize([]byte(raw))
+		if n != len(s) || lines != strings.Count(s, "\n") {
+			t.Errorf("%s: size %d lines %d, want %d %d", raw, n, lines, len(s), strings.Count(s, "\n"))
+		}
+	}
+}

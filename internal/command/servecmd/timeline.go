@@ -1,6 +1,7 @@
 package servecmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -182,19 +183,44 @@ func structured(tool string, out any) any {
 	default:
 		return nil
 	}
+	var raw []byte
 	switch o := out.(type) {
 	case json.RawMessage:
-		if json.Unmarshal(o, v) != nil {
-			return nil
-		}
-		return v
+		raw = o
 	case []byte:
-		if json.Unmarshal(o, v) != nil {
-			return nil
-		}
-		return v
+		raw = o
+	default:
+		return out // already typed
 	}
-	return out // already typed
+	if tool == "run_shell_command" {
+		// Its output is most of it: only the small fields after it are read (shellFields).
+		return shellFields(raw)
+	}
+	if json.Unmarshal(raw, v) != nil {
+		return nil
+	}
+	return v
+}
+
+// shellFields reads the fields the timeline keeps of a run_shell_command result without
+// decoding its output (tens of kB: the larger part of recording's cost when decoded). A key
+// is found as `"name":`, which can only be a key: inside a JSON string every quote is
+// escaped (\"), so the text of the output cannot hold that sequence. The result is a
+// flat object (tools.RunShellCommandResult), so each key is a top-level one.
+func shellFields(raw []byte) *tools.RunShellCommandResult {
+	r := &tools.RunShellCommandResult{}
+	value := func(key string, dst any) {
+		i := bytes.Index(raw, []byte(`"`+key+`":`))
+		if i < 0 {
+			return
+		}
+		_ = json.NewDecoder(bytes.NewReader(raw[i+len(key)+3:])).Decode(dst)
+	}
+	value("exit_code", &r.ExitCode)
+	value("signal", &r.Signal)
+	value("timed_out", &r.TimedOut)
+	value("background_id", &r.BackgroundID)
+	return r
 }
 
 // exit is the event of background process id seen ended (once per process; a zero event
