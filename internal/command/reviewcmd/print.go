@@ -130,7 +130,7 @@ func changesetJSON(cs *review.Changeset, session string, network *staging.Networ
 		Ignored:       []itemDoc{},
 		Network:       network,
 	}
-	if tl != nil {
+	if tl != nil && tl.Counts.Events > 0 {
 		doc.Timeline = &tl.Counts
 	}
 	for _, it := range cs.Items {
