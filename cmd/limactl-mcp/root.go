@@ -14,6 +14,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/infocmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/logcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/restorecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
@@ -70,6 +71,7 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 		restorecmd.NewCmd(f, nil),
 		discardcmd.NewCmd(f, nil),
 		reviewcmd.NewCmd(f, nil),
+		logcmd.NewCmd(f, nil),
 		networkcmd.NewCmd(f, nil),
 		shellcmd.NewCmd(f, nil),
 		newGenerateDocCmd(),

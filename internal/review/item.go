@@ -7,6 +7,7 @@ package review
 import (
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -49,6 +50,9 @@ type Item struct {
 	// (a collision): the item is a Conflict, and at most one item of a collision is accepted;
 	// the others stay pending in the guest.
 	Collides []string `json:",omitempty"`
+	// Provenance says which recorded calls produced the change (set by Attribute; nil
+	// without a timeline).
+	Provenance *timeline.Provenance `json:",omitempty"`
 }
 
 // Changeset is what a review shows.

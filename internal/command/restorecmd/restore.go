@@ -12,6 +12,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
 
@@ -78,7 +79,16 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	beforeID := termsafe.String(before.Checkpoint.ID)
 	back := fmt.Sprintf("`limactl mcp restore %s %s%s`", name, beforeID, ref.Flag())
+	start := time.Now()
 	res, err := s.RestoreCheckpoint(ctx, opts.Checkpoint, false)
+	e := timeline.Event{Time: start, Kind: timeline.Restore, Checkpoint: opts.Checkpoint, DurationMS: float64(time.Since(start).Microseconds()) / 1000,
+		Note: "the copy as it was is checkpoint " + before.Checkpoint.ID}
+	if err != nil {
+		e.Error = err.Error()
+	} else {
+		e.Count = res.Total
+	}
+	timeline.OpenHost(s.Store().SessionDir(s.State.ID), "restore").Record(e)
 	if err != nil {
 		// The runner checks every content it needs before the first change, so a damaged
 		// checkpoint leaves the copy as it was; the checkpoint just taken is that copy either

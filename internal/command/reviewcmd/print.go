@@ -8,6 +8,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
@@ -87,6 +88,9 @@ type changesetDoc struct {
 	Ignored []itemDoc  `json:"ignored"`
 	// Network is the session's network policy and what the agent did on the network.
 	Network *staging.NetworkReport `json:"network"`
+	// Timeline is the totals of the session's timeline (limactl mcp log; docs/log.md), left
+	// out when it cannot be read.
+	Timeline *timeline.Counts `json:"timeline,omitempty"`
 }
 
 type summaryDoc struct {
@@ -108,10 +112,14 @@ type itemDoc struct {
 	Hunks        int         `json:"hunks"`
 	RenamedFrom  *tree.Name  `json:"renamed_from,omitempty"`
 	CollidesWith []tree.Name `json:"collides_with,omitempty"`
+	// Provenance is which recorded calls produced the change (docs/log.md), and History the
+	// same in one line.
+	Provenance *timeline.Provenance `json:"provenance,omitempty"`
+	History    string               `json:"history,omitempty"`
 }
 
 // changesetJSON is the changeset for scripts.
-func changesetJSON(cs *review.Changeset, session string, network *staging.NetworkReport) changesetDoc {
+func changesetJSON(cs *review.Changeset, session string, network *staging.NetworkReport, tl *timeline.Timeline) changesetDoc {
 	s := cs.Summary()
 	doc := changesetDoc{
 		SchemaVersion: jsonSchemaVersion,
@@ -122,8 +130,12 @@ func changesetJSON(cs *review.Changeset, session string, network *staging.Networ
 		Ignored:       []itemDoc{},
 		Network:       network,
 	}
+	if tl != nil && tl.Counts.Events > 0 {
+		doc.Timeline = &tl.Counts
+	}
 	for _, it := range cs.Items {
-		d := itemDoc{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks)}
+		d := itemDoc{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks),
+			Provenance: it.Provenance, History: it.History()}
 		if it.From != nil {
 			from := tree.Name(it.From.Path)
 			d.RenamedFrom = &from

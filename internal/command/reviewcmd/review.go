@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
@@ -19,6 +20,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
@@ -116,6 +118,7 @@ func Run(ctx context.Context, opts *Options) error {
 			fmt.Fprintf(ios.ErrOut, "undoing the last apply to %s…\n", ref.Which(sess))
 		}
 		rep, err := review.Undo(ctx, sess)
+		recordApply(sess, timeline.Undo, rep, err)
 		if err != nil {
 			return err
 		}
@@ -147,11 +150,16 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	// What the agent did on the network is part of what the person reviews.
 	network := sess.NetworkReport(ctx, nil)
+	// And which calls produced each change (the session's timeline).
+	tl, err := review.Attribute(sess, cs, time.Now())
+	if err != nil {
+		fmt.Fprintf(ios.ErrOut, "warning: the session's timeline cannot be read, so no change says which call made it: %v\n", err)
+	}
 	switch {
 	case opts.JSON:
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(changesetJSON(cs, session, network))
+		return enc.Encode(changesetJSON(cs, session, network, tl))
 	case opts.Patch:
 		_, err := io.WriteString(ios.Out, review.Patch(cs))
 		return err
@@ -167,6 +175,9 @@ func Run(ctx context.Context, opts *Options) error {
 	notice := ""
 	if network.Policy != staging.OpenNetwork {
 		notice = termsafe.String(capitalize(network.Line()) + ".")
+	}
+	if line := timelineNotice(tl, name); line != "" {
+		notice = strings.TrimPrefix(notice+"\n"+line, "\n")
 	}
 	decisions, err := decide(opts, name, cs, paths, notice)
 	if err != nil {
@@ -189,6 +200,7 @@ func Run(ctx context.Context, opts *Options) error {
 		fmt.Fprintf(ios.ErrOut, "Applying to %s…\n", termsafe.String(sess.State.Workdir))
 	}
 	rep, err := review.Apply(ctx, sess, cs, decisions)
+	recordApply(sess, timeline.Apply, rep, err)
 	if err != nil {
 		return err
 	}

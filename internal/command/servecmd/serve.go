@@ -18,6 +18,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 	"github.com/limactl-mcp/limactl-mcp/internal/tools"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 	"github.com/limactl-mcp/limactl-mcp/internal/workspace"
@@ -126,6 +127,7 @@ func Run(ctx context.Context, opts *Options) error {
 
 	var src tools.WorkspaceSource
 	var pending tools.PendingSource
+	var rec *recorder // nil: nothing recorded (a live mount has no session)
 	instructions := fmt.Sprintf("Lima instance: %s. Working directory: %s.", opts.Instance, shown)
 	if mounts := t.Instance.Mounts(); len(mounts) > 0 {
 		log.Warn("the instance mounts host directories: the tools work on the live mount, so nothing will be reviewable with `limactl mcp review`; for a staged, reviewable sandbox use an instance started with --mount-none",
@@ -152,6 +154,11 @@ func Run(ctx context.Context, opts *Options) error {
 		instructions += " The working directory is a staged copy inside the VM: your changes reach the host only after a person reviews them (limactl mcp review" + staging.SessionFlag(session) + "). Use pending_changes to see what you changed."
 		instructions += sessionInstructions(session)
 		instructions += networkInstructions(plan.Net.Network)
+		tl := openTimeline(t.Store.SessionDir(staging.SessionIDOf(workdir, session)), log)
+		rec = newRecorder(tl, workdir, shown)
+		tl.Record(timeline.Event{Kind: timeline.ServeStart, Dir: shown, Note: "network policy " + plan.Net.Network})
+		// Last of the defers: after the background processes were ended.
+		defer func() { tl.Record(timeline.Event{Kind: timeline.ServeEnd}) }()
 	}
 	// Background processes live as long as this server: they are ended when it exits, within
 	// a bound, so that a shutdown never waits on the guest (before the connection closes: the
@@ -166,6 +173,10 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	}()
 	server := tools.NewServer(instructions)
+	if rec != nil {
+		// Added first, so outermost: it sees every call as the client does.
+		server.AddReceivingMiddleware(rec.middleware)
+	}
 	tools.New(conn, src, tools.DefaultLimits, pending).WithBackground(bg).Register(server)
 	err = serveTransport(ctx, ios, log, server, &opts.HTTP)
 	if ctx.Err() != nil {

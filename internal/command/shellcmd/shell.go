@@ -383,6 +383,7 @@ func runCommand(ctx context.Context, tm *terminal.Terminal, sess *staging.Sessio
 	}
 	t0 := time.Now()
 	status, err := tm.Run(ctx, req)
+	recordCommand(sess, opts, guestDir, env, t0, status, err) // timeline.go
 	if err != nil {
 		return 0, staging.ProbeResult{CopyPresent: true, Changed: true}, err
 	}

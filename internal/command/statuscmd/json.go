@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 )
 
 // JSON is the output of `status --json`, defined here only (staging.SessionStatus, what it is
@@ -36,6 +37,8 @@ type SessionJSON struct {
 	Checkpoints      []CheckpointJSON `json:"checkpoints"`
 	CheckpointBytes  int64            `json:"checkpoint_bytes"`
 	CheckpointsError string           `json:"checkpoints_error,omitempty"`
+	// Timeline is the session's timeline totals (limactl mcp log), left out when it has none.
+	Timeline *timeline.Counts `json:"timeline,omitempty"`
 }
 
 // CheckpointJSON is a checkpoint in SessionJSON.
@@ -49,9 +52,9 @@ type CheckpointJSON struct {
 	StoredBytes int64  `json:"stored_bytes"`
 }
 
-func toJSON(instance string, sts []staging.SessionStatus) JSON {
+func toJSON(instance string, sts []staging.SessionStatus, tls []*timeline.Counts) JSON {
 	out := JSON{SchemaVersion: 1, Instance: instance, Sessions: make([]SessionJSON, 0, len(sts))}
-	for _, s := range sts {
+	for i, s := range sts {
 		pending := s.Pending
 		if pending == nil {
 			pending = map[staging.Kind]int{}
@@ -65,7 +68,7 @@ func toJSON(instance string, sts []staging.SessionStatus) JSON {
 		out.Sessions = append(out.Sessions, SessionJSON{
 			Workdir: s.Workdir, Session: s.Session, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
 			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error, Network: s.Network,
-			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError,
+			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError, Timeline: tls[i],
 		})
 	}
 	return out

@@ -17,6 +17,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
 
@@ -57,26 +58,27 @@ func Run(ctx context.Context, opts *Options) error {
 	if opts.Session != "" {
 		sts = slices.DeleteFunc(sts, func(s staging.SessionStatus) bool { return s.Session != only })
 	}
+	tls := timelineCounts(t.Store, sts)
 	if opts.JSON {
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(toJSON(t.Instance.Name, sts))
+		return enc.Encode(toJSON(t.Instance.Name, sts, tls))
 	}
 	if opts.Session != "" && len(sts) == 0 {
 		fmt.Fprintf(ios.Out, "No session called %q in instance %q. An agent running `limactl mcp serve%s %s` in a project directory creates one; `limactl mcp status %s` lists every session.\n",
 			staging.SessionLabel(only), t.Instance.Name, staging.SessionFlag(only), t.Instance.Name, t.Instance.Name)
 		return nil
 	}
-	printStatus(ios.Out, t.Instance.Name, sts)
+	printStatus(ios.Out, t.Instance.Name, sts, tls)
 	return nil
 }
 
-func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
+func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts) {
 	if len(sts) == 0 {
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
 	}
-	for _, s := range sts {
+	for i, s := range sts {
 		if s.Session != "" {
 			fmt.Fprintf(w, "%s  [session %s]\n", s.Workdir, s.Session)
 		} else {
@@ -103,6 +105,10 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 		}
 		if s.Network != nil && s.Network.Policy != staging.OpenNetwork {
 			fmt.Fprintf(w, "  network:    %s\n", termsafe.String(strings.TrimPrefix(s.Network.Line(), "network policy ")))
+		}
+		if i < len(tls) && tls[i] != nil {
+			c := tls[i]
+			fmt.Fprintf(w, "  timeline:   %s\n", timelineLine(c, inst, s))
 		}
 		printCheckpoints(w, inst, s)
 	}

@@ -5,11 +5,14 @@ package synccmd
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
 
@@ -45,7 +48,18 @@ func Run(ctx context.Context, opts *Options) error {
 	if ref.Inside(s) {
 		fmt.Fprintf(ios.ErrOut, "Syncing %s.\n", ref.Which(s))
 	}
+	start := time.Now()
 	rep, err := s.Sync(ctx)
+	e := timeline.Event{Time: start, Kind: timeline.Sync, DurationMS: float64(time.Since(start).Microseconds()) / 1000}
+	if err != nil {
+		e.Error = err.Error()
+	} else {
+		for _, n := range append(append([]tree.Name{}, rep.Pushed...), rep.Removed...) {
+			e.Paths = append(e.Paths, string(n))
+		}
+		e.Count, e.Checkpoint = len(e.Paths), rep.Checkpoint
+	}
+	timeline.OpenHost(s.Store().SessionDir(s.State.ID), "sync").Record(e)
 	if err != nil {
 		return err
 	}

@@ -343,6 +343,7 @@ func (p *painter) textLines(s string, width int) []string {
 // itemDoc renders everything there is to see about an item: its description, and for a
 // text item the whole diff. hunkAt[i] is the line where hunk i starts.
 func (p *painter) itemDoc(it *review.Item, width int) (lines []string, hunkAt []int) {
+	lines = append(lines, p.historyLines(it, width)...) // provenance.go
 	if it.Refused != "" {
 		lines = append(lines, p.textLines("refused: "+it.Refused, width)...)
 	}

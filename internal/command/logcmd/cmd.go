@@ -1,0 +1,51 @@
+package logcmd
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
+)
+
+// NewCmd is `log`: the cobra command, which binds the command line into Options and calls Run
+// (runF instead, when a test gives one: Options and Run are tested without cobra).
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:   "log [INSTANCE]",
+		Short: "Show what the agent did in a staged session: every tool call, command, checkpoint and apply, in order",
+		Long: `Show the timeline of a staged session: every MCP tool call of its servers (tool, arguments
+summarised, duration, result size, exit code or error), every "limactl mcp shell" command,
+background processes, checkpoints and restores, syncs, and review applies and undos, one line
+each, oldest first. File contents and long arguments are shown as their size and hash; known
+secret values are redacted; the environment is never recorded.
+
+--json prints the events as JSON lines (the schema is in docs/log.md); --commands prints the
+shell commands in order as a script a person can read (it is never run).`,
+		Example: `  limactl mcp log agent
+  limactl mcp log agent --since 3          # since checkpoint 3
+  limactl mcp log agent --since 10m --follow
+  limactl mcp log agent --commands > what-the-agent-ran.sh`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: cmdutil.CompleteInstances,
+		PreRunE: func(*cobra.Command, []string) error {
+			return opts.Validate()
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Instance = cmdutil.InstanceArg(args)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return Run(cmd.Context(), opts)
+		},
+	}
+	cmdutil.AddWorkdirFlag(cmd, &opts.Workdir)
+	cmdutil.AddSessionFlag(cmd, &opts.Session, cmdutil.SessionUsage)
+	flags := cmd.Flags()
+	flags.BoolVarP(&opts.Follow, "follow", "f", false, "Keep printing events as they are recorded, until interrupted")
+	flags.StringVar(&opts.Since, "since", "", "Show only events from `TIME|CHECKPOINT` on: an RFC 3339 time, HH:MM[:SS] today, a duration ago (10m, 2h), or a checkpoint's id")
+	flags.BoolVar(&opts.JSON, "json", false, "Print the events as JSON lines (schema: docs/log.md)")
+	flags.BoolVar(&opts.Commands, "commands", false, "Print the shell commands in order, as a script for a person to read (never run)")
+	return cmd
+}

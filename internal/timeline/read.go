@@ -1,0 +1,130 @@
+package timeline
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Timeline is a session's timeline as read.
+type Timeline struct {
+	// Events are the events the files still hold, oldest generation first, each file in the
+	// order written.
+	Events []Event
+	// Counts are the totals of the whole timeline: the events held and those rotation dropped.
+	Counts Counts
+	// Dropped are the counts of the events rotation dropped (not in Events).
+	Dropped Counts
+	// Bad counts lines that did not parse (a line longer than the cap, a damaged file).
+	Bad int
+	// end is the size of the current file at the end of its last whole line (for Follow).
+	end int64
+}
+
+// Read reads the timeline in dir. No timeline yet is an empty one, not an error.
+func Read(dir string) (*Timeline, error) {
+	tl := &Timeline{}
+	tot, err := readTotals(dir)
+	if err != nil {
+		return nil, err
+	}
+	tl.Dropped = tot.Dropped
+	tl.Counts = tot.Dropped
+	last := ""
+	var old Counts
+	err = scanFile(filepath.Join(dir, OldName), 0, func(e *Event, line []byte) {
+		tl.Events = append(tl.Events, *e)
+		old.Add(e)
+		last = lineID(line)
+	}, &tl.Bad)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if last == "" || last != tot.LastDropped {
+		tl.Counts.Merge(old)
+	} // else: counted in the totals already (a rotation stopped before it removed the file)
+	tl.end, err = scanFrom(filepath.Join(dir, FileName), 0, func(e *Event, _ []byte) {
+		tl.Events = append(tl.Events, *e)
+		tl.Counts.Add(e)
+	}, &tl.Bad)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return tl, nil
+}
+
+// Exists says whether dir holds a timeline.
+func Exists(dir string) bool {
+	for _, n := range []string{FileName, OldName, TotalsName} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Follow calls fn for each event appended to the timeline in dir after tl was read, until
+// ctx ends, looking every poll (500 ms when 0). A rotation is followed (the new file is read
+// from its start). It returns ctx's error, or the error reading the files.
+func (tl *Timeline) Follow(ctx context.Context, dir string, poll time.Duration, fn func(*Event)) error {
+	if poll <= 0 {
+		poll = 500 * time.Millisecond
+	}
+	path := filepath.Join(dir, FileName)
+	var ino uint64
+	if fi, err := os.Lstat(path); err == nil {
+		ino = inode(fi)
+	}
+	off := tl.end
+	var oldDone uint64 // the OldName file read to its end
+	if fi, err := os.Lstat(filepath.Join(dir, OldName)); err == nil {
+		oldDone = inode(fi)
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		fi, err := os.Lstat(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err != nil || inode(fi) != ino {
+			// Rotated: what the file we followed got after our last read is in OldName now
+			// (unless it rotated twice between two looks: 8 MiB in one poll).
+			// A file made and rotated between two looks (while we waited for one) is read
+			// from its start.
+			if ofi, oerr := os.Lstat(filepath.Join(dir, OldName)); oerr == nil && inode(ofi) != oldDone {
+				from := off
+				if inode(ofi) != ino {
+					from = 0
+				}
+				if ino != 0 || from == 0 {
+					_, _ = scanFrom(filepath.Join(dir, OldName), from, func(e *Event, _ []byte) { fn(e) }, nil)
+				}
+				oldDone = inode(ofi)
+			}
+			ino, off = 0, 0
+			if err != nil {
+				continue // no current file yet
+			}
+			ino = inode(fi)
+		}
+		if fi.Size() < off {
+			off = 0 // replaced in place: read it again
+		}
+		if fi.Size() == off {
+			continue
+		}
+		off, err = scanFrom(path, off, func(e *Event, _ []byte) { fn(e) }, nil)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+}
