@@ -19,6 +19,10 @@ type formModel struct {
 	wantView bool
 	aborted  bool
 	nav      *listNav // the file list's own keys (listnav.go), nil elsewhere
+	// keys are keys of this screen that leave the form for a moment (a step of their own,
+	// lines.go); wantKey is the one pressed.
+	keys    map[string]func() error
+	wantKey string
 }
 
 func (m *formModel) Init() tea.Cmd {
@@ -47,6 +51,11 @@ func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case "esc":
 			if !m.filtering() {
 				m.aborted = true
+				return m, tea.Quit
+			}
+		default:
+			if m.keys[k.String()] != nil && !m.filtering() {
+				m.wantKey = k.String()
 				return m, tea.Quit
 			}
 		case "v", "V":
@@ -107,6 +116,12 @@ func (r *reviewer) runForm(f *huh.Form, view func() *doc) error {
 
 // runFormNav is runForm with the file list's own keys (nav, nil for none).
 func (r *reviewer) runFormNav(f *huh.Form, view func() *doc, nav *listNav) error {
+	return r.runFormKeys(f, view, nav, nil)
+}
+
+// runFormKeys is runFormNav with keys that run a step of their own and come back to the
+// form as it was (the full-screen UI only).
+func (r *reviewer) runFormKeys(f *huh.Form, view func() *doc, nav *listNav, keys map[string]func() error) error {
 	f = f.WithKeyMap(r.keymap).WithTheme(r.theme).WithShowHelp(true)
 	if r.opts.Width > 0 {
 		f = f.WithWidth(r.opts.Width)
@@ -134,7 +149,7 @@ func (r *reviewer) runFormNav(f *huh.Form, view func() *doc, nav *listNav) error
 	}
 	f = f.WithInput(r.in).WithOutput(r.out)
 	for {
-		m := &formModel{form: f, canView: view != nil, nav: nav}
+		m := &formModel{form: f, canView: view != nil, nav: nav, keys: keys}
 		if err := r.runProgram(m); err != nil {
 			return err
 		}
@@ -143,6 +158,10 @@ func (r *reviewer) runFormNav(f *huh.Form, view func() *doc, nav *listNav) error
 			return ErrAborted
 		case f.State == huh.StateCompleted:
 			return nil
+		case m.wantKey != "":
+			if err := keys[m.wantKey](); err != nil {
+				return err
+			}
 		case m.wantView:
 			if d := view(); d != nil {
 				if err := r.page(*d); err != nil {

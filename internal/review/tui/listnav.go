@@ -41,7 +41,7 @@ func (n *listNav) progress() string {
 	if c > 0 {
 		s += fmt.Sprintf(" · %d %s", c, map[bool]string{true: "conflict", false: "conflicts"}[c == 1])
 	}
-	return s + " · n: next unviewed · m: mark viewed"
+	return s + " · n: next unviewed · m: mark viewed · h: hunks, lines"
 }
 
 // options are the list's options, made once (labels with viewed marks, selection).

@@ -157,7 +157,7 @@ func (r *reviewer) run() ([]review.Decision, error) {
 			return nil, err
 		}
 	}
-	selected, err := r.fileList(items, refused)
+	selected, pre, err := r.fileList(items, refused)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +169,10 @@ func (r *reviewer) run() ([]review.Decision, error) {
 			continue
 		}
 		if !selected[i] {
+			continue
+		}
+		if d, ok := pre[i]; ok {
+			decs[i] = d // hunks and lines chosen from the list ("h")
 			continue
 		}
 		if it.Text && len(it.Hunks) > 1 {
