@@ -21,7 +21,7 @@ type formModel struct {
 	nav      *listNav // the file list's own keys (listnav.go), nil elsewhere
 	// keys are keys of this screen that leave the form for a moment (a step of their own,
 	// lines.go); wantKey is the one pressed.
-	keys    map[string]func() error
+	keys    map[string]formKey
 	wantKey string
 }
 
@@ -54,7 +54,7 @@ func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				return m, tea.Quit
 			}
 		default:
-			if m.keys[k.String()] != nil && !m.filtering() {
+			if fk, ok := m.keys[k.String()]; ok && !m.filtering() && (fk.ok == nil || fk.ok()) {
 				m.wantKey = k.String()
 				return m, tea.Quit
 			}
@@ -119,9 +119,16 @@ func (r *reviewer) runFormNav(f *huh.Form, view func() *doc, nav *listNav) error
 	return r.runFormKeys(f, view, nav, nil)
 }
 
+// formKey is a key of a form that runs a step of its own (run) when ok says it applies (nil:
+// always); otherwise the key goes to the form.
+type formKey struct {
+	ok  func() bool
+	run func() error
+}
+
 // runFormKeys is runFormNav with keys that run a step of their own and come back to the
 // form as it was (the full-screen UI only).
-func (r *reviewer) runFormKeys(f *huh.Form, view func() *doc, nav *listNav, keys map[string]func() error) error {
+func (r *reviewer) runFormKeys(f *huh.Form, view func() *doc, nav *listNav, keys map[string]formKey) error {
 	f = f.WithKeyMap(r.keymap).WithTheme(r.theme).WithShowHelp(true)
 	if r.opts.Width > 0 {
 		f = f.WithWidth(r.opts.Width)
@@ -159,7 +166,7 @@ func (r *reviewer) runFormKeys(f *huh.Form, view func() *doc, nav *listNav, keys
 		case f.State == huh.StateCompleted:
 			return nil
 		case m.wantKey != "":
-			if err := keys[m.wantKey](); err != nil {
+			if err := keys[m.wantKey].run(); err != nil {
 				return err
 			}
 		case m.wantView:

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/huh"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
@@ -115,18 +116,26 @@ func hunksDecision(it *review.Item, mask []bool, lines [][]bool) review.Decision
 	return d
 }
 
+// hunksOK says whether the item under the list's cursor is chosen hunk by hunk: an edit of a
+// text file (not a conflict).
+func (n *listNav) hunksOK() bool {
+	i, ok := n.ms.Hovered()
+	if !ok || i < 0 || i >= len(n.items) {
+		return false
+	}
+	it := n.items[i]
+	return it.Text && len(it.Hunks) > 0 && !it.Conflict && it.Kind != staging.Added && it.Kind != staging.Deleted
+}
+
 // hunksFromList is the file list's "h": the hunks (and lines) of the file under the cursor
 // are chosen at once, as for a file with several hunks; the file is then selected (or left
 // out when nothing of it was taken), and its choice stands unless it is left out later.
 func (r *reviewer) hunksFromList(n *listNav, pre map[int]review.Decision) error {
 	i, ok := n.ms.Hovered()
-	if !ok || i < 0 || i >= len(n.items) {
+	if !ok || i < 0 || i >= len(n.items) || !n.hunksOK() {
 		return nil
 	}
 	it := n.items[i]
-	if !it.Text || len(it.Hunks) == 0 || it.Conflict {
-		return nil // only an edit of a text file is chosen hunk by hunk
-	}
 	mask, lines, err := r.chooseHunks(it)
 	if err != nil {
 		return err

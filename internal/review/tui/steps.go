@@ -114,9 +114,12 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 	if r.accessible {
 		nav = nil
 	}
-	var keys map[string]func() error
+	var keys map[string]formKey
 	if nav != nil {
-		keys = map[string]func() error{"h": func() error { return r.hunksFromList(nav, pre) }}
+		keys = map[string]formKey{"h": {
+			ok:  func() bool { return nav.hunksOK() },
+			run: func() error { return r.hunksFromList(nav, pre) },
+		}}
 	}
 	err := r.runFormKeys(f, func() *doc {
 		i, ok := ms.Hovered()
@@ -280,7 +283,7 @@ func (r *reviewer) chooseHunks(it *review.Item) (mask []bool, lines [][]bool, er
 		f := r.form(label(it), note, conf)
 		hunk := i
 		var split []bool
-		keys := map[string]func() error{"s": func() error {
+		keys := map[string]formKey{"s": {run: func() error {
 			var err error
 			split, err = r.chooseLines(it, hunk)
 			if err == nil {
@@ -288,7 +291,7 @@ func (r *reviewer) chooseHunks(it *review.Item) (mask []bool, lines [][]bool, er
 				err = errLinesChosen
 			}
 			return err
-		}}
+		}}}
 		err := r.runFormKeys(f, func() *doc { return r.itemDoc(it, hunk) }, nil, keys)
 		switch {
 		case errors.Is(err, errLinesChosen):
