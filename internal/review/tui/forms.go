@@ -69,6 +69,9 @@ func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if ff, ok := f.(*huh.Form); ok {
 		m.form = ff
 	}
+	if _, key := msg.(tea.KeyMsg); key && m.nav != nil && m.nav.syncDirs() {
+		m.redraw()
+	}
 	switch m.form.State {
 	case huh.StateAborted:
 		m.aborted = true

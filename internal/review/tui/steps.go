@@ -60,6 +60,16 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 			}
 			return l
 		}}
+	nav.width, nav.screenH = w, h
+	nav.note = func(i int) string {
+		if d, ok := pre[i]; ok {
+			return " · " + chosenNote(items[i], d)
+		}
+		return ""
+	}
+	if !r.accessible {
+		nav.tree = newFileTree(items)
+	}
 	opts := nav.options()
 	desc := "space: toggle · v: view diff · enter: continue · esc: abort"
 	if r.accessible {
@@ -108,6 +118,18 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 		if avail := h - over; 1+descLines+len(items) > avail {
 			ms.Height(max(4, avail))
 		}
+		// The same, for the tree's rows as they come and go (filetree.go).
+		nav.height = func() int {
+			descLines := 0
+			for _, l := range strings.Split(nav.description(), "\n") {
+				descLines += lineCount(l, w-4)
+			}
+			want := 1 + descLines + len(nav.order)
+			if avail := h - over; want > avail {
+				return max(4, avail)
+			}
+			return want
+		}
 	}
 	f := r.form(summaryLine(r.cs.Summary()), fields...)
 	nav.ms = ms
@@ -135,6 +157,9 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 	}, nav, keys)
 	if err != nil {
 		return nil, nil, err
+	}
+	if nav != nil {
+		chosen = nav.selected() // also of the files in folded directories
 	}
 	sel := make([]bool, len(items))
 	for _, i := range chosen {
