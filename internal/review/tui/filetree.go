@@ -158,14 +158,16 @@ func (t *fileTree) expandTo(i int) {
 }
 
 // dirLabel is a directory row: "▾ pkg00/  25 files · 3 viewed · 1 conflict · 24 selected".
-func (t *fileTree) dirLabel(n *listNav, v int) string {
+func (t *fileTree) dirLabel(n *listNav, v int, sel map[int]bool) string {
 	d := t.dirs[dirIndex(v)]
 	mark := "▾ "
 	if d.collapsed {
 		mark = "▸ "
 	}
 	viewed, conflicts, selected := 0, 0, 0
-	sel := n.selection()
+	if sel == nil {
+		sel = n.selection()
+	}
 	for _, i := range d.items {
 		if n.viewed[i] {
 			viewed++
@@ -301,7 +303,7 @@ func (n *listNav) syncDirs() bool {
 	for p, v := range n.order {
 		if v < 0 {
 			o := n.opts[p].Selected(n.rowSelected(v, sel))
-			o.Key = n.rowLabel(v)
+			o.Key = n.tree.dirLabel(n, v, sel)
 			if o.Key != n.opts[p].Key || o != n.opts[p] {
 				changed = true
 			}

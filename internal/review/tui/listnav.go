@@ -91,7 +91,13 @@ func (n *listNav) options() []huh.Option[int] {
 	*n.chosen = visible
 	n.opts = make([]huh.Option[int], len(n.order))
 	for p, v := range n.order {
-		n.opts[p] = huh.NewOption(n.rowLabel(v), v).Selected(n.rowSelected(v, sel))
+		l := ""
+		if v < 0 {
+			l = n.tree.dirLabel(n, v, sel)
+		} else {
+			l = n.rowLabel(v)
+		}
+		n.opts[p] = huh.NewOption(l, v).Selected(n.rowSelected(v, sel))
 	}
 	return n.opts
 }
@@ -114,7 +120,7 @@ func (n *listNav) selection() map[int]bool {
 // rowLabel is the label of option value v: an item's, or a directory row's.
 func (n *listNav) rowLabel(v int) string {
 	if v < 0 {
-		return n.tree.dirLabel(n, v)
+		return n.tree.dirLabel(n, v, nil)
 	}
 	if n.tree != nil && n.tree.on {
 		return n.tree.itemLabel(n, v)
