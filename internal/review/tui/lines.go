@@ -152,6 +152,7 @@ func (r *reviewer) hunksFromList(n *listNav, pre map[int]review.Decision) error 
 		n.ms.Update(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
 	}
 	n.viewed[i] = true
+	n.syncDirs()
 	n.relabel(i)
 	return nil
 }
