@@ -20,8 +20,13 @@ import (
 // Directory rows are options of huh's list whose values are negative (dirValue): they are
 // never a decision.
 
+// treeFrom is how many files a change has beyond which its list starts as a tree (when they
+// are in more than one directory).
+const treeFrom = 20
+
 type fileTree struct {
 	on        bool
+	shown     bool // the first screen was drawn
 	dirs      []*treeDir
 	dirsOf    map[int][]int // item → the directories it is in (outermost first)
 	itemOrder []int         // every item in the tree's order

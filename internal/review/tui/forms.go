@@ -28,7 +28,14 @@ type formModel struct {
 func (m *formModel) Init() tea.Cmd {
 	if m.nav != nil {
 		// The list draws its viewed marks as they are now (a file just viewed).
-		return tea.Batch(m.form.Init(), func() tea.Msg { return relabelMsg{} })
+		cmds := []tea.Cmd{m.form.Init(), func() tea.Msg { return relabelMsg{} }}
+		if t := m.nav.tree; t != nil && t.on && !t.shown {
+			// A tree starts at its top (huh puts the cursor on the first selected row,
+			// below the directory's own).
+			t.shown = true
+			cmds = append(cmds, func() tea.Msg { return tea.KeyMsg{Type: tea.KeyHome} })
+		}
+		return tea.Batch(cmds...)
 	}
 	return m.form.Init()
 }

@@ -69,6 +69,8 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 	}
 	if !r.accessible {
 		nav.tree = newFileTree(items)
+		// A large change in several directories starts as a tree; t shows the flat list.
+		nav.tree.on = len(items) > treeFrom && len(nav.tree.root.children)+min(1, len(nav.tree.root.files)) > 1
 	}
 	opts := nav.options()
 	desc := "space: toggle · v: view diff · enter: continue · esc: abort"
