@@ -99,7 +99,7 @@ func Apply(ctx context.Context, sess *staging.Session, cs *Changeset, decisions 
 			// The new name of a rename: where the host tells the names apart it has nothing
 			// there; where it does not, the lookup finds the old name's entry.
 			want = nil
-			if now != nil {
+			if now != nil && !s.it.Moved {
 				want = s.pair.it.Host
 			}
 		}

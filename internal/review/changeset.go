@@ -119,6 +119,7 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		cs.Items = append(cs.Items, it)
 	}
 	resolveFolds(host, cs, gcs.Changes, sess.Baseline, hostNames)
+	pairRenames(cs)
 	for _, it := range cs.Items {
 		if it.Refused != "" {
 			continue
@@ -127,6 +128,9 @@ func Build(ctx context.Context, sess *staging.Session, paths []string) (*Changes
 		if err := describeItem(ctx, sess, host, it); err != nil {
 			return nil, err
 		}
+	}
+	if err := pairSimilarRenames(ctx, sess, host, cs); err != nil {
+		return nil, err
 	}
 	sort.Slice(cs.Items, func(i, j int) bool { return cs.Items[i].Path < cs.Items[j].Path })
 	if err := refuseUnsafeFinalState(host, cs); err != nil {
@@ -203,10 +207,13 @@ func sameEntry(a, b *tree.Entry) bool {
 // be applied safely.
 func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it *Item) error {
 	g, b := it.Guest, it.Base
-	hostPath := it.Path
+	hostPath, hostEntry := it.Path, it.Host
 	if it.From != nil {
 		// A rename: the diff is from the old name's version.
 		b, hostPath = it.From.Base, it.From.Path
+		if it.Moved {
+			hostEntry = it.From.Host
+		}
 	}
 	if g != nil {
 		switch g.Type {
@@ -229,13 +236,13 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 	var oldText, newText []byte
 	var oldBin, newBin bool // a side is binary (as git tells it)
 	oldOK, newOK := b == nil || b.Type != tree.File, g == nil || g.Type != tree.File
-	if it.Conflict && it.Host != nil && it.Host.Type == tree.File && it.Host.Size <= MaxTextBytes {
+	if it.Conflict && hostEntry != nil && hostEntry.Type == tree.File && hostEntry.Size <= MaxTextBytes {
 		data, err := host.readFile(hostPath)
 		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
 		}
 		oldBin = err == nil && !oldOK
-	} else if b != nil && b.Type == tree.File && b.Size <= MaxTextBytes && it.Host != nil && it.Host.Type == tree.File {
+	} else if b != nil && b.Type == tree.File && b.Size <= MaxTextBytes && hostEntry != nil && hostEntry.Type == tree.File {
 		data, err := host.readFile(hostPath)
 		if err == nil && !udiff.IsBinary(data) {
 			oldText, oldOK = data, true
@@ -302,6 +309,9 @@ func oneLine(it *Item) string {
 	switch {
 	case it.From != nil:
 		s = "renamed from " + it.From.Path + " (only case or Unicode normalization differs)"
+		if it.Moved {
+			s = "renamed from " + it.From.Path
+		}
 		switch {
 		case b == nil || b.Type != it.Guest.Type:
 			s += ", now " + what(it.Guest)

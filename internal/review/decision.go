@@ -26,4 +26,9 @@ type Decision struct {
 	// Hunks, for Accept of a text item, says which hunks are accepted (nil: all). Rejected
 	// hunks stay pending in the guest.
 	Hunks []bool
+	// Lines, for Accept of a text item, chooses within hunks (lines.go): nil, or one entry
+	// per hunk, nil for a hunk taken or left whole (Hunks), else one per line of the hunk:
+	// an added line chosen is written, a removed line chosen is removed, the others stay
+	// pending in the guest (context lines: ignored).
+	Lines [][]bool `json:",omitempty"`
 }

@@ -54,14 +54,9 @@ func describe(it *Item, d Decision) string {
 	}
 	if it.From != nil && (d.Action == Accept || d.Action == TakeGuest) {
 		s := "rename " + it.From.Name() + " → " + name
-		if d.Hunks != nil {
-			n := 0
-			for _, ok := range d.Hunks {
-				if ok {
-					n++
-				}
-			}
-			s += fmt.Sprintf(" and write it (%d of %d hunks)", n, len(d.Hunks))
+		if d.Hunks != nil || d.Lines != nil {
+			n, total, unit, _ := choiceCount(it, d)
+			s += fmt.Sprintf(" and write it (%d of %d %s)", n, total, unit)
 		} else if b := it.From.Base; b == nil || it.Guest == nil || b.Type != it.Guest.Type || b.Hash != it.Guest.Hash || b.Target != it.Guest.Target {
 			s += " and write the guest's version"
 		}
@@ -69,14 +64,9 @@ func describe(it *Item, d Decision) string {
 	}
 	switch d.Action {
 	case Accept:
-		if d.Hunks != nil {
-			n := 0
-			for _, ok := range d.Hunks {
-				if ok {
-					n++
-				}
-			}
-			return fmt.Sprintf("write %s (%d of %d hunks)", name, n, len(d.Hunks))
+		if d.Hunks != nil || d.Lines != nil {
+			n, total, unit, _ := choiceCount(it, d)
+			return fmt.Sprintf("write %s (%d of %d %s)", name, n, total, unit)
 		}
 		return write("write")
 	case TakeGuest:

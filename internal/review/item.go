@@ -46,6 +46,10 @@ type Item struct {
 	// entry, and the diff is from From's version. A guest deletion of From is part of the item
 	// (it is not listed apart).
 	From *Item `json:",omitempty"`
+	// Moved says From is a rename the agent made (a path deleted and another added with the
+	// same or similar content, rename.go), not a spelling the host takes for Path: the host
+	// has nothing at Path, and Host is nil; From.Host is the old name's host entry.
+	Moved bool `json:",omitempty"`
 	// Collides lists the other names the guest has that are one name with Path on the host
 	// (a collision): the item is a Conflict, and at most one item of a collision is accepted;
 	// the others stay pending in the guest.
@@ -92,6 +96,9 @@ func (cs *Changeset) Summary() Summary {
 // HostChanged says the host changed the path (for a rename, its old name) since it was staged:
 // accepting it overwrites the host's version.
 func (it *Item) HostChanged() bool {
+	if it.Moved {
+		return it.Host != nil || !sameEntry(it.From.Base, it.From.Host)
+	}
 	b := it.Base
 	if it.From != nil {
 		b = it.From.Base

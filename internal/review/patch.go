@@ -27,7 +27,7 @@ func Patch(cs *Changeset) string {
 		g, base := it.Guest, it.Base
 		oldPath := it.Path
 		if it.From != nil {
-			base, oldPath = it.From.Base, it.From.Path // a rename under the host's name rule
+			base, oldPath = it.From.Base, it.From.Path // a rename (the agent's, or under the host's name rule)
 		}
 		if it.Conflict {
 			note("conflict (the host changed it too): %s", it.Display)
@@ -37,7 +37,7 @@ func Patch(cs *Changeset) string {
 			continue
 		}
 		if !it.Text && it.BaseText == "" && it.GuestText == "" && !(g != nil && g.Size == 0) && !(g == nil && base != nil && base.Size == 0) {
-			if it.Kind != staging.ModeChanged {
+			if it.Kind != staging.ModeChanged && !(it.Moved && base.Hash == g.Hash) {
 				note("%s: binary or large file changed (not in this patch)", it.Display)
 				continue
 			}

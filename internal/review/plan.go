@@ -5,7 +5,6 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
-	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
 // Planned is one step of an apply, as the final confirmation and --dry-run show it.
@@ -92,6 +91,9 @@ func planSteps(cs *Changeset, decisions []Decision) ([]*step, []string, error) {
 				s.what = "keep the host's version (the guest's copy is removed; the host's, never staged, is not copied in)"
 			}
 		case Accept, TakeGuest:
+			if (d.Hunks != nil || d.Lines != nil) && !it.Text {
+				return nil, nil, fmt.Errorf("%s: hunks and lines are chosen only for an edit of a text file the host has not changed", it.Display)
+			}
 			if err := s.acceptPlan(); err != nil {
 				return nil, nil, err
 			}
@@ -179,19 +181,17 @@ func (s *step) acceptPlan() error {
 		}
 		if it.Text || it.GuestText != "" || (g.Size == 0) {
 			s.content = []byte(it.GuestText)
-			if it.Text && s.dec.Hunks != nil {
-				if len(s.dec.Hunks) != len(it.Hunks) {
-					return fmt.Errorf("%s: %d hunk choices for %d hunks", it.Display, len(s.dec.Hunks), len(it.Hunks))
+			if it.Text && (s.dec.Hunks != nil || s.dec.Lines != nil) {
+				if err := checkChoice(it, s.dec); err != nil {
+					return err
 				}
-				n := 0
-				for _, ok := range s.dec.Hunks {
-					if ok {
-						n++
-					}
+				text, err := applyChosen(it, s.dec)
+				if err != nil {
+					return err
 				}
-				s.content = []byte(udiff.Apply(it.BaseText, it.Hunks, func(i int) bool { return s.dec.Hunks[i] }))
-				if n < len(it.Hunks) {
-					s.what = fmt.Sprintf("write (%d of %d hunks)", n, len(it.Hunks))
+				s.content = []byte(text)
+				if n, total, unit, partial := choiceCount(it, s.dec); partial {
+					s.what = fmt.Sprintf("write (%d of %d %s)", n, total, unit)
 					// The rest stays pending: the baseline becomes what the host now has.
 					nb := e
 					nb.MTime, nb.Size = 0, int64(len(s.content))

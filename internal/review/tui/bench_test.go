@@ -102,3 +102,36 @@ func BenchmarkDiffView2000Lines(b *testing.B) {
 		_ = m.View()
 	}
 }
+
+// The tree of the 500 files (20 directories): a keypress (↓/↑) with the directory rows'
+// counts kept up to date, and folding and unfolding a directory (the options given to huh
+// anew, the cursor put back).
+func BenchmarkFileTreeKeypress500(b *testing.B) {
+	cs, r := bench500()
+	m, nav := listForm(r, cs.Items)
+	nav.tree, nav.width, nav.screenH = newFileTree(cs.Items), 120, 40
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("t")})
+	_ = m.View()
+	keys := []tea.KeyMsg{{Type: tea.KeyDown}, {Type: tea.KeyUp}}
+	i := 0
+	for b.Loop() {
+		m.Update(keys[i%2])
+		_ = m.View()
+		i++
+	}
+}
+
+func BenchmarkFileTreeFold500(b *testing.B) {
+	cs, r := bench500()
+	m, nav := listForm(r, cs.Items)
+	nav.tree, nav.width, nav.screenH = newFileTree(cs.Items), 120, 40
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("t")})
+	m.Update(tea.KeyMsg{Type: tea.KeyHome})
+	keys := []tea.KeyMsg{{Type: tea.KeyLeft}, {Type: tea.KeyRight}}
+	i := 0
+	for b.Loop() {
+		m.Update(keys[i%2])
+		_ = m.View()
+		i++
+	}
+}

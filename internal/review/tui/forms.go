@@ -19,12 +19,23 @@ type formModel struct {
 	wantView bool
 	aborted  bool
 	nav      *listNav // the file list's own keys (listnav.go), nil elsewhere
+	// keys are keys of this screen that leave the form for a moment (a step of their own,
+	// lines.go); wantKey is the one pressed.
+	keys    map[string]formKey
+	wantKey string
 }
 
 func (m *formModel) Init() tea.Cmd {
 	if m.nav != nil {
 		// The list draws its viewed marks as they are now (a file just viewed).
-		return tea.Batch(m.form.Init(), func() tea.Msg { return relabelMsg{} })
+		cmds := []tea.Cmd{m.form.Init(), func() tea.Msg { return relabelMsg{} }}
+		if t := m.nav.tree; t != nil && t.on && !t.shown {
+			// A tree starts at its top (huh puts the cursor on the first selected row,
+			// below the directory's own).
+			t.shown = true
+			cmds = append(cmds, func() tea.Msg { return tea.KeyMsg{Type: tea.KeyHome} })
+		}
+		return tea.Batch(cmds...)
 	}
 	return m.form.Init()
 }
@@ -49,6 +60,11 @@ func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.aborted = true
 				return m, tea.Quit
 			}
+		default:
+			if fk, ok := m.keys[k.String()]; ok && !m.filtering() && (fk.ok == nil || fk.ok()) {
+				m.wantKey = k.String()
+				return m, tea.Quit
+			}
 		case "v", "V":
 			if m.canView && !m.filtering() {
 				m.wantView = true
@@ -59,6 +75,9 @@ func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	f, cmd := m.form.Update(msg)
 	if ff, ok := f.(*huh.Form); ok {
 		m.form = ff
+	}
+	if _, key := msg.(tea.KeyMsg); key && m.nav != nil && m.nav.syncDirs() {
+		m.redraw()
 	}
 	switch m.form.State {
 	case huh.StateAborted:
@@ -107,6 +126,19 @@ func (r *reviewer) runForm(f *huh.Form, view func() *doc) error {
 
 // runFormNav is runForm with the file list's own keys (nav, nil for none).
 func (r *reviewer) runFormNav(f *huh.Form, view func() *doc, nav *listNav) error {
+	return r.runFormKeys(f, view, nav, nil)
+}
+
+// formKey is a key of a form that runs a step of its own (run) when ok says it applies (nil:
+// always); otherwise the key goes to the form.
+type formKey struct {
+	ok  func() bool
+	run func() error
+}
+
+// runFormKeys is runFormNav with keys that run a step of their own and come back to the
+// form as it was (the full-screen UI only).
+func (r *reviewer) runFormKeys(f *huh.Form, view func() *doc, nav *listNav, keys map[string]formKey) error {
 	f = f.WithKeyMap(r.keymap).WithTheme(r.theme).WithShowHelp(true)
 	if r.opts.Width > 0 {
 		f = f.WithWidth(r.opts.Width)
@@ -134,7 +166,7 @@ func (r *reviewer) runFormNav(f *huh.Form, view func() *doc, nav *listNav) error
 	}
 	f = f.WithInput(r.in).WithOutput(r.out)
 	for {
-		m := &formModel{form: f, canView: view != nil, nav: nav}
+		m := &formModel{form: f, canView: view != nil, nav: nav, keys: keys}
 		if err := r.runProgram(m); err != nil {
 			return err
 		}
@@ -143,6 +175,10 @@ func (r *reviewer) runFormNav(f *huh.Form, view func() *doc, nav *listNav) error
 			return ErrAborted
 		case f.State == huh.StateCompleted:
 			return nil
+		case m.wantKey != "":
+			if err := keys[m.wantKey].run(); err != nil {
+				return err
+			}
 		case m.wantView:
 			if d := view(); d != nil {
 				if err := r.page(*d); err != nil {

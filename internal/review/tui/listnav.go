@@ -14,17 +14,28 @@ import (
 // the next unviewed), a progress line, n for the next unviewed file and c for the next
 // conflict. Viewed marks only help a person find their way: they choose nothing.
 type listNav struct {
-	ms     *huh.MultiSelect[int]
-	items  []*review.Item
-	viewed []bool
-	chosen *[]int
-	label  func(i int, viewed bool) string // an item's label in the list
-	help   string                          // the description's last line (the keys huh's help does not say)
+	ms      *huh.MultiSelect[int]
+	items   []*review.Item
+	viewed  []bool
+	chosen  *[]int
+	label   func(i int, viewed bool) string // an item's label in the list
+	note    func(i int) string              // what the label says after the item (the tree's rows)
+	width   int                             // the screen's width
+	screenH int                             // and height
+	height  func() int                      // the list's height for its rows now (nil: huh's)
+	help    string                          // the description's last line (the keys huh's help does not say)
 	// opts are the options huh shows: the very slice given to it (huh keeps it, and draws
 	// from it), so that a viewed mark is a change of one label in place. Options() again
 	// would put the cursor on the first selected option, and moving it back across 500
 	// files takes seconds.
 	opts []huh.Option[int]
+	// The tree ("t", filetree.go): rows grouped by directory, collapsible. order is what
+	// each option stands for (an item's index, or a directory's row: dirValue), posOf the
+	// other way round; hiddenSel the selection of the items in collapsed directories.
+	tree      *fileTree
+	order     []int
+	posOf     map[int]int
+	hiddenSel map[int]bool
 }
 
 func (n *listNav) progress() string {
@@ -41,20 +52,105 @@ func (n *listNav) progress() string {
 	if c > 0 {
 		s += fmt.Sprintf(" · %d %s", c, map[bool]string{true: "conflict", false: "conflicts"}[c == 1])
 	}
-	return s + " · n: next unviewed · m: mark viewed"
+	s += " · n: next unviewed · m: mark viewed · h: hunks, lines"
+	switch {
+	case n.tree != nil && n.tree.on:
+		s += " · t: flat list · ←/→: fold"
+	case n.tree != nil:
+		s += " · t: tree"
+	}
+	return s
 }
 
-// options are the list's options, made once (labels with viewed marks, selection).
+// options are the list's options (labels with viewed marks, selection): the files, or the
+// tree's rows when it is shown.
 func (n *listNav) options() []huh.Option[int] {
-	sel := map[int]bool{}
-	for _, i := range *n.chosen {
-		sel[i] = true
+	sel := n.selection()
+	n.order = n.order[:0]
+	if n.tree != nil && n.tree.on {
+		n.order = n.tree.rows(n.order)
+	} else {
+		for i := range n.items {
+			n.order = append(n.order, i)
+		}
 	}
-	n.opts = make([]huh.Option[int], len(n.items))
+	n.posOf = make(map[int]int, len(n.order))
+	n.hiddenSel = map[int]bool{}
+	var visible []int
+	for p, v := range n.order {
+		n.posOf[v] = p
+		if v >= 0 && sel[v] {
+			visible = append(visible, v)
+		}
+	}
 	for i := range n.items {
-		n.opts[i] = huh.NewOption(n.label(i, n.viewed[i]), i).Selected(sel[i])
+		if _, shown := n.posOf[i]; !shown && sel[i] {
+			n.hiddenSel[i] = true
+		}
+	}
+	*n.chosen = visible
+	n.opts = make([]huh.Option[int], len(n.order))
+	for p, v := range n.order {
+		l := ""
+		if v < 0 {
+			l = n.tree.dirLabel(n, v, sel)
+		} else {
+			l = n.rowLabel(v)
+		}
+		n.opts[p] = huh.NewOption(l, v).Selected(n.rowSelected(v, sel))
 	}
 	return n.opts
+}
+
+// selection is which items are selected now: the shown ones as huh has them, the others as
+// they were when their directory was collapsed.
+func (n *listNav) selection() map[int]bool {
+	sel := map[int]bool{}
+	for _, i := range *n.chosen {
+		if i >= 0 {
+			sel[i] = true
+		}
+	}
+	for i, ok := range n.hiddenSel {
+		sel[i] = sel[i] || ok
+	}
+	return sel
+}
+
+// rowLabel is the label of option value v: an item's, or a directory row's.
+func (n *listNav) rowLabel(v int) string {
+	if v < 0 {
+		return n.tree.dirLabel(n, v, nil)
+	}
+	if n.tree != nil && n.tree.on {
+		return n.tree.itemLabel(n, v)
+	}
+	return n.label(v, n.viewed[v])
+}
+
+// rowSelected says whether row v shows as selected: an item as it is, a directory when
+// every file in it is.
+func (n *listNav) rowSelected(v int, sel map[int]bool) bool {
+	if v >= 0 {
+		return sel[v]
+	}
+	for _, i := range n.tree.dirs[dirIndex(v)].items {
+		if !sel[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// selected is the final selection, shown or not.
+func (n *listNav) selected() []int {
+	var out []int
+	for i, ok := range n.selection() {
+		if ok {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // description is the list's description: the progress line, then help.
@@ -69,7 +165,18 @@ func (n *listNav) description() string {
 // when it next updates (relabelMsg). If huh ever copied the options, the marks would not show
 // and nothing else would change (the progress line still counts).
 func (n *listNav) relabel(i int) {
-	n.opts[i].Key = n.label(i, n.viewed[i])
+	if p, ok := n.posOf[i]; ok {
+		n.opts[p].Key = n.rowLabel(i)
+	} else if n.posOf == nil {
+		n.opts[i].Key = n.label(i, n.viewed[i])
+	}
+	if n.tree != nil && n.tree.on {
+		for _, d := range n.tree.dirsOf[i] {
+			if p, ok := n.posOf[dirValue(d)]; ok {
+				n.opts[p].Key = n.rowLabel(dirValue(d))
+			}
+		}
+	}
 	n.ms.Description(n.description())
 }
 
@@ -84,15 +191,45 @@ func (m *formModel) redraw() {
 	}
 }
 
-// next is the first item after cur (wrapping) that is unviewed ("n") or a conflict ("c").
+// next is the first item after cur (wrapping, in the order the list shows them, shown or in
+// a collapsed directory) that is unviewed ("n") or a conflict ("c"). cur may be a directory's
+// row: the search starts at its first file.
 func (n *listNav) next(cur int, key string) (int, bool) {
-	for k := 1; k <= len(n.items); k++ {
-		i := (cur + k) % len(n.items)
+	order := n.itemOrder()
+	at := -1
+	for k, i := range order {
+		if i == cur {
+			at = k
+		}
+	}
+	if cur < 0 && n.tree != nil {
+		if d := n.tree.dirs[dirIndex(cur)]; len(d.items) > 0 {
+			for k, i := range order {
+				if i == d.items[0] {
+					at = k - 1
+				}
+			}
+		}
+	}
+	for k := 1; k <= len(order); k++ {
+		i := order[(at+k+len(order))%len(order)]
 		if (key == "n" && !n.viewed[i]) || (key == "c" && n.items[i].Conflict) {
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// itemOrder is every item in the order the list shows them.
+func (n *listNav) itemOrder() []int {
+	if n.tree != nil && n.tree.on {
+		return n.tree.itemOrder
+	}
+	out := make([]int, len(n.items))
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // navKey handles the list's keys in m; false when key is not one of them.
@@ -102,12 +239,22 @@ func (m *formModel) navKey(key string) bool {
 	if !ok {
 		return key == "n" || key == "c" || key == "m"
 	}
+	if m.treeKey(key, cur) {
+		return true
+	}
 	switch key {
 	case "n", "c":
 		if t, ok := n.next(cur, key); ok {
+			if _, shown := n.posOf[t]; !shown && n.tree != nil {
+				n.tree.expandTo(t)
+				m.rebuild()
+			}
 			m.moveTo(t)
 		}
 	case "m":
+		if cur < 0 {
+			return true // a directory's row
+		}
 		n.viewed[cur] = !n.viewed[cur]
 		n.relabel(cur)
 		m.redraw()
@@ -128,11 +275,20 @@ func (m *formModel) navKey(key string) bool {
 // cursor on an option): from the top or the bottom when nearer, by half pages (ctrl+d/ctrl+u)
 // while far, then line by line. The keys go to the field itself (the form would draw every
 // option after each of them); the form draws once at the end.
-func (m *formModel) moveTo(t int) {
+func (m *formModel) moveTo(value int) {
 	defer m.redraw()
-	if cur, ok := m.nav.ms.Hovered(); ok {
+	t, ok := m.nav.posOf[value]
+	if !ok {
+		return
+	}
+	hovered := func() (int, bool) {
+		v, ok := m.nav.ms.Hovered()
+		p, shown := m.nav.posOf[v]
+		return p, ok && shown
+	}
+	if cur, ok := hovered(); ok {
 		// From the nearest of where it is, the top and the bottom.
-		last := len(m.nav.items) - 1
+		last := len(m.nav.order) - 1
 		d := max(t-cur, cur-t)
 		var k tea.KeyMsg
 		switch {
@@ -146,8 +302,8 @@ func (m *formModel) moveTo(t int) {
 		}
 	}
 	step := -1 // how far a half page moves (-1: not known yet)
-	for guard := 0; guard <= 2*len(m.nav.items)+2; guard++ {
-		cur, ok := m.nav.ms.Hovered()
+	for guard := 0; guard <= 2*len(m.nav.order)+2; guard++ {
+		cur, ok := hovered()
 		if !ok || cur == t {
 			return
 		}
@@ -167,7 +323,7 @@ func (m *formModel) moveTo(t int) {
 		}
 		m.nav.ms.Update(k)
 		if half {
-			now, _ := m.nav.ms.Hovered()
+			now, _ := hovered()
 			step = max(now-cur, cur-now)
 		}
 	}

@@ -377,6 +377,9 @@ func (p *painter) itemDoc(it *review.Item, width int) (lines []string, hunkAt []
 // entryInfo describes what changed in the entries themselves (type, mode, link target).
 func entryInfo(it *review.Item) string {
 	b, g := it.Base, it.Guest
+	if it.Moved {
+		b = it.From.Base // a rename: the old name's entry
+	}
 	var parts []string
 	switch {
 	case b == nil && g != nil:
@@ -450,6 +453,8 @@ func label(it *review.Item) string {
 		if it.Text && len(it.Hunks) > 1 {
 			s += fmt.Sprintf(" (%d hunks)", len(it.Hunks))
 		}
+	case it.Moved && it.Text:
+		s += "  (same content)"
 	case it.Description != "" && it.Kind != staging.ModeChanged:
 		s += "  " + termsafe.String(it.Description)
 	}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -34,9 +35,11 @@ func (r *reviewer) offerAllDiffs(items []*review.Item) error {
 	return nil
 }
 
-// fileList is step 1: which items to act on.
-func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
+// fileList is step 1: which items to act on, and the hunks and lines chosen of some of them
+// ("h", pre: by index in items).
+func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]review.Decision, error) {
 	w, h := r.size()
+	pre := map[int]review.Decision{}
 	var chosen []int
 	for i, it := range items {
 		if !it.Conflict {
@@ -46,6 +49,9 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 	nav := &listNav{items: items, viewed: make([]bool, len(items)), chosen: &chosen,
 		label: func(i int, viewed bool) string {
 			l := label(items[i])
+			if d, ok := pre[i]; ok {
+				l += " · " + chosenNote(items[i], d)
+			}
 			if viewed {
 				l += " · viewed"
 			}
@@ -54,6 +60,18 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 			}
 			return l
 		}}
+	nav.width, nav.screenH = w, h
+	nav.note = func(i int) string {
+		if d, ok := pre[i]; ok {
+			return " · " + chosenNote(items[i], d)
+		}
+		return ""
+	}
+	if !r.accessible {
+		nav.tree = newFileTree(items)
+		// A large change in several directories starts as a tree; t shows the flat list.
+		nav.tree.on = len(items) > treeFrom && len(nav.tree.root.children)+min(1, len(nav.tree.root.files)) > 1
+	}
 	opts := nav.options()
 	desc := "space: toggle · v: view diff · enter: continue · esc: abort"
 	if r.accessible {
@@ -102,13 +120,32 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 		if avail := h - over; 1+descLines+len(items) > avail {
 			ms.Height(max(4, avail))
 		}
+		// The same, for the tree's rows as they come and go (filetree.go).
+		nav.height = func() int {
+			descLines := 0
+			for _, l := range strings.Split(nav.description(), "\n") {
+				descLines += lineCount(l, w-4)
+			}
+			want := 1 + descLines + len(nav.order)
+			if avail := h - over; want > avail {
+				return max(4, avail)
+			}
+			return want
+		}
 	}
 	f := r.form(summaryLine(r.cs.Summary()), fields...)
 	nav.ms = ms
 	if r.accessible {
 		nav = nil
 	}
-	err := r.runFormNav(f, func() *doc {
+	var keys map[string]formKey
+	if nav != nil {
+		keys = map[string]formKey{"h": {
+			ok:  func() bool { return nav.hunksOK() },
+			run: func() error { return r.hunksFromList(nav, pre) },
+		}}
+	}
+	err := r.runFormKeys(f, func() *doc {
 		i, ok := ms.Hovered()
 		if !ok || i < 0 || i >= len(items) {
 			return nil
@@ -119,9 +156,12 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 			nav.relabel(i)
 		}
 		return r.itemDoc(items[i], -1)
-	}, nav)
+	}, nav, keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if nav != nil {
+		chosen = nav.selected() // also of the files in folded directories
 	}
 	sel := make([]bool, len(items))
 	for _, i := range chosen {
@@ -129,7 +169,7 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, error) {
 			sel[i] = true
 		}
 	}
-	return sel, nil
+	return sel, pre, nil
 }
 
 // revertRejected asks whether files left out of the file list should also be put back to
@@ -243,34 +283,25 @@ func (r *reviewer) perFile(it *review.Item, idx, total int) (review.Decision, er
 	case choiceRevert:
 		d.Action = review.RejectRevert
 	case choiceHunks:
-		mask, err := r.chooseHunks(it)
+		mask, lines, err := r.chooseHunks(it)
 		if err != nil {
 			return review.Decision{}, err
 		}
-		all, none := true, true
-		for _, ok := range mask {
-			all = all && ok
-			none = none && !ok
-		}
-		switch {
-		case none:
-			d.Action = review.Reject
-		case !all:
-			d.Hunks = mask
-		}
+		d = hunksDecision(it, mask, lines)
 	}
 	return d, nil
 }
 
-// chooseHunks asks accept/reject for every hunk of it.
-func (r *reviewer) chooseHunks(it *review.Item) ([]bool, error) {
-	mask := make([]bool, len(it.Hunks))
+// chooseHunks asks accept/reject for every hunk of it; "s" splits a hunk into its lines
+// (chooseLines). lines is nil unless some hunk was split and only some of its lines taken.
+func (r *reviewer) chooseHunks(it *review.Item) (mask []bool, lines [][]bool, err error) {
+	mask = make([]bool, len(it.Hunks))
 	for i := range it.Hunks {
 		ok := true
 		// Layout: group title 1, note (title, blank, lines, blank), gap 1, confirm (title,
 		// blank, buttons), blank 1, help 1: 10 + lines; one line spare.
 		note := huh.NewNote().
-			Title(fmt.Sprintf("Hunk %d of %d", i+1, len(it.Hunks)) + r.vHint(" (v: the whole diff)")).
+			Title(fmt.Sprintf("Hunk %d of %d", i+1, len(it.Hunks)) + r.vHint(" (v: the whole diff · s: split into lines)")).
 			Description(r.preview(it, i, r.height()-11))
 		conf := huh.NewConfirm().
 			Title(fmt.Sprintf("Accept hunk %d of %d?", i+1, len(it.Hunks))).
@@ -278,12 +309,34 @@ func (r *reviewer) chooseHunks(it *review.Item) ([]bool, error) {
 			Value(&ok)
 		f := r.form(label(it), note, conf)
 		hunk := i
-		if err := r.runForm(f, func() *doc { return r.itemDoc(it, hunk) }); err != nil {
-			return nil, err
+		var split []bool
+		keys := map[string]formKey{"s": {run: func() error {
+			var err error
+			split, err = r.chooseLines(it, hunk)
+			if err == nil {
+				// Chosen: the form is done (huh has no call to complete it; the keys do).
+				err = errLinesChosen
+			}
+			return err
+		}}}
+		err := r.runFormKeys(f, func() *doc { return r.itemDoc(it, hunk) }, nil, keys)
+		switch {
+		case errors.Is(err, errLinesChosen):
+			var some bool
+			mask[i], some = linesVerdict(it.Hunks[i], split)
+			if some {
+				if lines == nil {
+					lines = make([][]bool, len(it.Hunks))
+				}
+				lines[i] = split
+			}
+			continue
+		case err != nil:
+			return nil, nil, err
 		}
 		mask[i] = ok
 	}
-	return mask, nil
+	return mask, lines, nil
 }
 
 // conflict is step 3 for one selected conflict.

@@ -45,7 +45,10 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 //
 // Keys of the full-screen UI: ↑/↓ or j/k move; space or x toggle a file, ctrl+a all/none, /
 // filters the list; n goes to the next unviewed file, c to the next conflict, m marks a file
-// viewed (listnav.go); enter goes on; y/n answer a hunk or the confirmation; v shows the whole
+// viewed (listnav.go); t shows the list as a tree by directory, ←/→ fold and unfold, space on
+// a directory's row selects or leaves out all of it (filetree.go); h chooses the hunks and
+// lines of the file at the cursor, s on a hunk its lines (lines.go); enter goes on; y/n
+// answer a hunk or the confirmation; v shows the whole
 // diff of the file at hand (or the whole plan) in a scrollable view (↑/↓, j/k, PgUp/PgDn,
 // space/b, g/G; / searches, n finds the next; w hides white-space-only changes; s side by
 // side; q or enter go back) and marks the file viewed; esc (unless closing the filter or a
@@ -157,7 +160,7 @@ func (r *reviewer) run() ([]review.Decision, error) {
 			return nil, err
 		}
 	}
-	selected, err := r.fileList(items, refused)
+	selected, pre, err := r.fileList(items, refused)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +172,10 @@ func (r *reviewer) run() ([]review.Decision, error) {
 			continue
 		}
 		if !selected[i] {
+			continue
+		}
+		if d, ok := pre[i]; ok {
+			decs[i] = d // hunks and lines chosen from the list ("h")
 			continue
 		}
 		if it.Text && len(it.Hunks) > 1 {

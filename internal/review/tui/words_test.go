@@ -196,7 +196,10 @@ func TestTUILargeChangeViewedToCompletion(t *testing.T) {
 		cs.Items = append(cs.Items, it)
 	}
 	s := startTUIFor(t, 600, 120, 40, "", cs)
-	s.waitFor("viewed 0 of 500 · 2 conflicts", "> ✓ M pkg00/file000.go")
+	// A large change in several directories starts as a tree; t shows the flat list.
+	s.waitFor("viewed 0 of 500 · 2 conflicts", "> • ▾ pkg00/  25 files · 1 conflict · 24 selected", "✓   M file000.go")
+	s.keys("t")
+	s.waitFor("> ✓ M pkg00/file000.go")
 	// Leave file001 out; view file002 (v marks it).
 	s.keys("Down")
 	s.waitFor("> ✓ M pkg00/file001.go")
