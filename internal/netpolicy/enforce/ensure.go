@@ -20,7 +20,11 @@ type EnsureOptions struct {
 	Own    string // the staged copy to hand to the user, or ""
 	// StagingUID is the guest user whose entries under Own are handed over (sudo's SUDO_UID).
 	StagingUID int
-	Layout     Layout
+	// StagingGID is the Lima user's group (sudo's SUDO_GID): the relay directory's.
+	StagingGID int
+	// Secrets are the session's bound hosts, CA and placeholders (nil: none; secrets.go).
+	Secrets *netpolicy.SecretsSetup
+	Layout  Layout
 }
 
 // Ensure puts a user's policy in place: the user, its policy and environment files, the
@@ -40,6 +44,9 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	}
 	l := o.Layout
 	res := netpolicy.EnsureResult{User: o.User, UID: -1, Policy: policy.String(), Log: l.logFile(o.User)}
+	if err := checkSecretsPolicy(policy, o.Secrets); err != nil {
+		return netpolicy.EnsureResult{}, err
+	}
 	if !policy.Restricted() {
 		if err := dropUserPolicy(ctx, l, o.User); err != nil {
 			return netpolicy.EnsureResult{}, err
@@ -59,11 +66,35 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 		return netpolicy.EnsureResult{}, err
 	}
 	res.UID, res.Home = u.UID, u.Home
-	data, _ := json.Marshal(UserPolicy{User: o.User, UID: u.UID, Policy: policy.String()})
+	up := UserPolicy{User: o.User, UID: u.UID, Policy: policy.String()}
+	envMode := os.FileMode(0o644)
+	if o.Secrets != nil {
+		// The relay directory and the CA first: the proxy hands bound hosts to the relay from
+		// the moment the policy file names them.
+		if err := ensureSecrets(ctx, l, o.User, o.StagingUID, o.StagingGID, o.Secrets); err != nil {
+			return netpolicy.EnsureResult{}, err
+		}
+		up.SecretHosts, up.RelayUID = o.Secrets.Hosts, o.StagingUID
+		envMode = 0o640 // the placeholders: the agent's own (its group), no other agent's
+	}
+	data, _ := json.Marshal(up)
 	if _, err := writeFileIfChanged(l.policyFile(o.User), append(data, '\n'), 0o644); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the policy of %s: %w", o.User, err)
 	}
-	if _, err := writeFileIfChanged(l.envFile(o.User), []byte(ProxyEnv(policy, l.ProxyAddr())), 0o644); err != nil {
+	if o.Secrets == nil {
+		if err := dropSecrets(ctx, l, o.User); err != nil {
+			return netpolicy.EnsureResult{}, err
+		}
+	}
+	env := ProxyEnv(policy, l.ProxyAddr()) + secretsEnv(l, o.User, o.Secrets)
+	if _, err := writeFileIfChanged(l.envFile(o.User), []byte(env), envMode); err != nil {
+		return netpolicy.EnsureResult{}, fmt.Errorf("writing the environment of %s: %w", o.User, err)
+	}
+	envGID := os.Getegid()
+	if o.Secrets != nil {
+		envGID = u.GID
+	}
+	if err := os.Lchown(l.envFile(o.User), os.Geteuid(), envGID); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the environment of %s: %w", o.User, err)
 	}
 	if err := rebuildRules(ctx, l); err != nil {
@@ -123,6 +154,9 @@ func dropUserPolicy(ctx context.Context, l Layout, user string) error {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", path, err)
 		}
+	}
+	if err := dropSecrets(ctx, l, user); err != nil {
+		return err
 	}
 	return rebuildRules(ctx, l)
 }
