@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,9 @@ type Agent struct {
 	// Carry are files, relative to the home directories, copied from the Lima user's home to
 	// User's when User has none: the session's marker when a session comes under a policy.
 	Carry []string
+	// Secrets, when set, are the session's secrets: `net ensure` gets their setup on its
+	// standard input, and the connection's relay listens for the guest's proxy (relay.go).
+	Secrets *AgentSecrets
 }
 
 // AgentSetup is what the guest reported when it set the agent up (`net ensure`'s line).
@@ -73,6 +77,14 @@ func (a *Agent) check() error {
 	if a.Own != "" && (!path.IsAbs(a.Own) || path.Clean(a.Own) != a.Own || a.Own == "/") {
 		return fmt.Errorf("agent user %s: the staged copy %q is not a clean absolute path", a.User, a.Own)
 	}
+	if a.Secrets != nil {
+		if err := a.Secrets.Setup.Check(); err != nil {
+			return fmt.Errorf("agent user %s: %w", a.User, err)
+		}
+		if a.Secrets.Serve == nil {
+			return fmt.Errorf("agent user %s: secrets without a relay", a.User)
+		}
+	}
 	for _, c := range a.Carry {
 		if path.IsAbs(c) || path.Clean(c) != c || strings.HasPrefix(c, "..") {
 			return fmt.Errorf("agent user %s: %q is not a path inside a home directory", a.User, c)
@@ -105,6 +117,9 @@ func (a *Agent) setupScript(exe string) string {
 	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(a.Policy)
 	if a.Own != "" {
 		ensure += " --own " + q(a.Own)
+	}
+	if a.Secrets != nil {
+		ensure += " --secrets-stdin" // the setup comes on the script's standard input
 	}
 	b.WriteString("out=$(" + ensure + ")\nprintf '%s\\n' \"$out\"\n")
 	if len(a.Carry) > 0 {
@@ -141,7 +156,18 @@ func (a *Agent) parseSetup(out string) (*AgentSetup, error) {
 // user; the runner is then started as that user (runnerCommand).
 func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	a := l.agent
-	out, err := l.t.Output(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)))
+	var out string
+	var err error
+	if a.Secrets != nil {
+		// The bound hosts, the CA and the placeholders on `net ensure`'s standard input (never
+		// on a command line, though none of them is a value).
+		in, _ := json.Marshal(a.Secrets.Setup)
+		var b []byte
+		b, err = l.t.Stream(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)), bytes.NewReader(in))
+		out = string(b)
+	} else {
+		out, err = l.t.Output(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)))
+	}
 	if err != nil {
 		if exitStatus(err) == 97 {
 			return ErrPolicyNeedsSudo
@@ -163,6 +189,11 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	l.closers = append(l.closers, p.Stop)
 	if old != nil {
 		_ = old.Close()
+	}
+	if a.Secrets != nil {
+		if err := l.startRelay(a, l.log); err != nil {
+			return fmt.Errorf("the secrets relay of %s: %w", a.User, err)
+		}
 	}
 	return nil
 }

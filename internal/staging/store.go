@@ -63,6 +63,10 @@ func (s Store) baselinePath(id string) string {
 	return filepath.Join(s.sessionDir(id), "baseline.json.gz")
 }
 
+// SessionDir is the session's host state directory (its secrets' CA and log of uses are kept
+// there: internal/secrets).
+func (s Store) SessionDir(id string) string { return s.sessionDir(id) }
+
 // BackupDir is where an apply keeps what it overwrote (see internal/review).
 func (s Store) BackupDir(id string) string { return filepath.Join(s.sessionDir(id), "backups") }
 

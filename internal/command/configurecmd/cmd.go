@@ -83,6 +83,7 @@ are off; it writes nothing.`,
 	_ = cmd.MarkFlagDirname("workdir")
 	flags.BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
 	flags.StringVar(&opts.Network, "network", "", "Start the server with this network `POLICY` (serve --network: none, allow:HOST[,HOST...] or open)")
+	cmdutil.AddSecretFlags(cmd, &opts.Secrets)
 	flags.StringVar(&opts.Session, "session", "", "Start the server on this session `NAME` of the project (serve --session): a staged copy of this agent's own, reviewed separately (docs/sessions.md)")
 	flags.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
 	flags.BoolVar(&opts.List, "list", false, "Show which agents are configured for the project (or with --user) and write nothing")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -67,11 +68,22 @@ func Run(ctx context.Context, opts *Options) error {
 			staging.SessionLabel(only), t.Instance.Name, staging.SessionFlag(only), t.Instance.Name, t.Instance.Name)
 		return nil
 	}
-	printStatus(ios.Out, t.Instance.Name, sts)
+	printStatus(ios.Out, t.Instance.Name, sts, func(s staging.SessionStatus) []string { return SecretsUses(t.Store, s.Workdir, s.Session) })
 	return nil
 }
 
-func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
+// SecretsUses are the lines of a session's log of secrets' uses (kept on the host by the
+// relay: internal/secrets), "ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com";
+// none when the session never had secrets.
+func SecretsUses(store staging.Store, workdir, session string) []string {
+	log, err := secrets.ReadUses(store.SessionDir(staging.SessionIDOf(workdir, session)))
+	if err != nil {
+		return []string{"unknown (" + err.Error() + ")"}
+	}
+	return log.Summary()
+}
+
+func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, secretsUses func(staging.SessionStatus) []string) {
 	if len(sts) == 0 {
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
@@ -103,6 +115,11 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 		}
 		if s.Network != nil && s.Network.Policy != staging.OpenNetwork {
 			fmt.Fprintf(w, "  network:    %s\n", termsafe.String(strings.TrimPrefix(s.Network.Line(), "network policy ")))
+		}
+		if secretsUses != nil {
+			for _, line := range secretsUses(s) {
+				fmt.Fprintf(w, "  secrets:    %s\n", termsafe.String(line))
+			}
 		}
 		printCheckpoints(w, inst, s)
 	}
