@@ -288,3 +288,55 @@ func TestSecretsPolicyChecks(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestEnsureAndDropSecretsFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the relay directory is given to another user")
+	}
+	base := t.TempDir()
+	l := Layout{Secrets: filepath.Join(base, "secrets"), TrustDir: filepath.Join(base, "trust"), TrustBundle: "/bundle"}
+	s := &netpolicy.SecretsSetup{Hosts: []string{"api.anthropic.com:443"}, CAPEM: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
+	if err := ensureSecrets(context.Background(), l, "lmcp-x", 4242, 4243, s); err != nil {
+		t.Fatal(err)
+	}
+	dir := l.secretsDir("lmcp-x")
+	st, err := os.Lstat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || st.Mode().Perm() != 0o700 || sys.Uid != 4242 || sys.Gid != 4243 {
+		t.Errorf("relay directory: %v uid %d gid %d", st.Mode(), sys.Uid, sys.Gid)
+	}
+	if data, err := os.ReadFile(l.caFile("lmcp-x")); err != nil || string(data) != s.CAPEM {
+		t.Errorf("CA: %q %v", data, err)
+	}
+	// A socket an earlier connection left is removed (the next forward binds there).
+	ln, err := net.Listen("unix", filepath.Join(dir, netpolicy.RelaySocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	os.Chmod(dir, 0o755)
+	if err := ensureSecrets(context.Background(), l, "lmcp-x", 4242, 4243, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, netpolicy.RelaySocketName)); !os.IsNotExist(err) {
+		t.Errorf("the old socket is still there: %v", err)
+	}
+	if st, _ := os.Lstat(dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("the directory's mode was not put back: %v", st.Mode())
+	}
+	if err := ensureSecrets(context.Background(), l, "lmcp-x", -1, -1, s); err == nil {
+		t.Error("no relay user: accepted")
+	}
+	if err := dropSecrets(context.Background(), l, "lmcp-x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, l.caFile("lmcp-x")} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left: %v", p, err)
+		}
+	}
+}
