@@ -15,7 +15,7 @@ import (
 )
 
 const netUsage = `usage (as root, through sudo -n):
-  limactl-mcp-runner net ensure --user lmcp-NAME --policy none|allow:HOST[,HOST...]|open [--own DIR]
+  limactl-mcp-runner net ensure --user lmcp-NAME --policy none|allow:HOST[,HOST...]|open [--own DIR] [--secrets-stdin] [--live]
   limactl-mcp-runner net remove --user lmcp-NAME
   limactl-mcp-runner net release --user lmcp-NAME [--own DIR]
   limactl-mcp-runner net report --user lmcp-NAME [--entries N]
@@ -41,13 +41,26 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	case "ensure":
 		spec := fs.String("policy", "", "the network policy")
 		own := fs.String("own", "", "the staged copy to hand to the user")
+		secretsStdin := fs.Bool("secrets-stdin", false, "read the session's secrets setup (bound hosts, CA, placeholders: JSON) from stdin")
+		live := fs.Bool("live", false, "a change of a running session's policy: keep the secrets its set-up gave")
 		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" || *spec == "" {
 			fs.Usage()
 			return 2
 		}
+		var setup *netpolicy.SecretsSetup
+		if *secretsStdin {
+			data, rerr := io.ReadAll(io.LimitReader(os.Stdin, netpolicy.MaxSecretsSetup+1))
+			if rerr == nil {
+				setup, rerr = netpolicy.ParseSecretsSetup(data)
+			}
+			if rerr != nil {
+				fmt.Fprintf(stderr, "limactl-mcp-runner net ensure: --secrets-stdin: %v\n", rerr)
+				return 1
+			}
+		}
 		var res netpolicy.EnsureResult
 		res, err = enforce.Ensure(ctx, enforce.EnsureOptions{User: *user, Policy: *spec, Own: *own,
-			StagingUID: enforce.StagingUIDFromSudo(), Layout: layout})
+			StagingUID: enforce.StagingUIDFromSudo(), StagingGID: enforce.StagingGIDFromSudo(), Secrets: setup, Live: *live, Layout: layout})
 		if err == nil {
 			line, _ := json.Marshal(res)
 			fmt.Fprintf(stdout, "%s\n", line)

@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,9 @@ type Agent struct {
 	// Its answer is used only when it is a policy ("" or "open", a switch of identity that a
 	// running connection cannot make, keeps Policy).
 	Live func() string
+	// Secrets, when set, are the session's secrets: `net ensure` gets their setup on its
+	// standard input, and the connection's relay listens for the guest's proxy (relay.go).
+	Secrets *AgentSecrets
 }
 
 // CurrentPolicy is the policy the agent is under now: Live's answer, else Policy.
@@ -89,6 +93,14 @@ func (a *Agent) check() error {
 	if a.Own != "" && (!path.IsAbs(a.Own) || path.Clean(a.Own) != a.Own || a.Own == "/") {
 		return fmt.Errorf("agent user %s: the staged copy %q is not a clean absolute path", a.User, a.Own)
 	}
+	if a.Secrets != nil {
+		if err := a.Secrets.Setup.Check(); err != nil {
+			return fmt.Errorf("agent user %s: %w", a.User, err)
+		}
+		if a.Secrets.Serve == nil {
+			return fmt.Errorf("agent user %s: secrets without a relay", a.User)
+		}
+	}
 	for _, c := range a.Carry {
 		if path.IsAbs(c) || path.Clean(c) != c || strings.HasPrefix(c, "..") {
 			return fmt.Errorf("agent user %s: %q is not a path inside a home directory", a.User, c)
@@ -121,6 +133,9 @@ func (a *Agent) setupScript(exe string) string {
 	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(a.CurrentPolicy())
 	if a.Own != "" {
 		ensure += " --own " + q(a.Own)
+	}
+	if a.Secrets != nil {
+		ensure += " --secrets-stdin" // the setup comes on the script's standard input
 	}
 	b.WriteString("out=$(" + ensure + ")\nprintf '%s\\n' \"$out\"\n")
 	if len(a.Carry) > 0 {
@@ -157,7 +172,18 @@ func (a *Agent) parseSetup(out string) (*AgentSetup, error) {
 // user; the runner is then started as that user (runnerCommand).
 func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	a := l.agent
-	out, err := l.t.Output(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)))
+	var out string
+	var err error
+	if a.Secrets != nil {
+		// The bound hosts, the CA and the placeholders on `net ensure`'s standard input (never
+		// on a command line, though none of them is a value).
+		in, _ := json.Marshal(a.Secrets.Setup)
+		var b []byte
+		b, err = l.t.Stream(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)), bytes.NewReader(in))
+		out = string(b)
+	} else {
+		out, err = l.t.Output(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)))
+	}
 	if err != nil {
 		if exitStatus(err) == 97 {
 			return ErrPolicyNeedsSudo
@@ -179,6 +205,11 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	l.closers = append(l.closers, p.Stop)
 	if old != nil {
 		_ = old.Close()
+	}
+	if a.Secrets != nil {
+		if err := l.startRelay(a, l.log); err != nil {
+			return fmt.Errorf("the secrets relay of %s: %w", a.User, err)
+		}
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ type link struct {
 	closers []func() // what else ends with the link (the agent's SFTP process)
 	// systemRunner is the path of the root-owned runner, "" when the runner is the user's copy.
 	systemRunner string
+	log          *slog.Logger
 }
 
 // New returns a Conn that connects on first use.
@@ -279,7 +280,9 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 	// there is none or it fails in any way (gone, refused, a VM restarted under it): correct
 	// first, then fast. Without the runner every command would be a session of its own, which
 	// the direct connection serves as `limactl shell` does.
-	if t.ControlPath != "" && !c.opts.NoRunner {
+	// An agent with secrets needs the relay's forward, which only a connection of our own
+	// carries (sshlink.ErrNoForward says why).
+	if t.ControlPath != "" && !c.opts.NoRunner && (c.opts.Agent == nil || c.opts.Agent.Secrets == nil) {
 		m, err := sshlink.NewMaster(t)
 		if err == nil {
 			var l *link
@@ -302,7 +305,7 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 
 // newLink is a link over the transport tr to t.
 func (c *Conn) newLink(t *sshlink.Target, tr sshlink.Transport) *link {
-	return &link{target: t, t: tr, ops: sessionBackend{}, done: make(chan struct{}), agent: c.opts.Agent}
+	return &link{target: t, t: tr, ops: sessionBackend{}, done: make(chan struct{}), agent: c.opts.Agent, log: c.log}
 }
 
 // watch closes l.done when the transport is gone or any of vital is closed (a nil one never is).

@@ -63,7 +63,8 @@ func (s Store) baselinePath(id string) string {
 	return filepath.Join(s.sessionDir(id), "baseline.json.gz")
 }
 
-// SessionDir is the session's host state directory (its timeline is there: internal/timeline).
+// SessionDir is the session's host state directory (its timeline is there: internal/timeline;
+// its secrets' CA and log of uses: internal/secrets).
 func (s Store) SessionDir(id string) string { return s.sessionDir(id) }
 
 // BackupDir is where an apply keeps what it overwrote (see internal/review).

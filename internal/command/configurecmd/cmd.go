@@ -90,6 +90,7 @@ open), and the output says what the project seems to need.`,
 	_ = cmd.MarkFlagDirname("workdir")
 	flags.BoolVar(&opts.Create, "create", false, "Create and start the instance (without host mounts) if it does not exist, start it if it is stopped")
 	flags.StringVar(&opts.Network, "network", "", "Start the server with this network `POLICY` (serve --network: none, allow:HOST[,HOST...] or open); without it, configure asks in a terminal, proposing the presets of the project's files")
+	cmdutil.AddSecretFlags(cmd, &opts.Secrets)
 	flags.StringVar(&opts.Session, "session", "", "Start the server on this session `NAME` of the project (serve --session): a staged copy of this agent's own, reviewed separately (docs/sessions.md)")
 	flags.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
 	flags.BoolVar(&opts.List, "list", false, "Show which agents are configured for the project (or with --user) and write nothing")

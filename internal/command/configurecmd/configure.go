@@ -12,8 +12,10 @@ import (
 	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/agentconfig"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
@@ -33,6 +35,9 @@ type Options struct {
 	Create  bool
 	// Network is --network: written into the server's command (serve --network=POLICY).
 	Network string
+	// Secrets are --secret and --agent-secrets: written into the server's command as specs
+	// (never a value: serve reads the values on the host when it starts).
+	Secrets cmdutil.SecretFlags
 	// Session is --session: written into the server's command (serve --session=NAME), so that
 	// this agent works on a staged copy of its own (docs/sessions.md).
 	Session  string
@@ -169,7 +174,12 @@ func configure(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if opts.Network != "" || session != "" {
+	if opts.Secrets.Any() {
+		if err := checkSecretSpecs(opts.Secrets, opts.Network); err != nil {
+			return err
+		}
+	}
+	if opts.Network != "" || session != "" || opts.Secrets.Any() {
 		planOpts.Command = []string{"limactl", "mcp", "serve", opts.Instance}
 		if opts.Network != "" {
 			planOpts.Command = append(planOpts.Command, "--network="+opts.Network)
@@ -177,6 +187,7 @@ func configure(opts *Options) error {
 		if session != "" {
 			planOpts.Command = append(planOpts.Command, "--session="+session)
 		}
+		planOpts.Command = append(planOpts.Command, opts.Secrets.Args()...)
 	}
 	changes, err := agentconfig.Plan(planOpts)
 	if err != nil {
@@ -230,4 +241,16 @@ func verb(c agentconfig.Change) string {
 		return "create"
 	}
 	return "update"
+}
+
+// checkSecretSpecs checks --secret specs as serve will read them (their values are not read
+// here: serve reads them when it starts) and that the network policy can carry them.
+func checkSecretSpecs(f cmdutil.SecretFlags, network string) error {
+	if _, err := secrets.ParseSpecs(f.Specs, false, nil); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(network, "allow:") {
+		return fmt.Errorf("--secret needs --network allow:HOST,... (the bound hosts are added to it; under none no host is reached, under open the secrets are not carried yet)")
+	}
+	return nil
 }

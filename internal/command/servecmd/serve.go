@@ -42,6 +42,8 @@ type Options struct {
 	HTTP           HTTPOptions
 	// Network is --network: the session's network policy ("": the one it holds, else open).
 	Network string
+	// Secrets are --secret and --agent-secrets: values kept on the host (docs/secrets.md).
+	Secrets cmdutil.SecretFlags
 
 	// Open finds the instance and connects to it, logging to log (default: OpenInstance).
 	Open func(ctx context.Context, opts *Options, log *slog.Logger) (*sessionopen.Target, error)
@@ -83,6 +85,11 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// The secrets' values are read on the host before the VM is touched.
+	secretSet, err := cmdutil.ResolveSecrets(ctx, opts.Secrets, nil)
+	if err != nil {
+		return err
+	}
 	open := opts.Open
 	if open == nil {
 		open = OpenInstance
@@ -115,12 +122,17 @@ func Run(ctx context.Context, opts *Options) error {
 		if plan.Changes() {
 			log.Warn("the session's network policy changes", "from", plan.Net.Previous, "to", plan.Net.Network)
 		}
+		if _, err := cmdutil.WireSecrets(t, plan, secretSet, ios.ErrOut); err != nil {
+			return err
+		}
 		if plan.Net.Network != staging.OpenNetwork {
 			log.Info("the agent's commands and tools run as a guest user of their own under network policy "+plan.Net.Network, "user", plan.Net.Agent.User)
 		}
 		conn = plan.Conn()
 	} else if session != "" {
 		return fmt.Errorf("--session %s needs a staged session, and instance %q mounts host directories (one live copy, no sessions): use an instance started with --mount-none", session, opts.Instance)
+	} else if secretSet != nil {
+		return fmt.Errorf("--secret needs a staged session under --network allow:..., and instance %q mounts host directories: use an instance started with --mount-none", opts.Instance)
 	} else if opts.Network != "" && opts.Network != staging.OpenNetwork {
 		return fmt.Errorf("--network %s needs a staged session, and instance %q mounts host directories: use an instance started with --mount-none", opts.Network, opts.Instance)
 	}

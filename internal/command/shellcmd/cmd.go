@@ -33,7 +33,8 @@ unless --sync is given.`,
 		Example: `  limactl mcp shell agent -- claude "implement the parser"   # the agent runs in the VM, then review
   limactl mcp shell agent                                      # an interactive login shell there
   limactl mcp shell --yes agent -- make test                   # scripts: apply every non-conflict
-  limactl mcp shell --agent-env agent -- codex                 # with the agents' API keys
+  limactl mcp shell --network allow:@npm --agent-secrets agent -- claude   # the agents' API keys stay on the host
+  limactl mcp shell --agent-env agent -- codex                 # the keys' values enter the VM
   limactl mcp shell --env GITHUB_TOKEN --no-review agent -- gemini`,
 		ValidArgsFunction: cmdutil.CompleteInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,7 +68,8 @@ unless --sync is given.`,
 	flags := cmd.Flags()
 	flags.StringVar(&opts.Shell, "shell", "", "Shell interpreter in the guest, e.g. /bin/bash (default: the guest user's login shell)")
 	flags.StringArrayVar(&opts.Env, "env", nil, "Pass the host's environment variable `NAME` to the guest, or set NAME=VALUE (repeatable)")
-	flags.BoolVar(&opts.AgentEnv, "agent-env", false, "Pass the API keys and endpoints of the known agents that are set on the host (see docs/shell.md)")
+	flags.BoolVar(&opts.AgentEnv, "agent-env", false, "Pass the API keys and endpoints of the known agents that are set on the host (see docs/shell.md); the keys' values enter the VM: --agent-secrets keeps them on the host")
+	cmdutil.AddSecretFlags(cmd, &opts.Secrets)
 	flags.BoolVar(&opts.Sync, "sync", false, "Bring host edits made since the copy was staged or last synced into it first (as `limactl mcp sync`)")
 	flags.BoolVarP(&opts.Yes, "yes", "y", false, "After the command, apply every change that is not a conflict, without asking (conflicts are listed, not applied)")
 	flags.BoolVar(&opts.NoReview, "no-review", false, "After the command, leave the changes pending in the guest copy (review them later with `limactl mcp review`)")

@@ -2,8 +2,11 @@ package shellcmd
 
 import (
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
@@ -39,6 +42,33 @@ func envToPass(opts *Options, lookup func(string) (string, bool)) ([]string, err
 		}
 	}
 	return env, nil
+}
+
+// withoutNames is env (NAME=VALUE) without the variables names.
+func withoutNames(env []string, names []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// warnValuesEnterVM says on w which of env are API keys whose values now enter the VM, where
+// the agent can read them and send them anywhere the network lets it.
+func warnValuesEnterVM(w io.Writer, env []string) {
+	var keys []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(secrets.AgentSecretNames, name) {
+			keys = append(keys, name)
+		}
+	}
+	if len(keys) > 0 {
+		fmt.Fprintf(w, "limactl-mcp: warning: the values of %s enter the VM, where the agent (and whatever it is made to run) can read them; --agent-secrets (or --secret NAME) keeps them on the host\n", strings.Join(keys, ", "))
+	}
 }
 
 // agentEnvSet says whether env holds one of AgentEnvNames.

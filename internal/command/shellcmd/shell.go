@@ -47,6 +47,8 @@ type Options struct {
 	Env []string
 	// AgentEnv is --agent-env: pass AgentEnvNames that are set on the host.
 	AgentEnv bool
+	// Secrets are --secret and --agent-secrets: values kept on the host (docs/secrets.md).
+	Secrets cmdutil.SecretFlags
 	// Sync is --sync: bring host edits made since the last sync into a resumed copy first.
 	Sync bool
 	// Network is --network: the session's network policy ("": the one it holds, else open).
@@ -98,6 +100,16 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// The secrets' values are read on the host before the VM is touched; a secret is never
+	// also passed as a value (--env, --agent-env).
+	secretSet, err := cmdutil.ResolveSecrets(ctx, opts.Secrets, lookup)
+	if err != nil {
+		return err
+	}
+	if secretSet != nil {
+		env = withoutNames(env, secretSet.Names())
+	}
+	warnValuesEnterVM(ios.ErrOut, env)
 	t, err := ref.OpenInstance(ctx)
 	if err != nil {
 		return err
@@ -132,6 +144,9 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if plan.Changes() {
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the session's network policy changes from %s to %s\n", plan.Net.Previous, plan.Net.Network)
+	}
+	if _, err := cmdutil.WireSecrets(t, plan, secretSet, ios.ErrOut); err != nil {
+		return err
 	}
 	if rerr := plan.Release(ctx); rerr != nil {
 		return rerr

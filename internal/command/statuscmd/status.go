@@ -14,6 +14,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -69,11 +70,22 @@ func Run(ctx context.Context, opts *Options) error {
 			staging.SessionLabel(only), t.Instance.Name, staging.SessionFlag(only), t.Instance.Name, t.Instance.Name)
 		return nil
 	}
-	printStatus(ios.Out, t.Instance.Name, sts, tls)
+	printStatus(ios.Out, t.Instance.Name, sts, tls, func(s staging.SessionStatus) []string { return SecretsUses(t.Store, s.Workdir, s.Session) })
 	return nil
 }
 
-func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts) {
+// SecretsUses are the lines of a session's log of secrets' uses (kept on the host by the
+// relay: internal/secrets), "ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com";
+// none when the session never had secrets.
+func SecretsUses(store staging.Store, workdir, session string) []string {
+	log, err := secrets.ReadUses(store.SessionDir(staging.SessionIDOf(workdir, session)))
+	if err != nil {
+		return []string{"unknown (" + err.Error() + ")"}
+	}
+	return log.Summary()
+}
+
+func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts, secretsUses func(staging.SessionStatus) []string) {
 	if len(sts) == 0 {
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
@@ -109,6 +121,11 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*t
 		if i < len(tls) && tls[i] != nil {
 			c := tls[i]
 			fmt.Fprintf(w, "  timeline:   %s\n", timelineLine(c, inst, s))
+		}
+		if secretsUses != nil {
+			for _, line := range secretsUses(s) {
+				fmt.Fprintf(w, "  secrets:    %s\n", termsafe.String(line))
+			}
 		}
 		printCheckpoints(w, inst, s)
 	}

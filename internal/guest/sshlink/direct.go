@@ -74,6 +74,16 @@ func NewDirect(ctx context.Context, t *Target) (*Direct, error) {
 	return d, nil
 }
 
+// ListenUnix asks sshd to listen on path (streamlocal-forward@openssh.com); the connections
+// made there come as channels of this connection.
+func (d *Direct) ListenUnix(path string) (net.Listener, error) {
+	ln, err := d.client.ListenUnix(path)
+	if err != nil {
+		return nil, fmt.Errorf("asking the guest's sshd to listen on %s: %w", path, err)
+	}
+	return ln, nil
+}
+
 // Via is ViaSSH.
 func (d *Direct) Via() Via { return ViaSSH }
 

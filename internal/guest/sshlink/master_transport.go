@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"time"
 
@@ -28,6 +29,9 @@ func NewMasterTransport(m *Master) Transport {
 }
 
 func (t *masterTransport) Via() Via { return ViaControlMaster }
+
+// ListenUnix is refused: see ErrNoForward.
+func (t *masterTransport) ListenUnix(string) (net.Listener, error) { return nil, ErrNoForward }
 
 func (t *masterTransport) Done() <-chan struct{} { return t.done }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -31,6 +32,10 @@ type Transport interface {
 	// Keepalive watches the connection every interval and calls dead when it is gone (the
 	// master keeps its own connection alive: nothing to do there).
 	Keepalive(interval time.Duration, dead func(error))
+	// ListenUnix asks the guest's sshd to listen on the unix socket path (a streamlocal
+	// forward) and returns the listener of the connections made there; it ends with the
+	// transport. The ControlMaster's refuses (ErrNoForward).
+	ListenUnix(path string) (net.Listener, error)
 	// Done is closed when the transport is gone.
 	Done() <-chan struct{}
 	// Close ends the transport and every session it started.
@@ -64,6 +69,13 @@ type ExecResult struct {
 	Stdout, Stderr headtail.Output
 	DurationMillis int64
 }
+
+// ErrNoForward: the transport cannot forward a guest socket to us. The ControlMaster's does not:
+// `ssh -O forward -R guestsock:hostsock` would add the forward to Lima's shared master, which
+// outlives this process (a forward left behind when it dies) and takes a host socket any
+// process of the person could connect to; a connection of our own forwards over its own
+// channels and ends with us.
+var ErrNoForward = errors.New("forwarding a guest socket needs a connection of our own to the guest's sshd, not the instance's ControlMaster")
 
 // ErrNoSession: no session could be opened on the connection (nothing ran).
 var ErrNoSession = errors.New("cannot open an ssh session")

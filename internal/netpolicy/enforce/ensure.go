@@ -20,7 +20,14 @@ type EnsureOptions struct {
 	Own    string // the staged copy to hand to the user, or ""
 	// StagingUID is the guest user whose entries under Own are handed over (sudo's SUDO_UID).
 	StagingUID int
-	Layout     Layout
+	// StagingGID is the Lima user's group (sudo's SUDO_GID): the relay directory's.
+	StagingGID int
+	// Secrets are the session's bound hosts, CA and placeholders (nil: none; secrets.go).
+	Secrets *netpolicy.SecretsSetup
+	// Live: a change of a running session's policy (`net ensure --live`), which keeps the
+	// secrets its set-up gave (keptSecrets) when Secrets is nil.
+	Live   bool
+	Layout Layout
 }
 
 // Ensure puts a user's policy in place: the user, its policy and environment files, the
@@ -40,6 +47,9 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	}
 	l := o.Layout
 	res := netpolicy.EnsureResult{User: o.User, UID: -1, Policy: policy.String(), Log: l.logFile(o.User)}
+	if err := checkSecretsPolicy(policy, o.Secrets); err != nil {
+		return netpolicy.EnsureResult{}, err
+	}
 	if !policy.Restricted() {
 		if err := dropUserPolicy(ctx, l, o.User); err != nil {
 			return netpolicy.EnsureResult{}, err
@@ -60,14 +70,50 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	}
 	res.UID, res.Home = u.UID, u.Home
 	held := heldPolicy(l, o.User)
-	data, _ := json.Marshal(UserPolicy{User: o.User, UID: u.UID, Policy: policy.String()})
+	up := UserPolicy{User: o.User, UID: u.UID, Policy: policy.String()}
+	envMode := os.FileMode(0o644)
+	keptEnv := ""
+	if o.Live && o.Secrets == nil {
+		// A live change (`limactl mcp network`) keeps the secrets the session was set up with:
+		// their relay, CA and placeholders, and their bound hosts in the allowlist.
+		if kept, ok := keptSecrets(l, o.User); ok {
+			policy = policy.WithHosts(kept.hosts)
+			up.Policy, up.SecretHosts, up.RelayUID = policy.String(), kept.secretHosts, kept.relayUID
+			keptEnv = kept.env
+			envMode = 0o640
+		}
+	}
+	if o.Secrets != nil {
+		// The relay directory and the CA first: the proxy hands bound hosts to the relay from
+		// the moment the policy file names them.
+		if err := ensureSecrets(ctx, l, o.User, o.StagingUID, o.StagingGID, o.Secrets); err != nil {
+			return netpolicy.EnsureResult{}, err
+		}
+		up.SecretHosts, up.RelayUID = o.Secrets.Hosts, o.StagingUID
+		envMode = 0o640 // the placeholders: the agent's own (its group), no other agent's
+	}
+	res.Policy = policy.String()
+	data, _ := json.Marshal(up)
 	if _, err := writeFileIfChanged(l.policyFile(o.User), append(data, '\n'), 0o644); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the policy of %s: %w", o.User, err)
 	}
 	if err := logPolicyChange(l, o.User, held, policy.String()); err != nil {
 		fmt.Fprintf(os.Stderr, "limactl-mcp: recording the change of the policy of %s: %v\n", o.User, err)
 	}
-	if _, err := writeFileIfChanged(l.envFile(o.User), []byte(ProxyEnv(policy, l.ProxyAddr())), 0o644); err != nil {
+	if o.Secrets == nil && up.SecretHosts == nil {
+		if err := dropSecrets(ctx, l, o.User); err != nil {
+			return netpolicy.EnsureResult{}, err
+		}
+	}
+	env := ProxyEnv(policy, l.ProxyAddr()) + secretsEnv(l, o.User, o.Secrets) + keptEnv
+	if _, err := writeFileIfChanged(l.envFile(o.User), []byte(env), envMode); err != nil {
+		return netpolicy.EnsureResult{}, fmt.Errorf("writing the environment of %s: %w", o.User, err)
+	}
+	envGID := os.Getegid()
+	if envMode == 0o640 {
+		envGID = u.GID
+	}
+	if err := os.Lchown(l.envFile(o.User), os.Geteuid(), envGID); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the environment of %s: %w", o.User, err)
 	}
 	if err := rebuildRules(ctx, l); err != nil {
@@ -132,6 +178,9 @@ func dropUserPolicy(ctx context.Context, l Layout, user string) error {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", path, err)
 		}
+	}
+	if err := dropSecrets(ctx, l, user); err != nil {
+		return err
 	}
 	return rebuildRules(ctx, l)
 }

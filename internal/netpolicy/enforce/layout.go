@@ -17,6 +17,13 @@ type Layout struct {
 	// ProxyAddrs are where the proxy listens: a port below 1024, so that no user but root can
 	// listen there even while the proxy is down.
 	ProxyAddrs []string
+	// Secrets is where the session relays' directories are (secrets.go); TrustDir the system's
+	// directory of extra CA certificates, TrustBundle the bundle update-ca-certificates makes
+	// of them; UpdateTrust runs update-ca-certificates (off in tests).
+	Secrets     string
+	TrustDir    string
+	TrustBundle string
+	UpdateTrust bool
 }
 
 // DefaultLayout is the layout of a real guest.
@@ -26,6 +33,11 @@ func DefaultLayout() Layout {
 		LogDir:     "/var/log/limactl-mcp/net",
 		HomeBase:   netpolicy.AgentHomeBase,
 		ProxyAddrs: []string{"127.0.0.1:929", "[::1]:929"},
+		Secrets:    netpolicy.SecretsBase,
+		// Debian and Ubuntu (Lima's default images); Fedora's update-ca-trust is not handled.
+		TrustDir:    "/usr/local/share/ca-certificates",
+		TrustBundle: "/etc/ssl/certs/ca-certificates.crt",
+		UpdateTrust: true,
 	}
 }
 

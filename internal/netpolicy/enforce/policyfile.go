@@ -21,6 +21,10 @@ type UserPolicy struct {
 	User   string `json:"user"`
 	UID    int    `json:"uid"`
 	Policy string `json:"policy"`
+	// SecretHosts are the bound host:port whose CONNECTs go to the session's relay, and
+	// RelayUID the Lima user who must be listening there (secrets.go).
+	SecretHosts []string `json:"secret_hosts,omitempty"`
+	RelayUID    int      `json:"relay_uid,omitempty"`
 }
 
 // parsed checks a policy file's content (the name, the uid, the spec) and returns its policy.
@@ -37,6 +41,9 @@ func (u UserPolicy) parsed() (netpolicy.Policy, error) {
 	}
 	if !p.Restricted() {
 		return netpolicy.Policy{}, fmt.Errorf("user %s: a policy file never holds open", u.User)
+	}
+	if err := u.checkSecrets(p); err != nil {
+		return netpolicy.Policy{}, err
 	}
 	return p, nil
 }

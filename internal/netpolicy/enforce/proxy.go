@@ -38,6 +38,7 @@ type Proxy struct {
 	policies *policyStore
 	logs     *logBook
 	dialer   net.Dialer
+	layout   Layout
 
 	mu     sync.Mutex
 	active map[int]int // open connections per uid
@@ -54,6 +55,7 @@ func NewProxy(layout Layout) *Proxy {
 		logs:     newLogBook(layout.LogDir),
 		dialer:   net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
 		active:   map[int]int{},
+		layout:   layout,
 	}
 }
 
@@ -290,8 +292,31 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 		writeError(c, 400, "Bad Request", "limactl-mcp network proxy: CONNECT needs host:port: "+err.Error()+"\n")
 		return
 	}
+	if target, ok := boundTarget(user, host, port); ok && policy.Allows(host) {
+		// A bound host: to the session's secrets relay on the host (secrets.go), never to the
+		// host itself from here.
+		p.tunnelToRelay(c, br, user, host, port, target)
+		return
+	}
 	upstream, ok := p.open(c, user, policy, host, port)
 	if !ok {
+		return
+	}
+	defer upstream.Close()
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	up, down := relay(c, br, upstream)
+	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down})
+}
+
+// tunnelToRelay serves a CONNECT to a bound host through the session's relay: no fallback
+// when the relay is not there (a 502 saying so).
+func (p *Proxy) tunnelToRelay(c net.Conn, br *bufio.Reader, user UserPolicy, host string, port int, target string) {
+	upstream, err := dialRelay(p.layout, user, target)
+	if err != nil {
+		p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, Reason: "secrets relay failed: " + err.Error()})
+		writeError(c, 502, "Bad Gateway", fmt.Sprintf("limactl-mcp network proxy: %s is a bound host of the session's secrets, but its relay on the host could not be reached: %v\n", host, err))
 		return
 	}
 	defer upstream.Close()

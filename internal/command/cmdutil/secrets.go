@@ -1,0 +1,129 @@
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// SecretFlags are --secret (repeatable) and --agent-secrets (docs/secrets.md).
+type SecretFlags struct {
+	Specs []string
+	Agent bool
+}
+
+// Any says whether a secret was asked for.
+func (f SecretFlags) Any() bool { return len(f.Specs) > 0 || f.Agent }
+
+// Args are the flags again, for a command line (configure writes them into the agent's
+// config: specs, never a value).
+func (f SecretFlags) Args() []string {
+	var args []string
+	for _, s := range f.Specs {
+		args = append(args, "--secret="+s)
+	}
+	if f.Agent {
+		args = append(args, "--agent-secrets")
+	}
+	return args
+}
+
+// AddSecretFlags adds --secret and --agent-secrets to cmd.
+func AddSecretFlags(cmd *cobra.Command, f *SecretFlags) {
+	cmd.Flags().StringArrayVar(&f.Specs, "secret", nil, "A secret the agent may use but never read: `NAME[@HOST,...][=env:VAR|cmd:COMMAND|file:PATH]`, read on the host; the guest gets a placeholder, which the relay on the host replaces in requests to the bound hosts (repeatable; docs/secrets.md; needs --network allow:...)")
+	cmd.Flags().BoolVar(&f.Agent, "agent-secrets", false, "Pass the known agents' API keys that are set on the host as secrets (--agent-env's keys, never entering the VM)")
+}
+
+// ResolveSecrets parses the flags and reads every value on the host (before the VM is
+// touched: a value missing is an error then). Nil when none was asked for.
+func ResolveSecrets(ctx context.Context, f SecretFlags, lookup func(string) (string, bool)) (*secrets.Set, error) {
+	if !f.Any() {
+		return nil, nil
+	}
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	specs, err := secrets.ParseSpecs(f.Specs, f.Agent, lookup)
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("--agent-secrets: none of %s is set on the host", strings.Join(secrets.AgentSecretNames, ", "))
+	}
+	return secrets.Resolve(ctx, &secrets.Reader{LookupEnv: lookup}, specs)
+}
+
+// WireSecrets gives the planned session's agent the secrets of set: the session CA (kept in
+// the session's host state directory), the relay, and the bound hosts added to its allowlist.
+// It must run before the session's connection is first used. Under none, or open, it refuses
+// with the fix. w gets a line saying which hosts joined the allowlist.
+func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set, w io.Writer) (*secrets.Session, error) {
+	if set == nil {
+		return nil, nil
+	}
+	pol, err := netpolicy.Parse(plan.Net.Network)
+	if err != nil {
+		return nil, err
+	}
+	switch pol.Mode() {
+	case netpolicy.ModeNone:
+		return nil, errors.New("--secret: under --network none no host may be reached, the bound ones included: use --network allow:HOST,... (the bound hosts are added to it)")
+	case netpolicy.ModeOpen:
+		return nil, fmt.Errorf("--secret needs a network policy that sends the agent's HTTPS through the guest's proxy: add --network allow:HOST,... (the bound hosts %s are added to it); under open it is not carried yet", strings.Join(set.Hosts(), ", "))
+	}
+	a := plan.Net.Agent
+	if a == nil {
+		return nil, errors.New("--secret: the session has no agent user")
+	}
+	dir := t.Store.SessionDir(staging.SessionIDOf(plan.Workdir, plan.Session))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	s, err := secrets.OpenSession(dir, set)
+	if err != nil {
+		return nil, err
+	}
+	guestPol, err := netpolicy.Parse(a.Policy)
+	if err != nil {
+		return nil, err
+	}
+	var added []string
+	for _, h := range s.BoundNames() {
+		if !guestPol.Allows(h) {
+			added = append(added, h)
+		}
+	}
+	agents := []*guest.Agent{a}
+	// The session's connection may have been made (not dialled) for the stored session's
+	// agent already (Target.Session): it gets them too.
+	if c := plan.Conn(); c != nil && c.Agent() != nil && c.Agent() != a {
+		agents = append(agents, c.Agent())
+	}
+	for _, ag := range agents {
+		p, err := netpolicy.Parse(ag.Policy)
+		if err != nil {
+			return nil, err
+		}
+		ag.Policy = p.WithHosts(s.BoundNames()).String()
+		ag.Secrets = &guest.AgentSecrets{Setup: s.Setup(), Serve: s.Serve}
+	}
+	if len(added) > 0 && w != nil {
+		fmt.Fprintf(w, "limactl-mcp: the secrets' bound hosts join the allowlist for this run: %s\n", strings.Join(added, ", "))
+	}
+	if w != nil {
+		fmt.Fprintf(w, "limactl-mcp: secrets %s: the guest holds placeholders; the relay on the host puts the values into requests to %s\n",
+			strings.Join(set.Names(), ", "), strings.Join(set.Hosts(), ", "))
+	}
+	return s, nil
+}

@@ -1,0 +1,140 @@
+package guest
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
+)
+
+// TestRelayOverStreamlocalForward runs the secrets relay the way a session does: the real sshd
+// listens on a unix socket for our connection (streamlocal forward), a client there writes the
+// proxy's line and speaks TLS to the bound host through it, and the relay on this side puts the
+// value in and reaches a fake provider (TLS, its own CA) on loopback.
+func TestRelayOverStreamlocalForward(t *testing.T) {
+	srv := sshd.Start(t)
+	const value = "sk-ant-api03-the-real-value-0123456789"
+	var hits atomic.Int64
+
+	// The fake provider: api.example.test with a CA of its own; it says whether it got the value.
+	provCA, err := secrets.OpenCA(t.TempDir(), []string{"api.example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := provCA.Leaf("api.example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintf(w, "got value: %v", r.Header.Get("X-Api-Key") == value)
+	})}
+	go prov.Serve(pln)
+	t.Cleanup(func() { prov.Close() })
+	roots := x509.NewCertPool()
+	roots.AddCert(provCA.Certificate())
+
+	set, err := secrets.NewSet(secrets.Secret{Name: "ANTHROPIC_API_KEY", Value: value, Placeholder: secrets.NewPlaceholder("sk-ant-api03-", 108), Hosts: []string{"api.example.test:443"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessCA, err := secrets.OpenCA(t.TempDir(), set.Hosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := &secrets.Relay{Set: set, CA: sessCA, RootCAs: roots, IdleTimeout: time.Minute,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr != "api.example.test:443" {
+				return nil, fmt.Errorf("dialled %s", addr)
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, pln.Addr().String())
+		}}
+
+	d, err := sshlink.NewDirect(context.Background(), target(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	sock := filepath.Join(srv.Home, "relay-test.sock")
+	srv.Run(t, "rm", "-f", sock)
+	ln, err := d.ListenUnix(sock)
+	if err != nil {
+		t.Fatalf("streamlocal forward: %v", err)
+	}
+	// startRelay's loop, on this socket (its own path is the guest's /run/limactl-mcp/...).
+	t.Cleanup(serveRelay(ln, relay.Serve, slog.New(slog.DiscardHandler)))
+
+	guestCAs := x509.NewCertPool()
+	guestCAs.AddCert(sessCA.Certificate())
+	request := func(line string) (string, error) {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(60 * time.Second))
+		if _, err := io.WriteString(c, line); err != nil {
+			return "", err
+		}
+		tc := tls.Client(c, &tls.Config{ServerName: "api.example.test", RootCAs: guestCAs})
+		ph := set.Env()[0][len("ANTHROPIC_API_KEY="):]
+		fmt.Fprintf(tc, "GET /v1/models HTTP/1.1\r\nHost: api.example.test\r\nX-Api-Key: %s\r\nConnection: close\r\n\r\n", ph)
+		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return string(body), err
+	}
+	body, err := request("api.example.test:443\n")
+	if err != nil || body != "got value: true" {
+		t.Fatalf("through the forward: %q, %v", body, err)
+	}
+	// Not a bound host, a line too long, no line: closed, the provider never reached.
+	before := hits.Load()
+	for _, line := range []string{"evil.example:443\n", strings.Repeat("a", 400) + ":443\n", "api.example.test\n", "10.0.0.1:443\n"} {
+		if body, err := request(line); err == nil {
+			t.Errorf("line %.40q: answered %q", line, body)
+		}
+	}
+	if hits.Load() != before {
+		t.Errorf("the provider was reached by a refused line")
+	}
+	// An end that never sends its line is let go (relayLineTimeout, here shortened by the
+	// client closing: the accept loop is not held).
+	c, err := net.Dial("unix", sock)
+	if err == nil {
+		c.Close()
+	}
+	if body, err := request("api.example.test:443\n"); err != nil || body != "got value: true" {
+		t.Fatalf("after the refusals: %q, %v", body, err)
+	}
+}
+
+// The ControlMaster's transport does not forward: a clear error, not a silent direct path.
+func TestMasterTransportRefusesForward(t *testing.T) {
+	m := sshlink.NewMasterTransport(&sshlink.Master{})
+	if _, err := m.ListenUnix("/run/x.sock"); !errors.Is(err, sshlink.ErrNoForward) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,185 @@
+package enforce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+)
+
+// The guest's half of a session's secrets (docs/secrets.md): the values stay on the host, in
+// the relay of the limactl-mcp process that holds the session. Root makes the session's relay
+// directory, Layout.Secrets/USER, the Lima user's and 0700 (no agent can enter it), where that
+// process asks sshd, on its own connection, to listen (a streamlocal forward); root installs
+// the session CA in the system's trust store; the agent's environment file gets the CA
+// variables and the placeholders; and the proxy hands a CONNECT of that agent to a bound
+// host:port to the relay's socket (proxy.go, secrets_linux.go) instead of the host itself.
+
+// checkSecrets checks the secrets part of a policy file: bound hosts only under allow, each
+// on the allowlist, with the uid of the Lima user who listens for the relay.
+func (u UserPolicy) checkSecrets(p netpolicy.Policy) error {
+	if len(u.SecretHosts) == 0 {
+		if u.RelayUID != 0 {
+			return fmt.Errorf("user %s: a relay uid without bound hosts", u.User)
+		}
+		return nil
+	}
+	if p.Mode() != netpolicy.ModeAllow {
+		return fmt.Errorf("user %s: secrets are bound under network %s: only allow: carries them", u.User, p)
+	}
+	if u.RelayUID <= 0 {
+		return fmt.Errorf("user %s: bound hosts without the uid of the Lima user who holds the relay", u.User)
+	}
+	for _, hp := range u.SecretHosts {
+		host, _, err := netpolicy.SplitBoundHost(hp)
+		if err != nil {
+			return fmt.Errorf("user %s: %w", u.User, err)
+		}
+		if !p.Allows(host) {
+			return fmt.Errorf("user %s: bound host %s is not on the allowlist", u.User, host)
+		}
+	}
+	return nil
+}
+
+// checkSecretsPolicy refuses secrets under a policy that cannot carry them, with the fix.
+func checkSecretsPolicy(p netpolicy.Policy, s *netpolicy.SecretsSetup) error {
+	if s == nil {
+		return nil
+	}
+	switch p.Mode() {
+	case netpolicy.ModeNone:
+		return errors.New("secrets cannot be used under network none (no host may be reached, the bound ones included): use --network allow:HOST,... (the bound hosts are added to it)")
+	case netpolicy.ModeOpen:
+		return errors.New("secrets are not carried under network open yet: use --network allow:HOST,... (the bound hosts are added to it)")
+	}
+	for _, hp := range s.Hosts {
+		host, _, err := netpolicy.SplitBoundHost(hp)
+		if err != nil {
+			return err
+		}
+		if !p.Allows(host) {
+			return fmt.Errorf("bound host %s is not on the allowlist of network %s: add it (limactl-mcp adds the bound hosts itself)", host, p)
+		}
+	}
+	return nil
+}
+
+// secretsDir is the relay directory of user in l.
+func (l Layout) secretsDir(user string) string { return filepath.Join(l.Secrets, user) }
+
+// caFile is where user's session CA is installed for the system's trust store.
+func (l Layout) caFile(user string) string {
+	return filepath.Join(l.TrustDir, "limactl-mcp-"+user+".crt")
+}
+
+// secretsEnv is what the agent's environment gets for s: the CA variables (Node adds
+// NODE_EXTRA_CA_CERTS to its own roots; the others point at the system bundle that now holds
+// the CA) and the placeholders.
+func secretsEnv(l Layout, user string, s *netpolicy.SecretsSetup) string {
+	if s == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "NODE_EXTRA_CA_CERTS=%s\n", l.caFile(user))
+	for _, name := range []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"} {
+		fmt.Fprintf(&b, "%s=%s\n", name, l.TrustBundle)
+	}
+	for _, kv := range s.Env {
+		b.WriteString(kv + "\n")
+	}
+	return b.String()
+}
+
+// ensureSecrets makes user's relay directory (relayUID's, 0700; a socket left there by an
+// earlier connection is removed, so that the next forward can bind) and installs its CA.
+func ensureSecrets(ctx context.Context, l Layout, user string, relayUID, relayGID int, s *netpolicy.SecretsSetup) error {
+	if relayUID <= 0 {
+		return errors.New("secrets need the Lima user who runs sudo (SUDO_UID): run net ensure through sudo as that user")
+	}
+	if err := ensureRootDir(l.Secrets); err != nil {
+		return fmt.Errorf("making %s: %w", l.Secrets, err)
+	}
+	dir := l.secretsDir(user)
+	// The parent is root's and only root's: a path-based mkdir there is safe.
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("making %s: %w", dir, err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := os.Lchown(dir, relayUID, relayGID); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, netpolicy.RelaySocketName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing the old relay socket: %w", err)
+	}
+	if err := ensureRootDir(l.TrustDir); err != nil {
+		return fmt.Errorf("making %s: %w", l.TrustDir, err)
+	}
+	changed, err := writeFileIfChanged(l.caFile(user), []byte(s.CAPEM), 0o644)
+	if err != nil {
+		return fmt.Errorf("installing the session CA: %w", err)
+	}
+	if changed {
+		return updateTrust(ctx, l)
+	}
+	return nil
+}
+
+// dropSecrets removes user's relay directory and CA (a session ending, or no longer holding
+// secrets).
+func dropSecrets(ctx context.Context, l Layout, user string) error {
+	if l.Secrets != "" {
+		// RemoveAll unlinks and never follows a link; the parent is root's.
+		if err := os.RemoveAll(l.secretsDir(user)); err != nil {
+			return fmt.Errorf("removing %s: %w", l.secretsDir(user), err)
+		}
+	}
+	if l.TrustDir == "" {
+		return nil
+	}
+	err := os.Remove(l.caFile(user))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("removing the session CA: %w", err)
+	}
+	return updateTrust(ctx, l)
+}
+
+// updateTrust rebuilds the system's bundle (Debian and Ubuntu).
+func updateTrust(ctx context.Context, l Layout) error {
+	if !l.UpdateTrust {
+		return nil
+	}
+	tool, err := findTool("update-ca-certificates")
+	if err != nil {
+		return errors.New("update-ca-certificates is not installed in the guest, so it cannot trust the session CA (install ca-certificates; Debian and Ubuntu images have it)")
+	}
+	if out, err := exec.CommandContext(ctx, tool).CombinedOutput(); err != nil {
+		return fmt.Errorf("update-ca-certificates: %v: %s", err, truncate(strings.TrimSpace(string(out)), 300))
+	}
+	return nil
+}
+
+// boundTarget says whether host:port is one of user's bound hosts (a trailing dot and case
+// ignored), and returns it in the bound form.
+func boundTarget(user UserPolicy, host string, port int) (string, bool) {
+	if len(user.SecretHosts) == 0 {
+		return "", false
+	}
+	target := fmt.Sprintf("%s:%d", strings.TrimSuffix(strings.ToLower(host), "."), port)
+	return target, slices.Contains(user.SecretHosts, target)
+}

@@ -1,0 +1,342 @@
+package enforce
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+)
+
+// relayServer is a stand-in for the host's relay behind sshd's streamlocal forward: a process
+// of the relay user (python3, as that user) listening on the relay socket, that answers each
+// connection with the line it was sent (the target) in an HTTP response.
+const relayServer = `
+import socket, sys, os
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(16)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    f = c.makefile("rb")
+    target = f.readline().decode().strip()
+    while f.readline() not in (b"\r\n", b"\n", b""):
+        pass
+    body = ("relay got " + target).encode()
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+    f.close()
+    c.shutdown(socket.SHUT_RDWR)
+    c.close()
+`
+
+// secretsFixture is the proxy fixture with a session whose bound host is bound.test:443 (and
+// the upstream's localhost:PORT), its relay directory the relay user's.
+type secretsFixture struct {
+	*proxyFixture
+	relayUID int
+	dir      string // the relay directory
+	hits     *atomic.Int64
+}
+
+func startSecretsFixture(t *testing.T) *secretsFixture {
+	t.Helper()
+	f := startProxyFixture(t, "allow:localhost")
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 for the stand-in relay")
+	}
+	u, _ := user.Lookup(f.agent)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	// The relay user is the client's user here (one unprivileged user is all the fixture has):
+	// what is checked is that the directory and the listener are the uid the policy names.
+	base, err := os.MkdirTemp("", "secrets-proxy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.layout.Secrets = filepath.Join(base, "secrets")
+	port := f.upstream.Listener.Addr().(*net.TCPAddr).Port
+	setup := &netpolicy.SecretsSetup{Hosts: []string{"bound.test:443", fmt.Sprintf("localhost:%d", port)}}
+	if err := ensureRootDir(f.layout.Secrets); err != nil {
+		t.Fatal(err)
+	}
+	dir := f.layout.secretsDir("lmcp-test")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	writePolicy(t, f.layout, UserPolicy{User: "lmcp-test", UID: uid, Policy: "allow:localhost,bound.test", SecretHosts: setup.Hosts, RelayUID: uid})
+	// The proxy was made with the fixture's layout: it must see the relay directory too.
+	sf := &secretsFixture{proxyFixture: f, relayUID: uid, dir: dir, hits: &atomic.Int64{}}
+	return sf
+}
+
+// startRelay starts the stand-in relay as the relay user on the fixture's socket.
+func (f *secretsFixture) startRelay(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command("runuser", "-u", f.agent, "--", "/usr/bin/python3", "-c", relayServer, filepath.Join(f.dir, netpolicy.RelaySocketName))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	// A group of its own: runuser's child, python, is killed with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("the stand-in relay did not start: %q %v", line, err)
+	}
+}
+
+// restartProxy makes the fixture's proxy again with the relay layout (the fixture's proxy was
+// made before the test set Layout.Secrets).
+func (f *secretsFixture) restartProxy(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.layout.ProxyAddrs = []string{ln.Addr().String()}
+	f.addr = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- NewProxy(f.layout).Serve(ctx, []net.Listener{ln}) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestProxyHandsBoundHostsToTheRelay(t *testing.T) {
+	f := startSecretsFixture(t)
+	f.restartProxy(t)
+	f.startRelay(t)
+	// A CONNECT to a bound host goes to the relay, which is told the target; curl -p sends
+	// plain HTTP inside the tunnel, which the stand-in answers.
+	out, code := f.curlAs(t, "-p", "http://bound.test:443/v1/messages")
+	if code != 0 || !strings.Contains(out, "relay got bound.test:443") {
+		t.Fatalf("CONNECT bound.test:443: exit %d\n%s", code, out)
+	}
+	out, code = f.curlAs(t, "-p", "http://BOUND.test.:443/")
+	if code != 0 || !strings.Contains(out, "relay got bound.test:443") {
+		t.Fatalf("CONNECT BOUND.test.:443: exit %d\n%s", code, out)
+	}
+	// The upstream's own host:port is bound too: it goes to the relay, not to the upstream.
+	port := f.upstream.Listener.Addr().(*net.TCPAddr).Port
+	out, code = f.curlAs(t, "-p", fmt.Sprintf("http://localhost:%d/", port))
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("relay got localhost:%d", port)) {
+		t.Fatalf("CONNECT to the bound upstream: exit %d\n%s", code, out)
+	}
+	// Another port of a bound name is an ordinary allowed host: tunnelled as before (refused
+	// by nobody here: bound.test does not resolve, so the dial fails with a 502 of the proxy).
+	out, _ = f.curlAs(t, "-i", "-p", "http://bound.test:8443/")
+	if strings.Contains(out, "relay got") {
+		t.Errorf("bound.test:8443 reached the relay:\n%s", out)
+	}
+}
+
+// lastReason is the reason of the fixture log's last entry (curl does not show the body of a
+// CONNECT's error response).
+func (f *secretsFixture) lastReason(t *testing.T) string {
+	t.Helper()
+	entries := f.logEntries(t)
+	if len(entries) == 0 {
+		return ""
+	}
+	return entries[len(entries)-1].Reason
+}
+
+func TestProxyRelayNeverFallsBack(t *testing.T) {
+	f := startSecretsFixture(t)
+	f.restartProxy(t)
+	port := f.upstream.Listener.Addr().(*net.TCPAddr).Port
+	target := fmt.Sprintf("http://localhost:%d/", port)
+	// No relay listening: a 502 that says so, and the bound upstream is never reached directly.
+	out, code := f.curlAs(t, "-i", "-p", target)
+	if code == 0 || !strings.Contains(out, "502") || strings.Contains(out, "hello") || !strings.Contains(f.lastReason(t), "no relay listening") {
+		t.Fatalf("no relay: exit %d (%s)\n%s", code, f.lastReason(t), out)
+	}
+
+	// A listener that is not the relay user's (root's here) is refused.
+	ln, err := net.Listen("unix", filepath.Join(f.dir, netpolicy.RelaySocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(f.dir, netpolicy.RelaySocketName), 0o777)
+	accepted := make(chan struct{}, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// The proxy connects before it can ask who listens; it must write nothing.
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if n, _ := c.Read(make([]byte, 64)); n > 0 {
+				accepted <- struct{}{}
+			}
+			c.Close()
+		}
+	}()
+	out, code = f.curlAs(t, "-i", "-p", target)
+	ln.Close()
+	if code == 0 || !strings.Contains(f.lastReason(t), "not held by the Lima user") {
+		t.Fatalf("root's listener: exit %d (%s)\n%s", code, f.lastReason(t), out)
+	}
+	os.Remove(filepath.Join(f.dir, netpolicy.RelaySocketName))
+
+	// The directory swapped for a link to another (the relay user's, holding a live relay) is
+	// never followed.
+	other := filepath.Join(filepath.Dir(filepath.Dir(f.dir)), "other")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(other, f.relayUID, -1)
+	good := f.dir
+	f.dir = other
+	f.startRelay(t)
+	f.dir = good
+	if err := os.Remove(good); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, good); err != nil {
+		t.Fatal(err)
+	}
+	out, code = f.curlAs(t, "-i", "-p", target)
+	if code == 0 || !strings.Contains(f.lastReason(t), "symbolic link") || strings.Contains(out, "relay got") {
+		t.Fatalf("a link for the relay directory: exit %d (%s)\n%s", code, f.lastReason(t), out)
+	}
+
+	// A directory others may enter is refused.
+	os.Remove(good)
+	os.Rename(other, good)
+	os.Chmod(good, 0o755)
+	out, code = f.curlAs(t, "-i", "-p", target)
+	if code == 0 || !strings.Contains(f.lastReason(t), "mode 0700") {
+		t.Fatalf("a 0755 relay directory: exit %d (%s)\n%s", code, f.lastReason(t), out)
+	}
+	os.Chmod(good, 0o700)
+	if out, code = f.curlAs(t, "-p", target); code != 0 || !strings.Contains(out, "relay got localhost") {
+		t.Fatalf("the directory put right: exit %d\n%s", code, out)
+	}
+	select {
+	case <-accepted:
+		t.Error("the proxy wrote to a listener that is not the relay user's")
+	default:
+	}
+}
+
+func TestSecretsPolicyChecks(t *testing.T) {
+	ca := "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+	s := &netpolicy.SecretsSetup{Hosts: []string{"api.anthropic.com:443"}, CAPEM: ca}
+	for spec, want := range map[string]string{
+		"none":                    "cannot be used under network none",
+		"open":                    "not carried under network open",
+		"allow:example.com":       "bound host api.anthropic.com is not on the allowlist",
+		"allow:api.anthropic.com": "",
+		"allow:*.anthropic.com":   "",
+	} {
+		p, err := netpolicy.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkSecretsPolicy(p, s)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want %q", spec, err, want)
+		}
+	}
+	l := Layout{TrustDir: "/usr/local/share/ca-certificates", TrustBundle: "/etc/ssl/certs/ca-certificates.crt"}
+	s.Env = []string{"ANTHROPIC_API_KEY=sk-ant-api03-LMCPPLACEHOLDERabcdefghijklmnopqrstuv"}
+	env := secretsEnv(l, "lmcp-x", s)
+	for _, want := range []string{"NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/limactl-mcp-lmcp-x.crt\n",
+		"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt\n", "REQUESTS_CA_BUNDLE=", "CURL_CA_BUNDLE=", "GIT_SSL_CAINFO=", s.Env[0] + "\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env lacks %q:\n%s", want, env)
+		}
+	}
+	// A policy file naming bound hosts must name the relay user, be under allow, and list them.
+	for _, u := range []UserPolicy{
+		{User: "lmcp-x", UID: 1000, Policy: "allow:a.test", SecretHosts: []string{"a.test:443"}},
+		{User: "lmcp-x", UID: 1000, Policy: "none", SecretHosts: []string{"a.test:443"}, RelayUID: 1},
+		{User: "lmcp-x", UID: 1000, Policy: "allow:b.test", SecretHosts: []string{"a.test:443"}, RelayUID: 1},
+		{User: "lmcp-x", UID: 1000, Policy: "allow:a.test", SecretHosts: []string{"a.test"}, RelayUID: 1},
+		{User: "lmcp-x", UID: 1000, Policy: "allow:a.test", RelayUID: 1},
+	} {
+		if _, err := u.parsed(); err == nil {
+			t.Errorf("%+v: accepted", u)
+		}
+	}
+	if _, err := (UserPolicy{User: "lmcp-x", UID: 1000, Policy: "allow:a.test", SecretHosts: []string{"a.test:443"}, RelayUID: 1}).parsed(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestEnsureAndDropSecretsFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the relay directory is given to another user")
+	}
+	base := t.TempDir()
+	l := Layout{Secrets: filepath.Join(base, "secrets"), TrustDir: filepath.Join(base, "trust"), TrustBundle: "/bundle"}
+	s := &netpolicy.SecretsSetup{Hosts: []string{"api.anthropic.com:443"}, CAPEM: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
+	if err := ensureSecrets(context.Background(), l, "lmcp-x", 4242, 4243, s); err != nil {
+		t.Fatal(err)
+	}
+	dir := l.secretsDir("lmcp-x")
+	st, err := os.Lstat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || st.Mode().Perm() != 0o700 || sys.Uid != 4242 || sys.Gid != 4243 {
+		t.Errorf("relay directory: %v uid %d gid %d", st.Mode(), sys.Uid, sys.Gid)
+	}
+	if data, err := os.ReadFile(l.caFile("lmcp-x")); err != nil || string(data) != s.CAPEM {
+		t.Errorf("CA: %q %v", data, err)
+	}
+	// A socket an earlier connection left is removed (the next forward binds there).
+	ln, err := net.Listen("unix", filepath.Join(dir, netpolicy.RelaySocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	os.Chmod(dir, 0o755)
+	if err := ensureSecrets(context.Background(), l, "lmcp-x", 4242, 4243, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, netpolicy.RelaySocketName)); !os.IsNotExist(err) {
+		t.Errorf("the old socket is still there: %v", err)
+	}
+	if st, _ := os.Lstat(dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("the directory's mode was not put back: %v", st.Mode())
+	}
+	if err := ensureSecrets(context.Background(), l, "lmcp-x", -1, -1, s); err == nil {
+		t.Error("no relay user: accepted")
+	}
+	if err := dropSecrets(context.Background(), l, "lmcp-x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, l.caFile("lmcp-x")} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left: %v", p, err)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package netpolicy
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Secrets of a session (docs/secrets.md): the values stay on the host, in the session's
+// relay; the guest gets only what is below. `net ensure --secrets-stdin` reads it as one JSON
+// document on its standard input (never on a command line): the hosts whose connections the
+// proxy hands to the relay, the session CA's certificate the guest trusts, and the
+// placeholders for the agent's environment.
+type SecretsSetup struct {
+	// Hosts are the bound host:port (lower case, a DNS name, a port).
+	Hosts []string `json:"hosts"`
+	// CAPEM is the session CA's certificate (PEM): public, the key stays on the host.
+	CAPEM string `json:"ca_pem"`
+	// Env are NAME=PLACEHOLDER for the agent's environment.
+	Env []string `json:"env"`
+}
+
+const (
+	// SecretsBase is where root makes each agent's relay directory (SecretsDir).
+	SecretsBase = "/run/limactl-mcp/secrets"
+	// RelaySocketName is the socket the host's relay listens on in SecretsDir (a streamlocal
+	// forward of the session's own SSH connection: sshd, as the Lima user, listens there).
+	RelaySocketName = "relay.sock"
+	// MaxSecretsSetup bounds the document ensure reads.
+	MaxSecretsSetup = 64 << 10
+	maxSecretHosts  = 64
+	maxSecretEnv    = 64
+)
+
+// SecretsDir is the relay directory of an agent user: owned by the Lima user, 0700, so that no
+// agent can reach the relay but through the proxy (root).
+func SecretsDir(user string) string { return path.Join(SecretsBase, user) }
+
+// RelaySocket is the relay's socket of an agent user.
+func RelaySocket(user string) string { return path.Join(SecretsDir(user), RelaySocketName) }
+
+var (
+	envNamePattern     = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,63}$`)
+	placeholderPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{22,256}$`)
+)
+
+// placeholderMark is secrets.PlaceholderMark (not imported: the runner links this package).
+const placeholderMark = "LMCPPLACEHOLDER"
+
+// ParseSecretsSetup reads and checks the document (from the Lima user: checked all the same).
+func ParseSecretsSetup(data []byte) (*SecretsSetup, error) {
+	if len(data) > MaxSecretsSetup {
+		return nil, fmt.Errorf("the secrets setup is larger than %d bytes", MaxSecretsSetup)
+	}
+	var s SecretsSetup
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("the secrets setup is not JSON: %w", err)
+	}
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Check refuses a setup that is not what the host makes.
+func (s *SecretsSetup) Check() error {
+	if len(s.Hosts) == 0 || len(s.Hosts) > maxSecretHosts {
+		return fmt.Errorf("the secrets setup needs 1 to %d bound hosts", maxSecretHosts)
+	}
+	for _, h := range s.Hosts {
+		if _, _, err := SplitBoundHost(h); err != nil {
+			return err
+		}
+	}
+	block, rest := pem.Decode([]byte(s.CAPEM))
+	if block == nil || block.Type != "CERTIFICATE" || strings.TrimSpace(string(rest)) != "" || len(s.CAPEM) > 16<<10 {
+		return fmt.Errorf("the secrets setup's CA is not one PEM certificate")
+	}
+	if len(s.Env) > maxSecretEnv {
+		return fmt.Errorf("the secrets setup has more than %d placeholders", maxSecretEnv)
+	}
+	for _, kv := range s.Env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !envNamePattern.MatchString(name) || !placeholderPattern.MatchString(value) || !strings.Contains(value, placeholderMark) {
+			return fmt.Errorf("the secrets setup's environment holds %q: not NAME=PLACEHOLDER", truncateText(kv, 40))
+		}
+	}
+	return nil
+}
+
+// SplitBoundHost checks a bound host:port (a lower-case DNS name and a port) and splits it.
+func SplitBoundHost(hp string) (string, int, error) {
+	i := strings.LastIndexByte(hp, ':')
+	if i < 0 {
+		return "", 0, fmt.Errorf("bound host %q is not host:port", truncateText(hp, 80))
+	}
+	host, portText := hp[:i], hp[i+1:]
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 || strconv.Itoa(port) != portText {
+		return "", 0, fmt.Errorf("bound host %q: not a port", truncateText(hp, 80))
+	}
+	if host != strings.ToLower(host) || checkHostName(host) != nil {
+		return "", 0, fmt.Errorf("bound host %q: not a lower-case DNS name", truncateText(hp, 80))
+	}
+	if _, ok := parseIP(host); ok {
+		return "", 0, fmt.Errorf("bound host %q: an IP address is never bound", truncateText(hp, 80))
+	}
+	return host, port, nil
+}
+
+// WithHosts is the allow policy p with hosts (names) added to its list (bound hosts join the
+// allowlist); other modes are returned as they are.
+func (p Policy) WithHosts(hosts []string) Policy {
+	if p.mode != ModeAllow {
+		return p
+	}
+	out := Policy{mode: ModeAllow, entries: append([]string(nil), p.entries...)}
+	for _, h := range hosts {
+		if !p.Allows(h) {
+			out.entries = append(out.entries, strings.TrimSuffix(strings.ToLower(h), "."))
+		}
+	}
+	out.entries = dedup(out.entries)
+	out.hosts = expand(out.entries)
+	return out
+}
+
+func truncateText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,180 @@
+package secrets
+
+import (
+	"bufio"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+)
+
+// A session's secrets on the host, wired (docs/secrets.md): the Set, the session CA kept in the
+// session's host state directory, the Relay that the guest's proxy reaches through the
+// session's own SSH connection, and the log of uses kept in that directory for status and
+// review.
+
+const (
+	// UsesFile is the log of uses in the session's host state directory: one Use per line
+	// (JSON), never a value; UsesFile+".1" holds the one before when it reached MaxUsesFile.
+	UsesFile = "secrets-uses.jsonl"
+	// MaxUsesFile caps the log file (then it is rotated once).
+	MaxUsesFile = 1 << 20
+)
+
+// Session is a session's secrets on the host.
+type Session struct {
+	Set   *Set
+	CA    *CA
+	Relay *Relay
+	Log   *FileLog
+}
+
+// OpenSession opens (or makes) the session CA in dir, the session's host state directory,
+// for set's bound hosts, and the relay with its log there.
+func OpenSession(dir string, set *Set) (*Session, error) {
+	ca, err := OpenCA(dir, set.Hosts())
+	if err != nil {
+		return nil, err
+	}
+	flog := &FileLog{Dir: dir}
+	relay := &Relay{Set: set, CA: ca, Recorder: flog}
+	if err := applyTestHook(relay); err != nil {
+		return nil, err
+	}
+	return &Session{Set: set, CA: ca, Relay: relay, Log: flog}, nil
+}
+
+// Setup is what the guest is given: bound hosts, the CA's certificate, the placeholders.
+func (s *Session) Setup() netpolicy.SecretsSetup {
+	return netpolicy.SecretsSetup{Hosts: s.Set.Hosts(), CAPEM: string(s.CA.CertPEM()), Env: s.Set.Env()}
+}
+
+// BoundNames are the bound hosts' names (no port): what an allowlist must hold.
+func (s *Session) BoundNames() []string { return hostNames(s.Set.Hosts()) }
+
+// Serve is Relay.Serve (for guest.AgentSecrets).
+func (s *Session) Serve(ctx context.Context, c net.Conn, target string) error {
+	return s.Relay.Serve(ctx, c, target)
+}
+
+// FileLog is a Recorder that keeps the uses in memory (Log) and appends each to the session's
+// UsesFile. A write that fails is given up (the relay does not wait on the disk for long).
+type FileLog struct {
+	Dir string
+	Log Log
+
+	mu sync.Mutex
+}
+
+// Record keeps u and appends it to the file.
+func (f *FileLog) Record(u Use) {
+	f.Log.Record(u)
+	line, err := json.Marshal(u)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	root, err := os.OpenRoot(f.Dir)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	if st, err := root.Lstat(UsesFile); err == nil && st.Size()+int64(len(line)) >= MaxUsesFile {
+		_ = root.Rename(UsesFile, UsesFile+".1")
+	}
+	file, err := root.OpenFile(UsesFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	defer file.Close()
+	_, _ = file.Write(append(line, '\n'))
+}
+
+// ReadUses reads the log of uses kept in dir (the rotated file first) into a Log; none is an
+// empty Log. Lines that are not a Use are skipped.
+func ReadUses(dir string) (*Log, error) {
+	l := &Log{Max: 1}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return l, nil
+		}
+		return nil, err
+	}
+	defer root.Close()
+	for _, name := range []string{UsesFile + ".1", UsesFile} {
+		file, err := root.Open(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(io.LimitReader(file, MaxUsesFile+64<<10))
+		sc.Buffer(make([]byte, 0, 64<<10), 64<<10)
+		for sc.Scan() {
+			var u Use
+			if json.Unmarshal(sc.Bytes(), &u) == nil && u.Host != "" {
+				l.Record(u)
+			}
+		}
+		file.Close()
+	}
+	return l, nil
+}
+
+// The test hook (e2e only: there is no internet where the tests run). When set, the relay
+// dials the address given for a bound host:port instead of the host's name, and trusts the
+// extra CA besides the host's roots. It only redirects where the relay connects for a bound
+// host; what it checks (the bound set, the provider's certificate for the host's name) is the
+// same.
+const (
+	// TestUpstreamEnv is HOST:PORT=ADDR[,HOST:PORT=ADDR...].
+	TestUpstreamEnv = "LIMACTL_MCP_SECRETS_TEST_UPSTREAM"
+	// TestCAEnv is the path of a PEM certificate the relay trusts besides the host's roots.
+	TestCAEnv = "LIMACTL_MCP_SECRETS_TEST_CA"
+)
+
+func applyTestHook(r *Relay) error {
+	if spec := os.Getenv(TestUpstreamEnv); spec != "" {
+		addrs := map[string]string{}
+		for _, kv := range strings.Split(spec, ",") {
+			target, addr, ok := strings.Cut(kv, "=")
+			if !ok {
+				return fmt.Errorf("%s: %q is not HOST:PORT=ADDR", TestUpstreamEnv, kv)
+			}
+			addrs[strings.ToLower(target)] = addr
+		}
+		var d net.Dialer
+		r.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if to, ok := addrs[strings.ToLower(addr)]; ok {
+				addr = to
+			}
+			return d.DialContext(ctx, network, addr)
+		}
+	}
+	if path := os.Getenv(TestCAEnv); path != "" {
+		pem, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", TestCAEnv, err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%s: %s holds no certificate", TestCAEnv, path)
+		}
+		r.RootCAs = pool
+	}
+	return nil
+}

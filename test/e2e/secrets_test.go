@@ -1,0 +1,173 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// Secrets end to end (issue 25): `limactl mcp shell --secret ANTHROPIC_API_KEY` under allow:,
+// with a fake api.anthropic.com on the host's loopback (TLS, a CA of its own) that the relay
+// dials through its test hook (there is no internet here). In the guest, curl, python3 and node
+// (when the image has it) reach it with the real value; the value is in no guest process's
+// environ or cmdline; the placeholder sent to an allowed, unbound host stays a placeholder; a
+// connection that skips the proxy gets nothing.
+func TestSecretsRelay(t *testing.T) {
+	// The value: its middle spelled so that the scan's own command line does not hold it.
+	const value = "sk-ant-api03-e2eREAL7Q9value-0123456789abcdef"
+	const valueRE = "e2eREA[L]7Q9value"
+
+	// The fake provider.
+	caDir := t.TempDir()
+	provCA, err := secrets.OpenCA(caDir, []string{"api.anthropic.com"})
+	mustT(t, err)
+	leaf, err := provCA.Leaf("api.anthropic.com")
+	mustT(t, err)
+	pln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}})
+	mustT(t, err)
+	var mu sync.Mutex
+	var got []string // what each request carried in x-api-key
+	prov := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-Api-Key")
+		mu.Lock()
+		got = append(got, key)
+		mu.Unlock()
+		fmt.Fprintf(w, "PROVIDER key-ok=%v", key == value)
+	})}
+	go prov.Serve(pln)
+	t.Cleanup(func() { prov.Close() })
+	// The hook's CA file, readable by the user the plugin runs as.
+	hookDir, err := os.MkdirTemp("", "secrets-e2e-")
+	mustT(t, err)
+	t.Cleanup(func() { os.RemoveAll(hookDir) })
+	mustT(t, os.Chmod(hookDir, 0o755))
+	caFile := filepath.Join(hookDir, "provider-ca.pem")
+	mustT(t, os.WriteFile(caFile, provCA.CertPEM(), 0o644))
+
+	// An allowed, unbound host that echoes the header it got.
+	eln, err := net.Listen("tcp", "127.0.0.1:0")
+	mustT(t, err)
+	echo := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "ECHO %s", r.Header.Get("X-Api-Key"))
+	})}
+	go echo.Serve(eln)
+	t.Cleanup(func() { echo.Close() })
+	echoPort := eln.Addr().(*net.TCPAddr).Port
+	guestShell(t, `grep -q '# limactl-mcp-e2e-secrets' /etc/hosts || echo "$(getent hosts host.lima.internal | awk '{print $1; exit}') echo-secrets.test # limactl-mcp-e2e-secrets" | sudo tee -a /etc/hosts >/dev/null`)
+
+	dir := homeWorkdir(t)
+	mustT(t, os.WriteFile(filepath.Join(dir, "main.txt"), []byte("one\n"), 0o644))
+	_ = os.Chown(filepath.Join(dir, "main.txt"), vmUID(t), vmGID(t))
+	discardOnCleanup(t, dir)
+	user := staging.AgentUser(staging.SessionID(dir))
+	env := []string{"ANTHROPIC_API_KEY=" + value,
+		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + pln.Addr().String(),
+		secrets.TestCAEnv + "=" + caFile}
+
+	script := `echo "PLACEHOLDER=$ANTHROPIC_API_KEY"
+curl -sS --max-time 60 -H "x-api-key: $ANTHROPIC_API_KEY" https://api.anthropic.com/v1/models; echo
+if command -v python3 >/dev/null; then python3 -c '
+import os, urllib.request
+r = urllib.request.Request("https://api.anthropic.com/v1/models", headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+print("PY", urllib.request.urlopen(r, timeout=60).read().decode())'; else echo "PY none"; fi
+if command -v node >/dev/null; then node -e '
+const https = require("https"), http = require("http");
+const u = new URL(process.env.HTTPS_PROXY);
+const req = http.request({host: u.hostname, port: u.port, method: "CONNECT", path: "api.anthropic.com:443"});
+req.on("connect", (res, socket) => {
+  https.get({host: "api.anthropic.com", path: "/v1/models", socket, agent: false, headers: {"x-api-key": process.env.ANTHROPIC_API_KEY}}, r => {
+    let b = ""; r.on("data", d => b += d); r.on("end", () => console.log("NODE", b));
+  }).on("error", e => console.log("NODE error", e.message));
+});
+req.end();'; else echo "NODE none"; fi
+curl -sS --max-time 20 -H "x-api-key: $ANTHROPIC_API_KEY" http://echo-secrets.test:` + fmt.Sprint(echoPort) + `/; echo
+ip=$(getent hosts host.lima.internal | awk '{print $1; exit}')
+curl -sS --noproxy '*' --max-time 10 --resolve api.anthropic.com:` + fmt.Sprint(pln.Addr().(*net.TCPAddr).Port) + `:$ip -k -H "x-api-key: $ANTHROPIC_API_KEY" https://api.anthropic.com:` + fmt.Sprint(pln.Addr().(*net.TCPAddr).Port) + `/ >/dev/null 2>&1 && echo DIRECT-REACHED || echo DIRECT-REFUSED
+exec sleep 171`
+
+	cmd := mcpShellCmd(t, dir, env, "--network=allow:echo-secrets.test", "--secret", "ANTHROPIC_API_KEY", "--no-review", instanceName, "--", "sh", "-c", script)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	mustT(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// While the agent's command still runs (its last step, sleep 171): no process of the guest
+	// holds the value in its environment or command line.
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		if out := guestShell(t, "pgrep -fx 'sleep 171' || true"); strings.TrimSpace(out) != "" {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the shell ended early: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		case <-time.After(2 * time.Second):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's command never got to its end\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		}
+	}
+	scan := guestShell(t, `sudo sh -c 'for p in /proc/[0-9]*; do for f in environ cmdline; do grep -l -a -e `+shq(valueRE)+` $p/$f 2>/dev/null; done; done; true'`)
+	guestShell(t, "sudo pkill -fx 'sleep 171' || true")
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the shell did not end")
+	}
+	out := stdout.String()
+	t.Logf("stdout:\n%s\nstderr:\n%s", out, stderr.String())
+	if strings.TrimSpace(scan) != "" {
+		t.Errorf("the value is in guest processes: %s", scan)
+	}
+	if strings.Contains(out, value) || strings.Contains(stderr.String(), value) {
+		t.Errorf("the value reached the command's output")
+	}
+	if !strings.Contains(out, "PLACEHOLDER=sk-ant-api03-"+secrets.PlaceholderMark) {
+		t.Errorf("the agent does not hold the placeholder")
+	}
+	if !strings.Contains(out, "\nPROVIDER key-ok=true\n") {
+		t.Errorf("curl did not reach the provider with the value")
+	}
+	if !strings.Contains(out, "PY PROVIDER key-ok=true") && !strings.Contains(out, "PY none") {
+		t.Errorf("python3 did not reach the provider with the value")
+	}
+	if !strings.Contains(out, "NODE PROVIDER key-ok=true") && !strings.Contains(out, "NODE none") {
+		t.Errorf("node did not reach the provider with the value")
+	}
+	if !strings.Contains(out, "ECHO sk-ant-api03-"+secrets.PlaceholderMark) {
+		t.Errorf("the unbound host did not get the placeholder")
+	}
+	if !strings.Contains(out, "DIRECT-REFUSED") {
+		t.Errorf("a connection that skips the proxy reached the provider")
+	}
+	mu.Lock()
+	for _, k := range got {
+		if k != value {
+			t.Errorf("the provider got a request without the value: %q", k)
+		}
+	}
+	mu.Unlock()
+	if !strings.Contains(stderr.String(), "join the allowlist for this run: api.anthropic.com") {
+		t.Errorf("the shell did not say that the bound host joins the allowlist")
+	}
+	// status shows the uses.
+	st, _, code := plugin(t, dir, "status", instanceName)
+	if code != 0 || !strings.Contains(st, "ANTHROPIC_API_KEY used") || !strings.Contains(st, "only with api.anthropic.com") {
+		t.Errorf("status: %s", st)
+	}
+	_ = io.Discard
+	_ = user
+}
