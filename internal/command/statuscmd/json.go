@@ -36,6 +36,9 @@ type SessionJSON struct {
 	Checkpoints      []CheckpointJSON `json:"checkpoints"`
 	CheckpointBytes  int64            `json:"checkpoint_bytes"`
 	CheckpointsError string           `json:"checkpoints_error,omitempty"`
+	// Fork is what the session was forked from (`limactl mcp fork`); left out for a session
+	// staged from the host.
+	Fork *staging.ForkOrigin `json:"fork,omitempty"`
 }
 
 // CheckpointJSON is a checkpoint in SessionJSON.
@@ -65,7 +68,7 @@ func toJSON(instance string, sts []staging.SessionStatus) JSON {
 		out.Sessions = append(out.Sessions, SessionJSON{
 			Workdir: s.Workdir, Session: s.Session, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
 			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error, Network: s.Network,
-			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError,
+			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError, Fork: s.Fork,
 		})
 	}
 	return out

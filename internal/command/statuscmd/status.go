@@ -76,11 +76,19 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
 	}
-	for _, s := range sts {
-		if s.Session != "" {
+	sts, forks := grouped(sts)
+	for i, s := range sts {
+		switch {
+		case s.Fork != nil:
+			// Listed right after the session it was forked from (grouped).
+			fmt.Fprintf(w, "%s  [session %s, a fork of %s]\n", s.Workdir, s.Session, staging.SessionLabel(s.Fork.Session))
+		case s.Session != "":
 			fmt.Fprintf(w, "%s  [session %s]\n", s.Workdir, s.Session)
-		} else {
+		default:
 			fmt.Fprintf(w, "%s\n", s.Workdir)
+		}
+		if forks[i] != "" {
+			fmt.Fprintf(w, "  forked from: %s\n", termsafe.String(forks[i]))
 		}
 		if s.GuestPath != s.Workdir {
 			fmt.Fprintf(w, "  guest path: %s\n", s.GuestPath)
