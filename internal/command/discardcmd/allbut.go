@@ -119,7 +119,7 @@ func runAllBut(ctx context.Context, opts *Options) error {
 	}
 	msg := "Kept session " + keepLabel
 	if len(kept) > 0 {
-		msg += " and " + strings.Join(kept, ", ") + " (not forks of the same session)"
+		msg += "; not discarded: " + strings.Join(kept, ", ") + " (--all-but discards only the sessions forked from the same session)"
 	}
 	fmt.Fprintln(ios.Out, msg+".")
 	return nil
