@@ -180,20 +180,21 @@ func resultOf(e *tree.Entry) string {
 // countDiffLines counts a unified diff's added and removed lines (-1, -1 for a diff without
 // text: binary, a symlink, a mode change only).
 func countDiffLines(d string) (added, deleted int) {
-	text := false
+	inHunk := false
 	for _, l := range strings.Split(d, "\n") {
 		switch {
-		case strings.HasPrefix(l, "+++ "), strings.HasPrefix(l, "--- "):
-			text = true
 		case strings.HasPrefix(l, "@@"):
-			text = true
+			inHunk = true
+		case !inHunk:
+			// The header (diff --git, mode lines, --- and +++): a removed line "-- x" is
+			// "--- x" in a hunk, so the header ends at the first hunk.
 		case strings.HasPrefix(l, "+"):
 			added++
 		case strings.HasPrefix(l, "-"):
 			deleted++
 		}
 	}
-	if !text && added == 0 && deleted == 0 {
+	if !inHunk {
 		return -1, -1
 	}
 	return added, deleted
