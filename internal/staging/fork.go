@@ -76,18 +76,6 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 	if n := s.State.Network; n != "" && n != OpenNetwork {
 		return nil, fmt.Errorf("session %s works under the network policy %q, and forking such a session is not supported yet (its copy belongs to its own guest user, and the fork would need another): fork a session under the open policy", SessionLabel(s.State.Session), n)
 	}
-	id := SessionIDOf(s.State.Workdir, name)
-	unlock, err := s.store.Lock(id, time.Minute)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	switch _, _, err := s.store.LoadID(id); {
-	case err == nil:
-		return nil, fmt.Errorf("%w: %s already has a session %q in instance %q: discard it first (`limactl mcp discard %s --session %s`) or pick another name", ErrSessionExists, s.State.Workdir, name, s.State.Instance, s.State.Instance, name)
-	case !errors.Is(err, ErrNoSession):
-		return nil, err
-	}
 	if checkpoint != "" {
 		l, err := s.Checkpoints(ctx)
 		if err != nil {
@@ -100,6 +88,18 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 		if !found {
 			return nil, s.unknownCheckpoint(ctx, checkpoint)
 		}
+	}
+	id := SessionIDOf(s.State.Workdir, name)
+	unlock, err := s.store.Lock(id, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	switch _, _, err := s.store.LoadID(id); {
+	case err == nil:
+		return nil, fmt.Errorf("%w: %s already has a session %q in instance %q: discard it first (`limactl mcp discard %s --session %s`) or pick another name", ErrSessionExists, s.State.Workdir, name, s.State.Instance, s.State.Instance, name)
+	case !errors.Is(err, ErrNoSession):
+		return nil, err
 	}
 	home, err := s.conn.Home(ctx)
 	if err != nil {

@@ -273,7 +273,7 @@ func TestForkIsACopyNotALink(t *testing.T) {
 // Bad forks are refused with an error that says why, before anything is made.
 func TestForkRefusals(t *testing.T) {
 	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
-	cleanupForks(t, f, "x", "y")
+	cleanupForks(t, f, "x", "y", "z")
 	for _, c := range []struct {
 		from  string
 		names []string
@@ -302,6 +302,21 @@ func TestForkRefusals(t *testing.T) {
 	r := fork(f, "", "y", "x")
 	if r.err == nil || !errors.Is(r.err, staging.ErrSessionExists) || !strings.Contains(r.err.Error(), "forked before it: y") {
 		t.Errorf("forking onto an existing session: %v", r.err)
+	}
+	// A session under a network policy is not forked (yet): said, and nothing made.
+	st, base, err := f.Store.LoadSession(f.Workdir, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Network = "none"
+	if err := f.Store.Save(st, base); err != nil {
+		t.Fatal(err)
+	}
+	if r := fork(f, "x", "z"); r.err == nil || !strings.Contains(r.err.Error(), `under the network policy "none"`) {
+		t.Errorf("forking a session under a policy: %v", r.err)
+	}
+	if _, _, err := f.Store.LoadSession(f.Workdir, "z"); !errors.Is(err, staging.ErrNoSession) {
+		t.Errorf("a refused fork left session z: %v", err)
 	}
 	if r := compare(f, false, "x"); r.err == nil || !strings.Contains(r.err.Error(), "two sessions or more") {
 		t.Errorf("compare of one session: %v", r.err)
