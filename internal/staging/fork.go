@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
@@ -133,14 +134,18 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 			_ = s.store.Remove(id)
 		}
 	}()
+	// The copy, and the sharing of the checkpoint objects, in one round trip.
 	src, dst := shellquote.Quote(s.State.GuestPath+"/."), shellquote.Quote(guestPath+"/")
+	var out []byte
 	err = s.conn.Within(ctx, forkCopyWait, "copying the session's guest copy", func(ctx context.Context) error {
-		_, err := s.conn.Stream(ctx, "cp -a --reflink=auto -- "+src+" "+dst, nil)
+		var err error
+		out, err = s.conn.Stream(ctx, "set -e\ncp -a --reflink=auto -- "+src+" "+dst+"\nset +e\n"+shareObjectsScript(home, s.State.ID, id), nil)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("copying %s to %s in the guest: %w", s.State.GuestPath, guestPath, err)
 	}
+	res.SharedObjects, res.SharedError = sharedCount(out)
 	if checkpoint != "" {
 		// The origin's store, restored into the new copy: the origin's copy is not touched.
 		tr := s.checkpointTree()
@@ -156,7 +161,6 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 		}
 		res.Restored = r.Total
 	}
-	res.SharedObjects, res.SharedError = fork.shareCheckpointObjects(ctx, home, s.State.ID)
 	if err := fork.writeMarker(ctx); err != nil {
 		return nil, err
 	}
@@ -171,41 +175,39 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 	return res, nil
 }
 
-// shareCheckpointObjects hard-links the objects of the origin's checkpoint store (session
-// from) into this session's, so that this session's checkpoints do not store a second copy of
-// content the origin already has (a checkpoint stores an object only when its hash is not in
-// the store yet). It returns how many it shares, or why it shares none. Links to objects only:
+// shareObjectsScript hard-links the objects of the origin's checkpoint store (session from)
+// into the store of session to, so that the new session's checkpoints do not store a second
+// copy of content the origin already has (a checkpoint stores an object only when its hash is
+// not in the store yet). It prints "shared N", or "not shared: WHY". Links to objects only:
 // the runner never writes an object in place (internal/runner/checkpoint), and verifies each
 // one's hash and size before a restore uses it.
-func (s *Session) shareCheckpointObjects(ctx context.Context, home, from string) (int, string) {
-	srcDir := path.Join(home, checkpointStoreRel, from, "objects")
-	dst := path.Join(home, checkpointStoreRel, s.State.ID)
-	q, qd := shellquote.Quote(srcDir), shellquote.Quote(dst)
+func shareObjectsScript(home, from, to string) string {
+	q := shellquote.Quote(path.Join(home, checkpointStoreRel, from, "objects"))
+	qd := shellquote.Quote(path.Join(home, checkpointStoreRel, to))
 	// find -type f: a regular file with a hash's name (never a link, a directory or a
 	// temporary file); ln without -s or -L links the file found, never what a name points to.
-	script := `[ -d ` + q + ` ] || { echo 0; exit 0; }
-mkdir -p -m 700 ` + qd + ` ` + qd + `/objects ` + qd + `/manifests
-find ` + q + ` -mindepth 1 -maxdepth 1 -type f -regextype posix-extended -regex '.*/[0-9a-f]{64}' -exec ln -f -t ` + qd + `/objects -- {} + &&
-find ` + qd + `/objects -mindepth 1 -maxdepth 1 -type f | wc -l`
-	var out []byte
-	err := s.conn.Within(ctx, time.Minute, "sharing the checkpoint store's objects", func(ctx context.Context) error {
-		var err error
-		out, err = s.conn.Stream(ctx, script, nil)
-		return err
-	})
-	if err != nil {
-		return 0, err.Error()
-	}
-	var n int
-	if _, err := fmt.Sscanf(string(out), "%d", &n); err != nil {
-		return 0, fmt.Sprintf("unexpected answer %q", truncateForError(out))
-	}
-	return n, ""
+	return `if [ ! -d ` + q + ` ]; then echo "shared 0"; exit 0; fi
+if mkdir -p -m 700 ` + qd + ` ` + qd + `/objects ` + qd + `/manifests &&
+  find ` + q + ` -mindepth 1 -maxdepth 1 -type f -regextype posix-extended -regex '.*/[0-9a-f]{64}' -exec ln -f -t ` + qd + `/objects -- {} + 2>/dev/null; then
+  echo "shared $(find ` + qd + `/objects -mindepth 1 -maxdepth 1 -type f | wc -l)"
+else
+  echo "not shared: linking the objects failed (a filesystem without hard links, or the store changed meanwhile)"
+fi
+`
 }
 
-func truncateForError(b []byte) string {
-	if len(b) > 80 {
-		b = b[:80]
+// sharedCount reads shareObjectsScript's answer.
+func sharedCount(out []byte) (int, string) {
+	line := strings.TrimSpace(string(out))
+	if why, ok := strings.CutPrefix(line, "not shared: "); ok {
+		return 0, why
 	}
-	return string(b)
+	var n int
+	if _, err := fmt.Sscanf(line, "shared %d", &n); err != nil || n < 0 {
+		if len(line) > 80 {
+			line = line[:80]
+		}
+		return 0, fmt.Sprintf("unexpected answer %q", line)
+	}
+	return n, ""
 }
