@@ -140,8 +140,19 @@ func TestBenchmarkFork(t *testing.T) {
 	for i := range runs {
 		discardSessionOnCleanup(t, dir, fmt.Sprintf("bench%d", i))
 	}
+	// Staging 100 MB and the first checkpoint (every file copied into the store) take minutes
+	// on a loaded emulated guest: longer than a tool call's usual bound.
+	call := func(s *server, name string, args map[string]any) map[string]any {
+		t.Helper()
+		r, problem := callChecked(ctxT(t, 20*time.Minute), s.Session, name, args)
+		if problem != "" {
+			t.Fatalf("%s: %s", name, problem)
+		}
+		return r
+	}
 	s := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
-	toolsuite.MustOK(t, s.Session, "checkpoint", map[string]any{"label": "first"})
+	call(s, "list_directory", map[string]any{"path": dir})
+	call(s, "checkpoint", map[string]any{"label": "first"})
 	used := func() int64 {
 		t.Helper()
 		n, err := strconv.ParseInt(strings.TrimSpace(guestShell(t, "sync; df -B1 --output=used ~ | tail -1")), 10, 64)
@@ -165,8 +176,9 @@ func TestBenchmarkFork(t *testing.T) {
 	}
 	// The fork's first checkpoint: its content is in the store already (shared objects).
 	fs := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--session", "bench0")
+	call(fs, "list_directory", map[string]any{"path": dir})
 	t0 := time.Now()
-	r := toolsuite.MustOK(t, fs.Session, "checkpoint", map[string]any{"label": "first of the fork"}).Structured
+	r := call(fs, "checkpoint", map[string]any{"label": "first of the fork"})
 	firstCk := time.Since(t0)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nFork of a 10,000-file / 100 MB staged tree with one checkpoint (%s; guest filesystem %s), %d forks, `limactl mcp fork` as a whole process:\n\n", machine(t), fsType, runs)
