@@ -10,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/comparecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/configurecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/discardcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/forkcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/infocmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/logcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
@@ -70,6 +72,8 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 		synccmd.NewCmd(f, nil),
 		restorecmd.NewCmd(f, nil),
 		discardcmd.NewCmd(f, nil),
+		forkcmd.NewCmd(f, nil),
+		comparecmd.NewCmd(f, nil),
 		reviewcmd.NewCmd(f, nil),
 		logcmd.NewCmd(f, nil),
 		networkcmd.NewCmd(f, nil),

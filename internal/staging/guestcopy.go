@@ -85,8 +85,17 @@ func (s *Session) guestPath(rel tree.Name) string {
 // the user cannot create it (a path like the host's /Users/NAME/...), and closes it to every
 // other user (0700: the session's room, see closeRoom).
 func prepareGuestDir(ctx context.Context, conn *guest.Conn, p string) error {
+	if _, err := conn.Stream(ctx, prepareGuestDirScript(p), nil); err != nil {
+		return fmt.Errorf("creating %s in the guest: %w", p, err)
+	}
+	return nil
+}
+
+// prepareGuestDirScript is prepareGuestDir's shell script (`set -e`; it exits 3 when p is
+// there and not empty), for a caller that runs more in the same round trip.
+func prepareGuestDirScript(p string) string {
 	q := shellquote.Quote(p)
-	script := `set -e
+	return `set -e
 if [ -e ` + q + ` ] && [ -n "$(ls -A ` + q + ` 2>/dev/null)" ]; then
   echo "the guest path ` + strings.ReplaceAll(q, `"`, `\"`) + ` already exists and is not empty: it is not this session's copy; remove it in the guest, or pick another working directory" >&2
   exit 3
@@ -95,11 +104,7 @@ if ! mkdir -p ` + q + ` 2>/dev/null || [ ! -w ` + q + ` ]; then
   sudo -n mkdir -p ` + q + `
   sudo -n chown "$(id -u):$(id -g)" ` + q + `
 fi
-chmod 700 ` + q
-	if _, err := conn.Stream(ctx, script, nil); err != nil {
-		return fmt.Errorf("creating %s in the guest: %w", p, err)
-	}
-	return nil
+chmod 700 ` + q + "\n"
 }
 
 // markerPath is the guest file that proves the guest copy belongs to this session.

@@ -14,6 +14,9 @@ import (
 // that is internal/command/statuscmd's (json.go), its one home, which docs/status-json.md
 // describes.
 type SessionStatus struct {
+	// ID is the session's id; Fork what it was forked from (nil: staged from the host).
+	ID      string
+	Fork    *ForkOrigin
 	Workdir string
 	// Session is the session's name ("" for the unnamed one).
 	Session   string
@@ -71,7 +74,7 @@ func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) *guest
 const statusParallel = 8
 
 func sessionStatus(ctx context.Context, lima, conn *guest.Conn, store Store, st *State, connErr error) SessionStatus {
-	ss := SessionStatus{Workdir: st.Workdir, Session: st.Session, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1,
+	ss := SessionStatus{ID: st.ID, Fork: st.Fork, Workdir: st.Workdir, Session: st.Session, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1,
 		Network: &NetworkReport{Policy: NetworkOf(st)}}
 	_, base, err := store.LoadID(st.ID)
 	if err != nil {

@@ -48,6 +48,8 @@ type State struct {
 	InGitRepo      bool           `json:"in_git_repo,omitempty"`
 	// Network is the session's network policy as `--network` spells it ("": open).
 	Network string `json:"network,omitempty"`
+	// Fork is what the session was forked from (nil: staged from the host).
+	Fork *ForkOrigin `json:"fork,omitempty"`
 }
 
 // SessionID names the session of a working directory.

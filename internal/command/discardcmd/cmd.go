@@ -28,5 +28,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	cmdutil.AddWorkdirFlag(cmd, &opts.Workdir)
 	cmdutil.AddSessionFlag(cmd, &opts.Session, cmdutil.SessionUsage)
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "Do not ask for confirmation")
+	cmd.Flags().StringVar(&opts.AllBut, "all-but", "", "Keep the session `NAME` and discard the other sessions forked from the same session (`limactl mcp fork`); the origin itself is kept")
+	cmd.MarkFlagsMutuallyExclusive("session", "all-but")
 	return cmd
 }

@@ -32,6 +32,8 @@ type Options struct {
 	Session string
 	// Yes discards without asking.
 	Yes bool
+	// AllBut is --all-but: keep this session and discard the other forks of its origin.
+	AllBut string
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
@@ -50,6 +52,9 @@ var (
 // Run discards the session of the working directory.
 func Run(ctx context.Context, opts *Options) error {
 	ios := opts.IO
+	if opts.AllBut != "" {
+		return runAllBut(ctx, opts)
+	}
 	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "discard", Instance: opts.Instance, Workdir: opts.Workdir, Session: opts.Session, Open: opts.Open})
 	if err != nil {
 		return err
@@ -103,23 +108,34 @@ func Run(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
+	stopped, err := discardSession(ctx, t, s, ios.ErrOut)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(ios.Out, "Discarded %s%s.\n", what, stopped)
+	return nil
+}
+
+// discardSession ends the session's background processes, releases its agent user (under a
+// network policy), and removes its copy, checkpoints and state. It returns what it stopped,
+// for the closing line.
+func discardSession(ctx context.Context, t *sessionopen.Target, s *staging.Session, errOut io.Writer) (string, error) {
 	// The agent's background processes go with the session (every server's of it), through
 	// the session's own connection (its agent user's, under a network policy).
-	stopped := endBackground(ctx, t.ConnFor(s.State), s.State.ID, ios.ErrOut)
+	stopped := endBackground(ctx, t.ConnFor(s.State), s.State.ID, errOut)
 	if user := s.State.Network; user != "" && user != staging.OpenNetwork {
 		// The agent's processes end, and its rules and policy go (its log stays for the
 		// person), before its copy does: nothing of it keeps writing there.
 		if err := staging.ReleaseAgent(ctx, t.Conn, s.State); err != nil {
-			return err
+			return "", err
 		}
 		// The copy is the Lima user's again: removed as that user.
 		s = staging.Attach(t.Conn, t.Store, s.State, s.Baseline)
 	}
 	if err := s.Discard(ctx); err != nil {
-		return err
+		return "", err
 	}
-	fmt.Fprintf(ios.Out, "Discarded %s%s.\n", what, stopped)
-	return nil
+	return stopped, nil
 }
 
 // describe names the staged copy of workdir's session for a person: a named session by name.

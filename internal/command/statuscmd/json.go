@@ -39,6 +39,9 @@ type SessionJSON struct {
 	CheckpointsError string           `json:"checkpoints_error,omitempty"`
 	// Timeline is the session's timeline totals (limactl mcp log), left out when it has none.
 	Timeline *timeline.Counts `json:"timeline,omitempty"`
+	// Fork is what the session was forked from (`limactl mcp fork`); left out for a session
+	// staged from the host.
+	Fork *staging.ForkOrigin `json:"fork,omitempty"`
 }
 
 // CheckpointJSON is a checkpoint in SessionJSON.
@@ -68,7 +71,7 @@ func toJSON(instance string, sts []staging.SessionStatus, tls []*timeline.Counts
 		out.Sessions = append(out.Sessions, SessionJSON{
 			Workdir: s.Workdir, Session: s.Session, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
 			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error, Network: s.Network,
-			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError, Timeline: tls[i],
+			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError, Timeline: tls[i], Fork: s.Fork,
 		})
 	}
 	return out

@@ -90,11 +90,26 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*t
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
 	}
+	// Each session's timeline totals, found again after grouping reorders the sessions.
+	counts := map[string]*timeline.Counts{}
 	for i, s := range sts {
-		if s.Session != "" {
+		if i < len(tls) {
+			counts[s.Workdir+"\x00"+s.Session] = tls[i]
+		}
+	}
+	sts, forks := grouped(sts)
+	for i, s := range sts {
+		switch {
+		case s.Fork != nil:
+			// Listed right after the session it was forked from (grouped).
+			fmt.Fprintf(w, "%s  [session %s, a fork of %s]\n", s.Workdir, s.Session, staging.SessionLabel(s.Fork.Session))
+		case s.Session != "":
 			fmt.Fprintf(w, "%s  [session %s]\n", s.Workdir, s.Session)
-		} else {
+		default:
 			fmt.Fprintf(w, "%s\n", s.Workdir)
+		}
+		if forks[i] != "" {
+			fmt.Fprintf(w, "  forked from: %s\n", termsafe.String(forks[i]))
 		}
 		if s.GuestPath != s.Workdir {
 			fmt.Fprintf(w, "  guest path: %s\n", s.GuestPath)
@@ -118,8 +133,7 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*t
 		if s.Network != nil && s.Network.Policy != staging.OpenNetwork {
 			fmt.Fprintf(w, "  network:    %s\n", termsafe.String(strings.TrimPrefix(s.Network.Line(), "network policy ")))
 		}
-		if i < len(tls) && tls[i] != nil {
-			c := tls[i]
+		if c := counts[s.Workdir+"\x00"+s.Session]; c != nil {
 			fmt.Fprintf(w, "  timeline:   %s\n", timelineLine(c, inst, s))
 		}
 		if secretsUses != nil {

@@ -1,0 +1,191 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/toolsuite"
+)
+
+// Best of three on the VM (docs/sessions.md#best-of-n-forks): three forks of a checkpoint of
+// the agent's session, three scripted "agents" (shell --no-review in each) making different
+// changes, overlapping and not; compare's JSON says where they agree and differ; the review of
+// one applies exactly its changes to the host; discard --all-but removes the two others.
+func TestForkBestOfThree(t *testing.T) {
+	dir := project(t, map[string]string{"main.go": "package main\n", "lib.txt": "l1\nl2\nl3\n", "old.txt": "old\n"})
+	discardOnCleanup(t, dir)
+	for _, n := range []string{"try1", "try2", "try3"} {
+		discardSessionOnCleanup(t, dir, n)
+	}
+	s := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
+	shellOK(t, s.Session, dir, "echo '// planned' >> main.go")
+	ck := toolsuite.MustOK(t, s.Session, "checkpoint", map[string]any{"label": "plan"}).Structured
+	id := fmt.Sprint(ck["id"])
+	shellOK(t, s.Session, dir, "echo after > after.txt") // after the checkpoint: not in the forks
+
+	out, stderr, code := plugin(t, dir, "fork", instanceName, "--session", "default@"+id, "try1", "try2", "try3")
+	if code != 0 || strings.Count(out, "Forked session try") != 3 {
+		t.Fatalf("fork: exit %d\n%s%s", code, out, stderr)
+	}
+	t.Logf("fork:\n%s", out)
+	agent := func(name, script string) {
+		t.Helper()
+		if out, stderr, code := plugin(t, dir, "shell", "--no-review", "--session", name, instanceName, "--", "sh", "-c", script); code != 0 {
+			t.Fatalf("agent in %s: exit %d\n%s%s", name, code, out, stderr)
+		}
+	}
+	agent("try1", "printf 'l1\\nL2\\nl3\\n' > lib.txt && echo one > one.txt")
+	agent("try2", "printf 'l1\\nL2\\nl3\\n' > lib.txt && rm old.txt")
+	agent("try3", "printf 'l1\\nl2\\nl3\\nl4\\n' > lib.txt && rm old.txt && ls after.txt 2>/dev/null > seen.txt; echo three > three.txt")
+
+	out, stderr, code = plugin(t, dir, "compare", instanceName, "try1", "try2", "try3", "--json")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s%s", code, out, stderr)
+	}
+	var cmp struct {
+		Files []struct {
+			Path     string     `json:"path"`
+			Verdict  string     `json:"verdict"`
+			Variants [][]string `json:"variants"`
+		} `json:"files"`
+	}
+	mustT(t, json.Unmarshal([]byte(out), &cmp))
+	got := map[string]string{}
+	for _, f := range cmp.Files {
+		got[f.Path] = f.Verdict + fmt.Sprint(f.Variants)
+	}
+	want := map[string]string{
+		"main.go":   "agree[[try1 try2 try3]]", // the checkpoint's edit, in every fork
+		"lib.txt":   "differ[[try1 try2] [try3]]",
+		"old.txt":   "agree[[try2 try3]]",
+		"one.txt":   "only[[try1]]",
+		"three.txt": "only[[try3]]",
+		"seen.txt":  "only[[try3]]", // empty: after.txt, made after the checkpoint, is not in try3
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("compare:\n got %v\nwant %v\n%s", got, want, out)
+	}
+	out, _, _ = plugin(t, dir, "compare", instanceName, "try1", "try2", "try3")
+	t.Logf("compare:\n%s", out)
+	out, _, _ = plugin(t, dir, "status", instanceName)
+	if !strings.Contains(out, "[session try2, a fork of default]") || !strings.Contains(out, "forked from: session default at checkpoint "+id) {
+		t.Errorf("status:\n%s", out)
+	}
+
+	// try3 is kept: its review applies exactly its changes.
+	if out, stderr, code := plugin(t, dir, "review", "--session", "try3", instanceName, "--yes"); code != 0 {
+		t.Fatalf("review try3: exit %d\n%s%s", code, out, stderr)
+	}
+	for p, want := range map[string]string{"lib.txt": "l1\nl2\nl3\nl4\n", "three.txt": "three\n", "main.go": "package main\n// planned\n", "seen.txt": ""} {
+		if got := readHost(t, filepath.Join(dir, p)); got != want {
+			t.Errorf("host %s = %q, want %q", p, got, want)
+		}
+	}
+	for _, p := range []string{"old.txt", "one.txt", "after.txt"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); !os.IsNotExist(err) {
+			t.Errorf("host %s: %v, want it absent", p, err)
+		}
+	}
+	out, stderr, code = plugin(t, dir, "discard", instanceName, "--all-but", "try3", "--yes")
+	if code != 0 || !strings.Contains(out, "Discarded session try1") || !strings.Contains(out, "Discarded session try2") {
+		t.Errorf("discard --all-but: exit %d\n%s%s", code, out, stderr)
+	}
+	var names []string
+	for _, s := range sessionsOf(t, dir) {
+		names = append(names, fmt.Sprint(s["session"]))
+	}
+	if fmt.Sprint(names) != "[<nil> try3]" {
+		t.Errorf("sessions left: %v", names)
+	}
+}
+
+// TestBenchmarkFork measures `limactl mcp fork` (the whole process) of a 10,000-file / 100 MB
+// staged tree (the staging benchmark's) that has a checkpoint, and the guest disk each fork
+// adds. Opt-in:
+//
+//	LIMACTL_MCP_BENCH=1 go test -tags e2e -count=1 -v -run TestBenchmarkFork ./test/e2e/
+//
+// It never asserts on times. Results are in docs/benchmarks.md.
+func TestBenchmarkFork(t *testing.T) {
+	if os.Getenv("LIMACTL_MCP_BENCH") != "1" {
+		t.Skip("set LIMACTL_MCP_BENCH=1 to run the fork benchmark")
+	}
+	const dirs, perDir, size = 100, 100, 10 << 10
+	dir := project(t, map[string]string{})
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, size)
+	for d := range dirs {
+		sub := filepath.Join(dir, fmt.Sprintf("pkg%03d", d))
+		mustT(t, os.MkdirAll(sub, 0o755))
+		for f := range perDir {
+			for i := range buf {
+				buf[i] = byte('a' + rng.IntN(26))
+			}
+			mustT(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("file%03d.txt", f)), buf, 0o644))
+		}
+	}
+	chownToUser(t, dir)
+	discardOnCleanup(t, dir)
+	const runs = 3
+	for i := range runs {
+		discardSessionOnCleanup(t, dir, fmt.Sprintf("bench%d", i))
+	}
+	// Staging 100 MB and the first checkpoint (every file copied into the store) take minutes
+	// on a loaded emulated guest: longer than a tool call's usual bound.
+	call := func(s *server, name string, args map[string]any) map[string]any {
+		t.Helper()
+		r, problem := callChecked(ctxT(t, 20*time.Minute), s.Session, name, args)
+		if problem != "" {
+			t.Fatalf("%s: %s", name, problem)
+		}
+		return r
+	}
+	s := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
+	call(s, "list_directory", map[string]any{"path": dir})
+	call(s, "checkpoint", map[string]any{"label": "first"})
+	used := func() int64 {
+		t.Helper()
+		n, err := strconv.ParseInt(strings.TrimSpace(guestShell(t, "sync; df -B1 --output=used ~ | tail -1")), 10, 64)
+		mustT(t, err)
+		return n
+	}
+	fsType := strings.TrimSpace(guestShell(t, "df --output=fstype ~ | tail -1"))
+	var times []time.Duration
+	var disk []int64
+	for i := range runs {
+		before := used()
+		t0 := time.Now()
+		out, stderr, code := plugin(t, dir, "fork", instanceName, fmt.Sprintf("bench%d", i))
+		d := time.Since(t0)
+		if code != 0 {
+			t.Fatalf("fork: exit %d\n%s%s", code, out, stderr)
+		}
+		times = append(times, d)
+		disk = append(disk, used()-before)
+		t.Logf("fork %d: %v, %d bytes of guest disk\n%s", i, d, disk[i], out)
+	}
+	// The fork's first checkpoint: its content is in the store already (shared objects).
+	fs := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--session", "bench0")
+	call(fs, "list_directory", map[string]any{"path": dir})
+	t0 := time.Now()
+	r := call(fs, "checkpoint", map[string]any{"label": "first of the fork"})
+	firstCk := time.Since(t0)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nFork of a 10,000-file / 100 MB staged tree with one checkpoint (%s; guest filesystem %s), %d forks, `limactl mcp fork` as a whole process:\n\n", machine(t), fsType, runs)
+	fmt.Fprintf(&b, "| measure | median | p100 |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| `limactl mcp fork` (one new session) | %s | %s |\n", ms(pct(times, 50)), ms(pct(times, 100)))
+	slices.Sort(disk)
+	fmt.Fprintf(&b, "| guest disk added by a fork | %.1f MB | %.1f MB |\n", float64(disk[len(disk)/2])/1e6, float64(disk[len(disk)-1])/1e6)
+	fmt.Fprintf(&b, "| the fork's first checkpoint (MCP call; stored %v bytes) | %s | %s |\n", r["stored_bytes"], ms(firstCk), ms(firstCk))
+	fmt.Print(b.String())
+}
