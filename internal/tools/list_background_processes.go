@@ -42,8 +42,11 @@ func (ts *Toolset) ListBackgroundProcesses(ctx context.Context, req *mcp.CallToo
 	if err != nil {
 		return nil, nil, bgError(err)
 	}
+	ports := b.seen(e, r.Processes, !r.Truncated)
 	for _, s := range r.Processes {
-		res.Processes = append(res.Processes, backgroundStatus(s))
+		st := backgroundStatus(s)
+		st.Ports = ports[s.ID]
+		res.Processes = append(res.Processes, st)
 	}
 	return nil, res, nil
 }

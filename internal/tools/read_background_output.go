@@ -78,5 +78,6 @@ func (ts *Toolset) ReadBackgroundOutput(ctx context.Context, req *mcp.CallToolRe
 		More:             r.Next < r.Status.OutputBytes,
 		BackgroundStatus: backgroundStatus(r.Status),
 	}
+	res.Ports = b.seen(e, []runnerproto.BgStatus{r.Status}, false)[args.ID]
 	return nil, res, nil
 }

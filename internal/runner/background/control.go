@@ -151,6 +151,7 @@ func Signal(req *runnerproto.BgSignalRequest) (*runnerproto.BgSignalResult, erro
 	if res.Status, err = bgStatusOf(dir, req.ID, req.Output); err != nil {
 		return nil, err
 	}
+	withPorts([]*runnerproto.BgStatus{&res.Status})
 	return res, nil
 }
 
