@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/portscmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/preview"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -67,11 +69,12 @@ func Run(ctx context.Context, opts *Options) error {
 			staging.SessionLabel(only), t.Instance.Name, staging.SessionFlag(only), t.Instance.Name, t.Instance.Name)
 		return nil
 	}
-	printStatus(ios.Out, t.Instance.Name, sts)
+	recs, _ := portscmd.Records(t.Store) // the previews: the host's own record (best effort)
+	printStatus(ios.Out, t.Instance.Name, sts, recs)
 	return nil
 }
 
-func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
+func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, recs []preview.Record) {
 	if len(sts) == 0 {
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
@@ -104,7 +107,21 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 		if s.Network != nil && s.Network.Policy != staging.OpenNetwork {
 			fmt.Fprintf(w, "  network:    %s\n", termsafe.String(strings.TrimPrefix(s.Network.Line(), "network policy ")))
 		}
+		printPorts(w, s, recs)
 		printCheckpoints(w, inst, s)
+	}
+}
+
+// printPorts lists the session's previews: the ports its background processes listen on,
+// with the host URLs its MCP server forwards them to (limactl mcp ports).
+func printPorts(w io.Writer, s staging.SessionStatus, recs []preview.Record) {
+	for _, r := range recs {
+		if r.Workdir != s.Workdir || r.Session != s.Session {
+			continue
+		}
+		for _, p := range r.Ports {
+			fmt.Fprintf(w, "  port:       %s\n", portscmd.Line(p))
+		}
 	}
 }
 
