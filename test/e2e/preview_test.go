@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -135,8 +136,10 @@ func TestPreviews(t *testing.T) {
 	if len(k.Ports) != 0 {
 		t.Fatalf("kill: %+v", k)
 	}
-	if got, err := getBody(pa.HostURL); err == nil && got == "from-a" {
-		t.Fatalf("%s still reaches the killed server", pa.HostURL)
+	// A refused connection: the host port itself is gone, not only the server behind it.
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(pa.HostURL, "http://"), 30*time.Second); err == nil {
+		c.Close()
+		t.Fatalf("%s still accepts connections after its server was killed", pa.HostURL)
 	}
 	if got, err := getBody(pb.HostURL); err != nil || got != "from-b" {
 		t.Errorf("GET %s after the other's end: %q %v", pb.HostURL, got, err)
