@@ -18,6 +18,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/infocmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/logcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/portscmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/restorecmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/servecmd"
@@ -69,6 +70,7 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 		servecmd.NewCmd(f, nil),
 		configurecmd.NewCmd(f, nil),
 		statuscmd.NewCmd(f, nil),
+		portscmd.NewCmd(f, nil),
 		synccmd.NewCmd(f, nil),
 		restorecmd.NewCmd(f, nil),
 		discardcmd.NewCmd(f, nil),

@@ -69,6 +69,20 @@ type BgStatus struct {
 	Lost bool `json:"lost,omitempty"`
 	// OutputBytes is how many bytes of output the process wrote so far.
 	OutputBytes int64 `json:"output_bytes"`
+	// Ports are the TCP sockets the process's group listens on now (at most MaxBgPorts),
+	// as far as the runner can see them (its own user's processes).
+	Ports []BgPort `json:"ports,omitempty"`
+}
+
+// MaxBgPorts bounds the listening sockets reported for one background process.
+const MaxBgPorts = 32
+
+// BgPort is one listening TCP socket of a background process's group.
+type BgPort struct {
+	// Port is the guest port (1-65535).
+	Port int `json:"port"`
+	// Addr is the address it is bound to, as text ("0.0.0.0", "::", "127.0.0.1").
+	Addr string `json:"addr"`
 }
 
 // BgReadRequest reads a background process's output from Offset, at most Max bytes.

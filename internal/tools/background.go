@@ -36,6 +36,8 @@ type Background struct {
 	started bool          // a process was started: End has something to do
 	next    map[int]int64 // id → where the agent's last read ended
 	reaped  sync.Once     // orphans of dead servers were looked for
+
+	pv *previews // nil: the ports are reported, not forwarded (background_ports.go)
 }
 
 // BackgroundLimits bound the background processes of one server.
@@ -47,6 +49,9 @@ type BackgroundLimits struct {
 	TailSegments int // and the last ones
 	ReadDefault  int // bytes read_background_output returns by default
 	ReadMax      int // and at most
+	// PortWait is how long a start waits for the process to listen on a port (its answer
+	// then carries the port and its host URL); the other tools report ports found later.
+	PortWait time.Duration
 }
 
 // DefaultBackgroundLimits keep at most 16 processes running and 32 records, each with the
@@ -59,6 +64,7 @@ var DefaultBackgroundLimits = BackgroundLimits{
 	TailSegments: 16,
 	ReadDefault:  32 << 10,
 	ReadMax:      256 << 10,
+	PortWait:     2 * time.Second,
 }
 
 // NewBackground returns the background processes of a server of session (staging.SessionID).
@@ -79,6 +85,7 @@ func (b *Background) output() runnerproto.BgOutput {
 // End kills this server's background processes and removes their records, within timeout: a
 // server's shutdown never waits longer. It does nothing when none was ever started.
 func (b *Background) End(timeout time.Duration) error {
+	b.endPreviews()
 	b.mu.Lock()
 	started := b.started
 	b.mu.Unlock()

@@ -19,6 +19,8 @@ type BackgroundStatus struct {
 	Signal      string `json:"signal,omitempty" jsonschema:"the signal that killed it, if any (e.g. SIGTERM)"`
 	Lost        bool   `json:"lost,omitempty" jsonschema:"true when its supervisor in the guest was killed: its state is unknown and its output no longer collected"`
 	OutputBytes int64  `json:"output_bytes" jsonschema:"bytes of output (stdout and stderr together) it wrote so far"`
+	// Ports are the TCP ports it (or a process it started) listens on, with their host URLs.
+	Ports []PortStatus `json:"ports,omitempty" jsonschema:"the TCP ports it (or what it started) listens on in the guest, each with the URL that reaches it from the host: give the person that URL to see a dev server"`
 }
 
 // backgroundStatus shapes a status from the guest (checked: guest/runnerclient/background.go) for

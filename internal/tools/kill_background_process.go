@@ -70,6 +70,7 @@ func (ts *Toolset) KillBackgroundProcess(ctx context.Context, req *mcp.CallToolR
 	case r.AlreadyEnded:
 		return nil, nil, fmt.Errorf("background process %d had already ended (%s); nothing was sent. read_background_output {\"id\": %d} shows its output", args.ID, endedHow(st), args.ID)
 	}
+	st.Ports = b.seen(e, []runnerproto.BgStatus{r.Status}, false)[args.ID]
 	return nil, &KillBackgroundProcessResult{SignalSent: "SIG" + sig, Killed: r.Killed, BackgroundStatus: st}, nil
 }
 

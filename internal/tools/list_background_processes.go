@@ -12,8 +12,9 @@ var listBackgroundProcessesTool = &mcp.Tool{
 	Name:  "list_background_processes",
 	Title: "List background processes",
 	Description: `Lists the processes this server started in the background (run_shell_command with
-background: true), running or ended: id, command, pid, start, whether it runs or how it ended, and how
-much output it wrote.`,
+background: true), running or ended: id, command, pid, start, whether it runs or how it ended, how
+much output it wrote, and the TCP ports it listens on, each with the URL that reaches it from the
+person's machine (host_url: give them that URL to see a dev server).`,
 	Annotations: readOnly,
 }
 
@@ -42,8 +43,11 @@ func (ts *Toolset) ListBackgroundProcesses(ctx context.Context, req *mcp.CallToo
 	if err != nil {
 		return nil, nil, bgError(err)
 	}
+	ports := b.seen(e, r.Processes, !r.Truncated)
 	for _, s := range r.Processes {
-		res.Processes = append(res.Processes, backgroundStatus(s))
+		st := backgroundStatus(s)
+		st.Ports = ports[s.ID]
+		res.Processes = append(res.Processes, st)
 	}
 	return nil, res, nil
 }

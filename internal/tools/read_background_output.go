@@ -15,7 +15,8 @@ var readBackgroundOutputTool = &mcp.Tool{
 	Description: `Reads the output (stdout and stderr together, as written) of a process started with
 run_shell_command's background: true, from an offset, and says whether it still runs or how it ended.
 Without offset it continues where your last read of this id ended. The first 256 KiB and the last
-1 MiB of the output are kept; a read in what was dropped between says how many bytes were skipped.`,
+1 MiB of the output are kept; a read in what was dropped between says how many bytes were skipped.
+ports lists the TCP ports it listens on, each with the URL that reaches it from the person's machine.`,
 	Annotations: readOnly,
 }
 
@@ -78,5 +79,6 @@ func (ts *Toolset) ReadBackgroundOutput(ctx context.Context, req *mcp.CallToolRe
 		More:             r.Next < r.Status.OutputBytes,
 		BackgroundStatus: backgroundStatus(r.Status),
 	}
+	res.Ports = b.seen(e, []runnerproto.BgStatus{r.Status}, false)[args.ID]
 	return nil, res, nil
 }

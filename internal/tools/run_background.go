@@ -44,5 +44,8 @@ func (ts *Toolset) startBackground(ctx context.Context, e *env.Env, args RunShel
 	if args.TimeoutSeconds != nil {
 		res.Note += "; timeout_seconds does not apply to a background process"
 	}
+	if res.Ports = b.waitListening(ctx, e, r.ID); len(res.Ports) > 0 {
+		res.Note += "; it listens on " + portsText(res.Ports)
+	}
 	return nil, res, nil
 }

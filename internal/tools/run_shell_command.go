@@ -51,6 +51,8 @@ type RunShellCommandResult struct {
 	// BackgroundID and PID are set for a command started in the background.
 	BackgroundID *int `json:"background_id,omitempty" jsonschema:"for a command started in the background: its id, for read_background_output and kill_background_process"`
 	PID          *int `json:"pid,omitempty" jsonschema:"for a command started in the background: its process id in the guest (its process group's too)"`
+	// Ports are those a background command listened on within a moment of its start.
+	Ports []PortStatus `json:"ports,omitempty" jsonschema:"for a command started in the background: the TCP ports it listened on within a moment of its start, each with the URL that reaches it from the host (read_background_output reports ports opened later)"`
 }
 
 // RunShellCommand runs a command in the guest.

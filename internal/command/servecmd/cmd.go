@@ -49,6 +49,7 @@ only; logs go to standard error.`,
 	flags := cmd.Flags()
 	cmdutil.AddNetworkFlag(cmd, &opts.Network)
 	cmdutil.AddSecretFlags(cmd, &opts.Secrets)
+	flags.StringVar(&opts.Publish, "publish", "", "The host `ADDRESS` the agent's dev servers are forwarded to (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
 	flags.BoolVar(&opts.Fresh, "fresh", false, "Discard the staged copy (and the agent's pending changes in it) and stage again")
 	flags.BoolVar(&opts.NoRunner, "no-runner", false, "Run each command in its own ssh session and login shell (slower; for debugging)")
 	flags.BoolVar(&opts.Debug, "debug", false, "Log debug messages to standard error")

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
@@ -16,6 +18,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/preview"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
@@ -44,6 +47,8 @@ type Options struct {
 	Network string
 	// Secrets are --secret and --agent-secrets: values kept on the host (docs/secrets.md).
 	Secrets cmdutil.SecretFlags
+	// Publish is --publish: the host address the previews listen on ("": 127.0.0.1).
+	Publish string
 
 	// Open finds the instance and connects to it, logging to log (default: OpenInstance).
 	Open func(ctx context.Context, opts *Options, log *slog.Logger) (*sessionopen.Target, error)
@@ -79,6 +84,15 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	workdir, session := ref.Workdir, ref.Session
+	if opts.Publish != "" {
+		a, err := preview.ParsePublish(opts.Publish)
+		if err != nil {
+			return err
+		}
+		if !a.IsLoopback() {
+			log.Warn("--publish: the agent's dev servers are reachable from other machines, through this one's address "+opts.Publish, "publish", opts.Publish)
+		}
+	}
 	// The session is the real directory's; the agent was started in shown, which may reach it
 	// through a symbolic link (a symlinked parent): its paths work too, and it sees them.
 	shown, err := workdirpath.Abs(opts.Workdir)
@@ -175,10 +189,21 @@ func Run(ctx context.Context, opts *Options) error {
 	// Background processes live as long as this server: they are ended when it exits, within
 	// a bound, so that a shutdown never waits on the guest (before the connection closes: the
 	// defers run in reverse).
-	bg, err := tools.NewBackground(conn, staging.SessionIDOf(workdir, session), tools.DefaultBackgroundLimits)
+	sessionID := staging.SessionIDOf(workdir, session)
+	bg, err := tools.NewBackground(conn, sessionID, tools.DefaultBackgroundLimits)
 	if err != nil {
 		return err
 	}
+	// Previews: the ports the background processes listen on, forwarded to the host over
+	// this server's connection while they listen (internal/preview); `limactl mcp ports`
+	// reads the record.
+	fwd, err := preview.New(preview.Options{Dial: conn.DialGuest, Publish: opts.Publish, Logger: log,
+		Record: &preview.RecordFile{Dir: filepath.Join(t.Store.Dir, "ports"), Record: preview.Record{
+			ServePID: os.Getpid(), SessionID: sessionID, Session: session, Workdir: workdir}}})
+	if err != nil {
+		return err
+	}
+	bg.WithPreviews(fwd)
 	defer func() {
 		if err := bg.End(backgroundEndTimeout); err != nil {
 			log.Warn("the background processes of this server may still run in the guest (limactl mcp discard ends them)", "error", err)

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/portscmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/preview"
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -70,7 +72,8 @@ func Run(ctx context.Context, opts *Options) error {
 			staging.SessionLabel(only), t.Instance.Name, staging.SessionFlag(only), t.Instance.Name, t.Instance.Name)
 		return nil
 	}
-	printStatus(ios.Out, t.Instance.Name, sts, tls, func(s staging.SessionStatus) []string { return SecretsUses(t.Store, s.Workdir, s.Session) })
+	recs, _ := portscmd.Records(t.Store) // the previews: the host's own record (best effort)
+	printStatus(ios.Out, t.Instance.Name, sts, tls, recs, func(s staging.SessionStatus) []string { return SecretsUses(t.Store, s.Workdir, s.Session) })
 	return nil
 }
 
@@ -85,7 +88,7 @@ func SecretsUses(store staging.Store, workdir, session string) []string {
 	return log.Summary()
 }
 
-func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts, secretsUses func(staging.SessionStatus) []string) {
+func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts, recs []preview.Record, secretsUses func(staging.SessionStatus) []string) {
 	if len(sts) == 0 {
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
@@ -141,7 +144,21 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*t
 				fmt.Fprintf(w, "  secrets:    %s\n", termsafe.String(line))
 			}
 		}
+		printPorts(w, s, recs)
 		printCheckpoints(w, inst, s)
+	}
+}
+
+// printPorts lists the session's previews: the ports its background processes listen on,
+// with the host URLs its MCP server forwards them to (limactl mcp ports).
+func printPorts(w io.Writer, s staging.SessionStatus, recs []preview.Record) {
+	for _, r := range recs {
+		if r.Workdir != s.Workdir || r.Session != s.Session {
+			continue
+		}
+		for _, p := range r.Ports {
+			fmt.Fprintf(w, "  port:       %s\n", portscmd.Line(p))
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package runnerclient
 
 import (
 	"context"
+	"net/netip"
 	"regexp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
@@ -171,6 +172,23 @@ func checkBgStatus(s *runnerproto.BgStatus, id int) error {
 	}
 	if s.Running && (s.Lost || s.Signal != "" || s.ExitCode != 0) {
 		return badReply("background process %d: running and ended", s.ID)
+	}
+	return checkBgPorts(s)
+}
+
+// checkBgPorts verifies the listening sockets of a status: a guest port and an IP address
+// without a zone each, at most MaxBgPorts. They are the runner's word, which the agent can
+// bend (the process group is its own), never a host address: the host dials them only
+// through the guest's sshd.
+func checkBgPorts(s *runnerproto.BgStatus) error {
+	if len(s.Ports) > runnerproto.MaxBgPorts {
+		return badReply("background process %d: %d listening ports", s.ID, len(s.Ports))
+	}
+	for _, p := range s.Ports {
+		a, err := netip.ParseAddr(p.Addr)
+		if p.Port < 1 || p.Port > 65535 || err != nil || a.Zone() != "" || len(p.Addr) > 64 {
+			return badReply("background process %d: a listening port %d on %.80q", s.ID, p.Port, p.Addr)
+		}
 	}
 	return nil
 }

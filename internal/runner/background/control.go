@@ -65,6 +65,7 @@ func Read(req *runnerproto.BgReadRequest) (*runnerproto.BgReadResult, error) {
 	}
 	res.Next = res.Offset + int64(len(res.Data))
 	res.Status.OutputBytes = max(res.Status.OutputBytes, res.Next)
+	withPorts([]*runnerproto.BgStatus{&res.Status})
 	return res, nil
 }
 
@@ -96,6 +97,11 @@ func List(req *runnerproto.BgListRequest) (*runnerproto.BgListResult, error) {
 		}
 		res.Processes = append(res.Processes, st)
 	}
+	sts := make([]*runnerproto.BgStatus, len(res.Processes))
+	for i := range res.Processes {
+		sts[i] = &res.Processes[i]
+	}
+	withPorts(sts)
 	return res, nil
 }
 
@@ -145,6 +151,7 @@ func Signal(req *runnerproto.BgSignalRequest) (*runnerproto.BgSignalResult, erro
 	if res.Status, err = bgStatusOf(dir, req.ID, req.Output); err != nil {
 		return nil, err
 	}
+	withPorts([]*runnerproto.BgStatus{&res.Status})
 	return res, nil
 }
 
