@@ -63,7 +63,16 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	if _, err := writeFileIfChanged(l.policyFile(o.User), append(data, '\n'), 0o644); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the policy of %s: %w", o.User, err)
 	}
-	if _, err := writeFileIfChanged(l.envFile(o.User), []byte(ProxyEnv(policy, l.ProxyAddr())), 0o644); err != nil {
+	env := ProxyEnv(policy, l.ProxyAddr())
+	docker := dockerInstalled() && hasSystemd()
+	if docker {
+		// Its subordinate ids before the rules are built: they are refused in them (docker.go).
+		if err := ensureSubIDs(ctx, u); err != nil {
+			return netpolicy.EnsureResult{}, fmt.Errorf("the Docker daemon of %s: %w", o.User, err)
+		}
+		env += DockerEnv(l, o.User)
+	}
+	if _, err := writeFileIfChanged(l.envFile(o.User), []byte(env), 0o644); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the environment of %s: %w", o.User, err)
 	}
 	if err := rebuildRules(ctx, l); err != nil {
@@ -86,6 +95,11 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	if err := ensureProxy(ctx, l); err != nil {
 		return netpolicy.EnsureResult{}, err
 	}
+	if docker {
+		if err := ensureDocker(ctx, l, u, policy); err != nil {
+			return netpolicy.EnsureResult{}, fmt.Errorf("the Docker daemon of %s: %w", o.User, err)
+		}
+	}
 	res.Proxy = l.ProxyAddr()
 	res.EnvFile = l.envFile(o.User)
 	return res, nil
@@ -107,6 +121,13 @@ func rebuildRules(ctx context.Context, l Layout) error {
 	if err != nil {
 		return err
 	}
+	subs, err := subUIDRanges(users)
+	if err != nil {
+		return err
+	}
+	for i := range users {
+		users[i].SubUIDs = subs[users[i].User]
+	}
 	if len(problems) > 0 {
 		// A policy file that does not check out means some user's rules would be missing.
 		return fmt.Errorf("a network policy file is not valid, so the rules were not rebuilt: %w", errors.Join(problems...))
@@ -119,6 +140,10 @@ func rebuildRules(ctx context.Context, l Layout) error {
 
 // dropUserPolicy removes a user's policy and environment files and rebuilds the rules without it.
 func dropUserPolicy(ctx context.Context, l Layout, user string) error {
+	// Its Docker daemon would go on without rules.
+	if err := stopDocker(ctx, l, user); err != nil {
+		return err
+	}
 	for _, path := range []string{l.policyFile(user), l.envFile(user)} {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", path, err)
@@ -138,6 +163,10 @@ func Remove(ctx context.Context, l Layout, user string) error {
 		return err
 	}
 	if _, found, err := lookupUser("/etc/passwd", user); err == nil && found {
+		// The daemon first: its containers run as subordinate uids, which pkill -u misses.
+		if err := stopDocker(ctx, l, user); err != nil {
+			return err
+		}
 		if err := killUserProcesses(ctx, user); err != nil {
 			return err
 		}

@@ -21,6 +21,9 @@ type UserPolicy struct {
 	User   string `json:"user"`
 	UID    int    `json:"uid"`
 	Policy string `json:"policy"`
+	// SubUIDs are the user's subordinate uid ranges (/etc/subuid, read when the rules are
+	// built; not in the file): its rootless Docker's containers run as them (docker.go).
+	SubUIDs []idRange `json:"-"`
 }
 
 // parsed checks a policy file's content (the name, the uid, the spec) and returns its policy.
