@@ -38,8 +38,6 @@ import (
 const (
 	// dockerUnit is the template unit; dockerUnit+USER+".service" is one agent's daemon.
 	dockerUnit = "limactl-mcp-docker@"
-	// dockerRootless is the script Debian's docker.io ships to start a rootless dockerd.
-	dockerRootless = "/usr/share/docker.io/contrib/dockerd-rootless.sh"
 	// dockerRunDir is the daemon's XDG_RUNTIME_DIR, relative to the agent's home.
 	dockerRunDir = ".docker-run"
 	// subIDCount is the size of an agent's subordinate uid and gid ranges; subIDBase is below
@@ -60,18 +58,25 @@ func (l Layout) dockerEnvFile(user string) string {
 	return filepath.Join(l.ConfigDir, user+".docker.env")
 }
 
-// dockerInstalled says whether the guest has what a rootless daemon needs: Debian's docker.io
-// (its rootless script), rootlesskit, slirp4netns and newuidmap/newgidmap (uidmap).
-func dockerInstalled() bool {
-	if _, err := os.Stat(dockerRootless); err != nil {
-		return false
-	}
+// rootlessScripts are where the script that starts a rootless dockerd is: Debian's and
+// Ubuntu's docker.io package, then Docker's own packages (docker-ce-rootless-extras, which
+// Lima's template:docker installs).
+var rootlessScripts = []string{"/usr/share/docker.io/contrib/dockerd-rootless.sh", "/usr/bin/dockerd-rootless.sh"}
+
+// dockerInstalled finds the rootless script when the guest has what a rootless daemon needs:
+// the script, dockerd, rootlesskit, slirp4netns and newuidmap/newgidmap (uidmap); "" when not.
+func dockerInstalled() string {
 	for _, t := range []string{"dockerd", "rootlesskit", "slirp4netns", "newuidmap", "newgidmap", "usermod"} {
 		if _, err := findTool(t); err != nil {
-			return false
+			return ""
 		}
 	}
-	return true
+	for _, p := range rootlessScripts {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 // DockerEnv is what the agent's environment gets for its daemon (KEY=VALUE lines).
@@ -90,8 +95,9 @@ func dockerDaemonEnv(p netpolicy.Policy, proxyAddr string) string {
 	return "HTTP_PROXY=" + url + "\nHTTPS_PROXY=" + url + "\nNO_PROXY=localhost,127.0.0.1\n"
 }
 
-// dockerUnitText is the template unit of the agents' daemons in layout l.
-func dockerUnitText(l Layout) string {
+// dockerUnitText is the template unit of the agents' daemons in layout l, started by the
+// rootless script script.
+func dockerUnitText(l Layout, script string) string {
 	home := filepath.Join(l.HomeBase, "%i")
 	run := filepath.Join(home, dockerRunDir)
 	return "# Written by limactl-mcp (the runner's net ensure): the rootless Docker daemon of agent user %i.\n" +
@@ -99,26 +105,26 @@ func dockerUnitText(l Layout) string {
 		"[Service]\nUser=%i\n" +
 		"Environment=HOME=" + home + "\n" +
 		"Environment=XDG_RUNTIME_DIR=" + run + "\n" +
-		"Environment=PATH=" + filepath.Dir(dockerRootless) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n" +
+		"Environment=PATH=" + filepath.Dir(script) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n" +
 		// The proxy is on the guest's loopback: the namespace must reach it (10.0.2.2). The
 		// agent reaches loopback itself, so this gives its containers nothing it lacks.
 		"Environment=DOCKERD_ROOTLESS_ROOTLESSKIT_DISABLE_HOST_LOOPBACK=false\n" +
 		"Environment=DOCKERD_ROOTLESS_ROOTLESSKIT_NET=slirp4netns\n" +
 		"EnvironmentFile=-" + filepath.Join(l.ConfigDir, "%i.docker.env") + "\n" +
 		"ExecStartPre=/bin/mkdir -p -m 0700 " + run + "\n" +
-		"ExecStart=" + dockerRootless + "\n" +
+		"ExecStart=" + script + "\n" +
 		"Delegate=yes\nKillMode=control-group\nTimeoutStopSec=30\n"
 }
 
 // ensureDocker gives the agent u its subordinate ids and starts its daemon (restarting it when
 // the policy's daemon environment changed). It returns at once: the daemon comes up in the
 // background (a few seconds; `docker` fails until its socket is there).
-func ensureDocker(ctx context.Context, l Layout, u agentUser, p netpolicy.Policy) error {
+func ensureDocker(ctx context.Context, l Layout, u agentUser, p netpolicy.Policy, script string) error {
 	if err := ensureSubIDs(ctx, u); err != nil {
 		return err
 	}
 	unitPath := filepath.Join(systemdUnitDir, dockerUnit+".service")
-	unitChanged, err := writeFileIfChanged(unitPath, []byte(dockerUnitText(l)), 0o644)
+	unitChanged, err := writeFileIfChanged(unitPath, []byte(dockerUnitText(l, script)), 0o644)
 	if err != nil {
 		return fmt.Errorf("writing the Docker daemon's unit: %w", err)
 	}

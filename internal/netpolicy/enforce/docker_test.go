@@ -76,7 +76,7 @@ func TestChainRulesRefuseSubUIDs(t *testing.T) {
 
 func TestDockerUnitAndEnv(t *testing.T) {
 	l := DefaultLayout()
-	unit := dockerUnitText(l)
+	unit := dockerUnitText(l, "/usr/share/docker.io/contrib/dockerd-rootless.sh")
 	for _, want := range []string{
 		"User=%i\n",
 		"Environment=XDG_RUNTIME_DIR=/var/lib/limactl-mcp/agents/%i/.docker-run\n",

@@ -64,8 +64,11 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the policy of %s: %w", o.User, err)
 	}
 	env := ProxyEnv(policy, l.ProxyAddr())
-	docker := dockerInstalled() && hasSystemd()
-	if docker {
+	docker := ""
+	if hasSystemd() {
+		docker = dockerInstalled()
+	}
+	if docker != "" {
 		// Its subordinate ids before the rules are built: they are refused in them (docker.go).
 		if err := ensureSubIDs(ctx, u); err != nil {
 			return netpolicy.EnsureResult{}, fmt.Errorf("the Docker daemon of %s: %w", o.User, err)
@@ -95,8 +98,8 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	if err := ensureProxy(ctx, l); err != nil {
 		return netpolicy.EnsureResult{}, err
 	}
-	if docker {
-		if err := ensureDocker(ctx, l, u, policy); err != nil {
+	if docker != "" {
+		if err := ensureDocker(ctx, l, u, policy, docker); err != nil {
 			return netpolicy.EnsureResult{}, fmt.Errorf("the Docker daemon of %s: %w", o.User, err)
 		}
 	}
