@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
-	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
 // DockerTemplate is the template --create --docker makes the instance from: Lima's, with
@@ -33,9 +32,10 @@ func dockerTemplate(opts *Options) string {
 	return opts.Template
 }
 
-// dockerFix is the command that adds rootless Docker to an existing Debian or Ubuntu instance.
+// dockerFix is the command that adds rootless Docker to an existing Debian or Ubuntu instance
+// (name is a Lima instance's: letters, digits, ".", "_" and "-", nothing to quote).
 func dockerFix(name string) string {
-	return "limactl shell " + shellquote.Join([]string{name}) + " sudo apt-get install -y docker.io rootlesskit slirp4netns uidmap"
+	return "limactl shell " + name + " sudo apt-get install -y docker.io rootlesskit slirp4netns uidmap"
 }
 
 // checkDocker runs dockerCheckScript in the instance (it runs: checkSandbox made sure) and
