@@ -67,16 +67,18 @@ func Run(ctx context.Context, opts *Options) error {
 			staging.SessionLabel(only), t.Instance.Name, staging.SessionFlag(only), t.Instance.Name, t.Instance.Name)
 		return nil
 	}
-	printStatus(ios.Out, t.Instance.Name, sts)
+	printStatus(ios.Out, t.Instance.Name, sts, allContainers(ctx, t, sts))
 	return nil
 }
 
-func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
+// printStatus writes the sessions' status; ctrs (by index in sts, or nil) are their Docker
+// containers.
+func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, ctrs []*containerReport) {
 	if len(sts) == 0 {
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
 	}
-	for _, s := range sts {
+	for i, s := range sts {
 		if s.Session != "" {
 			fmt.Fprintf(w, "%s  [session %s]\n", s.Workdir, s.Session)
 		} else {
@@ -103,6 +105,9 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus) {
 		}
 		if s.Network != nil && s.Network.Policy != staging.OpenNetwork {
 			fmt.Fprintf(w, "  network:    %s\n", termsafe.String(strings.TrimPrefix(s.Network.Line(), "network policy ")))
+		}
+		if i < len(ctrs) {
+			printContainers(w, ctrs[i])
 		}
 		printCheckpoints(w, inst, s)
 	}
