@@ -19,7 +19,7 @@ import (
 
 // probeSource is the one program of the test's container image: "write PATH TEXT" writes a
 // file (through the bind mount of the staged copy), "dial ADDR..." tries a TCP connection to
-// each address and prints "ADDR ok" or "ADDR refused: ...".
+// each address and prints "ADDR ok" or "ADDR refused: ...", "sleep" sleeps an hour.
 const probeSource = `package main
 
 import (
@@ -36,6 +36,8 @@ func main() {
 			fmt.Println("write:", err)
 			os.Exit(1)
 		}
+	case "sleep":
+		time.Sleep(time.Hour)
 	case "dial":
 		for _, a := range os.Args[2:] {
 			c, err := net.DialTimeout("tcp", a, 15*time.Second)
@@ -142,8 +144,7 @@ echo "first-run-ms $(( (e-s)/1000000 ))"
 s=$(date +%%s%%N); docker run --rm lmcp-probe:1 dial 10.0.2.2:18941 %s %s; e=$(date +%%s%%N)
 echo "second-run-ms $(( (e-s)/1000000 ))"
 kill $pid
-docker run -d --name lmcp-sleeper lmcp-probe:1 dial 10.0.2.3:9 >/dev/null || true
-docker ps -a --format '{{.Names}}'
+docker run -d --user 1000 --name lmcp-sleeper lmcp-probe:1 sleep >/dev/null
 `, hostAddr, mirrorAddr)
 	stdout, stderr, code := mcpShell(t, dir, nil, "--network=none", "--no-review", instanceName, "--", "bash", "-c", script)
 	t.Logf("session's output:\n%s", stdout)
@@ -157,6 +158,15 @@ docker ps -a --format '{{.Names}}'
 		if !strings.Contains(stdout, a+" refused") {
 			t.Errorf("under none, a container reached %s:\n%s", a, stdout)
 		}
+	}
+
+	// status lists the running container; it runs as a subordinate uid of the agent (--user
+	// 1000), which discard must end too.
+	if out, stderr, code := plugin(t, dir, "status", instanceName); code != 0 || !strings.Contains(out, "containers: 1 running") || !strings.Contains(out, "lmcp-sleeper  lmcp-probe:1  Up") {
+		t.Errorf("status: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if out := guestShell(t, `ps -eo uid=,args= | awk '$1 >= 100000 && $1 < 4294967294' || true`); !strings.Contains(out, "/probe sleep") {
+		t.Errorf("the sleeper is not running as a subordinate uid:\n%s", out)
 	}
 
 	// Another session of the same project: a daemon of its own, which has not seen the image.

@@ -63,20 +63,31 @@ func (l Layout) dockerEnvFile(user string) string {
 // Lima's template:docker installs).
 var rootlessScripts = []string{"/usr/share/docker.io/contrib/dockerd-rootless.sh", "/usr/bin/dockerd-rootless.sh"}
 
-// dockerInstalled finds the rootless script when the guest has what a rootless daemon needs:
-// the script, dockerd, rootlesskit, slirp4netns and newuidmap/newgidmap (uidmap); "" when not.
-func dockerInstalled() string {
-	for _, t := range []string{"dockerd", "rootlesskit", "slirp4netns", "newuidmap", "newgidmap", "usermod"} {
+// dockerTools are the guest's parts of a rootless daemon.
+type dockerTools struct {
+	Script      string // dockerd-rootless.sh
+	RootlessKit string
+}
+
+// dockerInstalled finds the parts when the guest has what a rootless daemon needs: the rootless
+// script, dockerd, rootlesskit, slirp4netns and newuidmap/newgidmap (uidmap); ok is false when
+// one is missing.
+func dockerInstalled() (tools dockerTools, ok bool) {
+	for _, t := range []string{"dockerd", "slirp4netns", "newuidmap", "newgidmap", "usermod"} {
 		if _, err := findTool(t); err != nil {
-			return ""
+			return dockerTools{}, false
 		}
+	}
+	kit, err := findTool("rootlesskit")
+	if err != nil {
+		return dockerTools{}, false
 	}
 	for _, p := range rootlessScripts {
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p
+			return dockerTools{Script: p, RootlessKit: kit}, true
 		}
 	}
-	return ""
+	return dockerTools{}, false
 }
 
 // DockerEnv is what the agent's environment gets for its daemon (KEY=VALUE lines).
@@ -95,9 +106,14 @@ func dockerDaemonEnv(p netpolicy.Policy, proxyAddr string) string {
 	return "HTTP_PROXY=" + url + "\nHTTPS_PROXY=" + url + "\nNO_PROXY=localhost,127.0.0.1\n"
 }
 
-// dockerUnitText is the template unit of the agents' daemons in layout l, started by the
-// rootless script script.
-func dockerUnitText(l Layout, script string) string {
+// dockerUnitText is the template unit of the agents' daemons in layout l.
+//
+// It starts rootlesskit itself, with the rootless script's own flags but one, and the script
+// as rootlesskit's child (_DOCKERD_ROOTLESS_CHILD=1: the script's second half, which execs
+// dockerd): the script passes --disable-host-loopback, which would keep the daemon from the
+// proxy on the guest's loopback (10.0.2.2 in the namespace). The agent reaches the guest's
+// loopback itself, so this gives its containers nothing it lacks.
+func dockerUnitText(l Layout, tools dockerTools) string {
 	home := filepath.Join(l.HomeBase, "%i")
 	run := filepath.Join(home, dockerRunDir)
 	return "# Written by limactl-mcp (the runner's net ensure): the rootless Docker daemon of agent user %i.\n" +
@@ -105,26 +121,27 @@ func dockerUnitText(l Layout, script string) string {
 		"[Service]\nUser=%i\n" +
 		"Environment=HOME=" + home + "\n" +
 		"Environment=XDG_RUNTIME_DIR=" + run + "\n" +
-		"Environment=PATH=" + filepath.Dir(script) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n" +
-		// The proxy is on the guest's loopback: the namespace must reach it (10.0.2.2). The
-		// agent reaches loopback itself, so this gives its containers nothing it lacks.
-		"Environment=DOCKERD_ROOTLESS_ROOTLESSKIT_DISABLE_HOST_LOOPBACK=false\n" +
-		"Environment=DOCKERD_ROOTLESS_ROOTLESSKIT_NET=slirp4netns\n" +
+		"Environment=PATH=" + filepath.Dir(tools.Script) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n" +
+		"Environment=_DOCKERD_ROOTLESS_CHILD=1\n" +
 		"EnvironmentFile=-" + filepath.Join(l.ConfigDir, "%i.docker.env") + "\n" +
 		"ExecStartPre=/bin/mkdir -p -m 0700 " + run + "\n" +
-		"ExecStart=" + script + "\n" +
+		"ExecStart=" + tools.RootlessKit + " --net=slirp4netns --mtu=65520 --slirp4netns-sandbox=auto --slirp4netns-seccomp=auto" +
+		" --port-driver=builtin --copy-up=/etc --copy-up=/run --propagation=rslave --state-dir=" + filepath.Join(run, "rootlesskit") +
+		// cgroupfs: on cgroup v2 dockerd would pick the systemd driver, which needs a
+		// systemd --user and a session bus the agent does not have.
+		" " + tools.Script + " --exec-opt native.cgroupdriver=cgroupfs\n" +
 		"Delegate=yes\nKillMode=control-group\nTimeoutStopSec=30\n"
 }
 
 // ensureDocker gives the agent u its subordinate ids and starts its daemon (restarting it when
 // the policy's daemon environment changed). It returns at once: the daemon comes up in the
 // background (a few seconds; `docker` fails until its socket is there).
-func ensureDocker(ctx context.Context, l Layout, u agentUser, p netpolicy.Policy, script string) error {
+func ensureDocker(ctx context.Context, l Layout, u agentUser, p netpolicy.Policy, tools dockerTools) error {
 	if err := ensureSubIDs(ctx, u); err != nil {
 		return err
 	}
 	unitPath := filepath.Join(systemdUnitDir, dockerUnit+".service")
-	unitChanged, err := writeFileIfChanged(unitPath, []byte(dockerUnitText(l, script)), 0o644)
+	unitChanged, err := writeFileIfChanged(unitPath, []byte(dockerUnitText(l, tools)), 0o644)
 	if err != nil {
 		return fmt.Errorf("writing the Docker daemon's unit: %w", err)
 	}

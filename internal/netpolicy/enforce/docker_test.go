@@ -76,17 +76,22 @@ func TestChainRulesRefuseSubUIDs(t *testing.T) {
 
 func TestDockerUnitAndEnv(t *testing.T) {
 	l := DefaultLayout()
-	unit := dockerUnitText(l, "/usr/share/docker.io/contrib/dockerd-rootless.sh")
+	unit := dockerUnitText(l, dockerTools{Script: "/usr/share/docker.io/contrib/dockerd-rootless.sh", RootlessKit: "/usr/bin/rootlesskit"})
 	for _, want := range []string{
 		"User=%i\n",
 		"Environment=XDG_RUNTIME_DIR=/var/lib/limactl-mcp/agents/%i/.docker-run\n",
 		"EnvironmentFile=-/etc/limactl-mcp/net/%i.docker.env\n",
-		"ExecStart=/usr/share/docker.io/contrib/dockerd-rootless.sh\n",
+		"Environment=_DOCKERD_ROOTLESS_CHILD=1\n",
+		"ExecStart=/usr/bin/rootlesskit --net=slirp4netns ",
+		" /usr/share/docker.io/contrib/dockerd-rootless.sh --exec-opt native.cgroupdriver=cgroupfs\n",
 		"KillMode=control-group\n",
 	} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("unit lacks %q:\n%s", want, unit)
 		}
+	}
+	if strings.Contains(unit, "--disable-host-loopback") {
+		t.Error("the daemon cannot reach the proxy on the guest's loopback")
 	}
 	if got := DockerEnv(l, "lmcp-a"); got != "DOCKER_HOST=unix:///var/lib/limactl-mcp/agents/lmcp-a/.docker-run/docker.sock\n" {
 		t.Errorf("DockerEnv: %q", got)

@@ -64,11 +64,12 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the policy of %s: %w", o.User, err)
 	}
 	env := ProxyEnv(policy, l.ProxyAddr())
-	docker := ""
+	var dockerTools dockerTools
+	docker := false
 	if hasSystemd() {
-		docker = dockerInstalled()
+		dockerTools, docker = dockerInstalled()
 	}
-	if docker != "" {
+	if docker {
 		// Its subordinate ids before the rules are built: they are refused in them (docker.go).
 		if err := ensureSubIDs(ctx, u); err != nil {
 			return netpolicy.EnsureResult{}, fmt.Errorf("the Docker daemon of %s: %w", o.User, err)
@@ -98,8 +99,8 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	if err := ensureProxy(ctx, l); err != nil {
 		return netpolicy.EnsureResult{}, err
 	}
-	if docker != "" {
-		if err := ensureDocker(ctx, l, u, policy, docker); err != nil {
+	if docker {
+		if err := ensureDocker(ctx, l, u, policy, dockerTools); err != nil {
 			return netpolicy.EnsureResult{}, fmt.Errorf("the Docker daemon of %s: %w", o.User, err)
 		}
 	}
