@@ -58,22 +58,16 @@ func (l Layout) dockerEnvFile(user string) string {
 	return filepath.Join(l.ConfigDir, user+".docker.env")
 }
 
-// rootlessScripts are where the script that starts a rootless dockerd is: Debian's and
-// Ubuntu's docker.io package, then Docker's own packages (docker-ce-rootless-extras, which
-// Lima's template:docker installs).
-var rootlessScripts = []string{"/usr/share/docker.io/contrib/dockerd-rootless.sh", "/usr/bin/dockerd-rootless.sh"}
-
 // dockerTools are the guest's parts of a rootless daemon.
 type dockerTools struct {
-	Script      string // dockerd-rootless.sh
 	RootlessKit string
 }
 
-// dockerInstalled finds the parts when the guest has what a rootless daemon needs: the rootless
-// script, dockerd, rootlesskit, slirp4netns and newuidmap/newgidmap (uidmap); ok is false when
-// one is missing.
+// dockerInstalled finds the parts when the guest has what a rootless daemon needs: dockerd,
+// containerd, rootlesskit, slirp4netns and newuidmap/newgidmap (uidmap); ok is false when one
+// is missing.
 func dockerInstalled() (tools dockerTools, ok bool) {
-	for _, t := range []string{"dockerd", "slirp4netns", "newuidmap", "newgidmap", "usermod"} {
+	for _, t := range []string{"dockerd", "containerd", "slirp4netns", "newuidmap", "newgidmap", "usermod"} {
 		if _, err := findTool(t); err != nil {
 			return dockerTools{}, false
 		}
@@ -82,13 +76,30 @@ func dockerInstalled() (tools dockerTools, ok bool) {
 	if err != nil {
 		return dockerTools{}, false
 	}
-	for _, p := range rootlessScripts {
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return dockerTools{Script: p, RootlessKit: kit}, true
-		}
-	}
-	return dockerTools{}, false
+	return dockerTools{RootlessKit: kit}, true
 }
+
+// dockerChildScript runs in rootlesskit's namespaces (as dockerd-rootless.sh's second half
+// does): containerd first, waited for without a time limit (dockerd waits 15 s for the one it
+// starts itself, which an emulated guest misses), then dockerd on it.
+const dockerChildScript = `#!/bin/sh
+# Written by limactl-mcp (the runner's net ensure): the rootless Docker daemon of an agent user,
+# in rootlesskit's namespaces (docs/docker.md).
+set -e
+rm -f /run/docker /run/containerd /run/xtables.lock
+run=$XDG_RUNTIME_DIR/containerd
+mkdir -p "$run"
+containerd --config /dev/null --address "$run/containerd.sock" --root "$HOME/.local/share/docker/containerd" --state "$run/state" &
+until [ -S "$run/containerd.sock" ]; do
+	kill -0 $! 2>/dev/null || { echo "containerd exited" >&2; exit 1; }
+	sleep 0.5
+done
+# cgroupfs: on cgroup v2 dockerd would pick the systemd driver, which needs a systemd --user
+# and a session bus the agent does not have.
+exec dockerd --containerd="$run/containerd.sock" --exec-opt native.cgroupdriver=cgroupfs "$@"
+`
+
+func (l Layout) dockerChildFile() string { return filepath.Join(l.ConfigDir, "docker-child.sh") }
 
 // DockerEnv is what the agent's environment gets for its daemon (KEY=VALUE lines).
 func DockerEnv(l Layout, user string) string {
@@ -108,11 +119,10 @@ func dockerDaemonEnv(p netpolicy.Policy, proxyAddr string) string {
 
 // dockerUnitText is the template unit of the agents' daemons in layout l.
 //
-// It starts rootlesskit itself, with the rootless script's own flags but one, and the script
-// as rootlesskit's child (_DOCKERD_ROOTLESS_CHILD=1: the script's second half, which execs
-// dockerd): the script passes --disable-host-loopback, which would keep the daemon from the
-// proxy on the guest's loopback (10.0.2.2 in the namespace). The agent reaches the guest's
-// loopback itself, so this gives its containers nothing it lacks.
+// It starts rootlesskit with the flags of Docker's dockerd-rootless.sh but one, and
+// dockerChildScript as its child: the script passes --disable-host-loopback, which would keep
+// the daemon from the proxy on the guest's loopback (10.0.2.2 in the namespace). The agent
+// reaches the guest's loopback itself, so this gives its containers nothing it lacks.
 func dockerUnitText(l Layout, tools dockerTools) string {
 	home := filepath.Join(l.HomeBase, "%i")
 	run := filepath.Join(home, dockerRunDir)
@@ -121,15 +131,12 @@ func dockerUnitText(l Layout, tools dockerTools) string {
 		"[Service]\nUser=%i\n" +
 		"Environment=HOME=" + home + "\n" +
 		"Environment=XDG_RUNTIME_DIR=" + run + "\n" +
-		"Environment=PATH=" + filepath.Dir(tools.Script) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n" +
-		"Environment=_DOCKERD_ROOTLESS_CHILD=1\n" +
+		"Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n" +
 		"EnvironmentFile=-" + filepath.Join(l.ConfigDir, "%i.docker.env") + "\n" +
 		"ExecStartPre=/bin/mkdir -p -m 0700 " + run + "\n" +
 		"ExecStart=" + tools.RootlessKit + " --net=slirp4netns --mtu=65520 --slirp4netns-sandbox=auto --slirp4netns-seccomp=auto" +
 		" --port-driver=builtin --copy-up=/etc --copy-up=/run --propagation=rslave --state-dir=" + filepath.Join(run, "rootlesskit") +
-		// cgroupfs: on cgroup v2 dockerd would pick the systemd driver, which needs a
-		// systemd --user and a session bus the agent does not have.
-		" " + tools.Script + " --exec-opt native.cgroupdriver=cgroupfs\n" +
+		" /bin/sh " + l.dockerChildFile() + "\n" +
 		"Delegate=yes\nKillMode=control-group\nTimeoutStopSec=30\n"
 }
 
@@ -139,6 +146,10 @@ func dockerUnitText(l Layout, tools dockerTools) string {
 func ensureDocker(ctx context.Context, l Layout, u agentUser, p netpolicy.Policy, tools dockerTools) error {
 	if err := ensureSubIDs(ctx, u); err != nil {
 		return err
+	}
+	childChanged, err := writeFileIfChanged(l.dockerChildFile(), []byte(dockerChildScript), 0o755)
+	if err != nil {
+		return fmt.Errorf("writing the Docker daemon's start script: %w", err)
 	}
 	unitPath := filepath.Join(systemdUnitDir, dockerUnit+".service")
 	unitChanged, err := writeFileIfChanged(unitPath, []byte(dockerUnitText(l, tools)), 0o644)
@@ -155,7 +166,7 @@ func ensureDocker(ctx context.Context, l Layout, u agentUser, p netpolicy.Policy
 		return fmt.Errorf("writing the environment of the Docker daemon of %s: %w", u.Name, err)
 	}
 	verb := "start"
-	if unitChanged || envChanged {
+	if unitChanged || envChanged || childChanged {
 		verb = "restart"
 	}
 	return runSystemctl(ctx, verb, "--no-block", dockerUnit+u.Name+".service")

@@ -76,14 +76,13 @@ func TestChainRulesRefuseSubUIDs(t *testing.T) {
 
 func TestDockerUnitAndEnv(t *testing.T) {
 	l := DefaultLayout()
-	unit := dockerUnitText(l, dockerTools{Script: "/usr/share/docker.io/contrib/dockerd-rootless.sh", RootlessKit: "/usr/bin/rootlesskit"})
+	unit := dockerUnitText(l, dockerTools{RootlessKit: "/usr/bin/rootlesskit"})
 	for _, want := range []string{
 		"User=%i\n",
 		"Environment=XDG_RUNTIME_DIR=/var/lib/limactl-mcp/agents/%i/.docker-run\n",
 		"EnvironmentFile=-/etc/limactl-mcp/net/%i.docker.env\n",
-		"Environment=_DOCKERD_ROOTLESS_CHILD=1\n",
 		"ExecStart=/usr/bin/rootlesskit --net=slirp4netns ",
-		" /usr/share/docker.io/contrib/dockerd-rootless.sh --exec-opt native.cgroupdriver=cgroupfs\n",
+		" /bin/sh /etc/limactl-mcp/net/docker-child.sh\n",
 		"KillMode=control-group\n",
 	} {
 		if !strings.Contains(unit, want) {
