@@ -17,11 +17,10 @@ const DockerTemplate = "template:docker"
 
 // dockerCheckScript exits 0 when the guest has what a session's rootless Docker daemon needs
 // (the same list as the guest's netpolicy/enforce dockerInstalled).
-const dockerCheckScript = `for t in dockerd rootlesskit slirp4netns newuidmap newgidmap; do command -v $t >/dev/null || PATH=$PATH:/usr/sbin:/sbin command -v $t >/dev/null || { echo "missing: $t"; exit 3; }; done
-test -x /usr/share/docker.io/contrib/dockerd-rootless.sh || test -x /usr/bin/dockerd-rootless.sh || { echo "missing: dockerd-rootless.sh"; exit 3; }`
+const dockerCheckScript = `for t in dockerd containerd rootlesskit slirp4netns newuidmap newgidmap; do command -v $t >/dev/null || PATH=$PATH:/usr/sbin:/sbin command -v $t >/dev/null || { echo "missing: $t"; exit 3; }; done`
 
 // dockerParts are the names dockerCheckScript may say are missing.
-var dockerParts = []string{"dockerd", "rootlesskit", "slirp4netns", "newuidmap", "newgidmap", "dockerd-rootless.sh"}
+var dockerParts = []string{"dockerd", "containerd", "rootlesskit", "slirp4netns", "newuidmap", "newgidmap"}
 
 // dockerTemplate is the template --create uses: template:docker with --docker, unless
 // --template names another (which must then bring rootless Docker itself).
