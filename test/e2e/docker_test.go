@@ -107,6 +107,22 @@ func probeImage(t *testing.T, out string) {
 	mustT(t, f.Close())
 }
 
+// dockerShell is mcpShell with 15 minutes instead of 5: on an emulated guest the daemon takes
+// over a minute to start and a container run as long (measured on a loaded host).
+func dockerShell(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := vm.Command(ctxT(t, 15*time.Minute), "limactl", append([]string{"mcp", "shell"}, args...)...)
+	cmd.Dir = dir
+	stdout, stderr, err := runCmd(cmd)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("limactl mcp shell %v: %v", args, err)
+	}
+	return stdout, stderr, code
+}
+
 // waitDocker is a script line: wait (up to 4 min on an emulated guest) for the session's
 // daemon, which starts with the session, then say how long it took.
 const waitDocker = `t0=$(date +%s); for i in $(seq 240); do docker info >/dev/null 2>&1 && break; sleep 1; done; docker info >/dev/null || { echo "no daemon: DOCKER_HOST=$DOCKER_HOST"; exit 1; }; echo "daemon-ready-after $(( $(date +%s) - t0 )) s"
@@ -146,7 +162,7 @@ echo "second-run-ms $(( (e-s)/1000000 ))"
 kill $pid
 docker run -d --user 1000 --name lmcp-sleeper lmcp-probe:1 sleep >/dev/null
 `, hostAddr, mirrorAddr)
-	stdout, stderr, code := mcpShell(t, dir, nil, "--network=none", "--no-review", instanceName, "--", "bash", "-c", script)
+	stdout, stderr, code := dockerShell(t, dir, "--network=none", "--no-review", instanceName, "--", "bash", "-c", script)
 	t.Logf("session's output:\n%s", stdout)
 	if code != 0 {
 		t.Fatalf("the session's docker script: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -170,7 +186,7 @@ docker run -d --user 1000 --name lmcp-sleeper lmcp-probe:1 sleep >/dev/null
 	}
 
 	// Another session of the same project: a daemon of its own, which has not seen the image.
-	out2, stderr2, code := mcpShell(t, dir, nil, "--session", "other", "--network=none", "--no-review", instanceName, "--",
+	out2, stderr2, code := dockerShell(t, dir, "--session", "other", "--network=none", "--no-review", instanceName, "--",
 		"bash", "-c", waitDocker+`echo "images:$(docker images -q lmcp-probe:1)"; echo "containers:$(docker ps -aq)"; echo "host:$DOCKER_HOST"`)
 	if code != 0 || !strings.Contains(out2, "images:\n") || !strings.Contains(out2, "containers:\n") {
 		t.Errorf("the other session's daemon: exit %d\n%s\n%s", code, out2, stderr2)
