@@ -221,6 +221,7 @@ func End(req *runnerproto.BgEndRequest) (*runnerproto.BgEndResult, error) {
 			continue
 		}
 		var pids []int
+		var supervised []string
 		for _, id := range ids {
 			rd := filepath.Join(od, strconv.Itoa(id))
 			var info bgInfo
@@ -231,14 +232,24 @@ func End(req *runnerproto.BgEndRequest) (*runnerproto.BgEndResult, error) {
 			if supervisorAlive(rd) || (exitErr != nil && GroupAlive(info.PID)) {
 				_ = unix.Kill(-info.PID, unix.SIGKILL)
 				pids = append(pids, info.PID)
+				supervised = append(supervised, rd)
 				res.Killed++
 			}
 		}
 		for _, pid := range pids {
 			waitGroupGone(pid, time.Second)
 		}
-		if os.RemoveAll(od) == nil {
-			res.Removed += len(ids)
+		// A supervisor records the end (exit.json) as its process goes: removing the directory
+		// while it writes there fails ("directory not empty"); wait for it, then try a few times.
+		for _, rd := range supervised {
+			waitEnded(rd, 2*time.Second)
+		}
+		for try := 0; try < 5; try++ {
+			if os.RemoveAll(od) == nil {
+				res.Removed += len(ids)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	return res, nil
