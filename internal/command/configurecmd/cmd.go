@@ -93,11 +93,9 @@ open), and the output says what the project seems to need.`,
 	cmdutil.AddSecretFlags(cmd, &opts.Secrets)
 	flags.StringVar(&opts.Session, "session", "", "Start the server on this session `NAME` of the project (serve --session): a staged copy of this agent's own, reviewed separately (docs/sessions.md)")
 	flags.StringVar(&opts.Template, "template", instance.DefaultTemplate, "Template of an instance made by --create")
-	flags.BoolVar(&opts.Docker, "docker", false, "Make the instance with rootless Docker (--create: "+DockerTemplate+") and check that it has it: each session under a network policy gets a Docker daemon of its own (docs/docker.md)")
 	flags.BoolVar(&opts.List, "list", false, "Show which agents are configured for the project (or with --user) and write nothing")
 	cmd.MarkFlagsMutuallyExclusive("list", "dry-run")
 	cmd.MarkFlagsMutuallyExclusive("list", "create")
-	cmd.MarkFlagsMutuallyExclusive("list", "docker")
 	cmd.MarkFlagsMutuallyExclusive("list", "disable-builtin-tools")
 	return cmd
 }

@@ -42,9 +42,6 @@ type Options struct {
 	// this agent works on a staged copy of its own (docs/sessions.md).
 	Session  string
 	Template string
-	// Docker is --docker: --create makes the instance from template:docker, and the instance
-	// must have rootless Docker (each session under a policy gets a daemon: docs/docker.md).
-	Docker bool
 	// List shows which agents are configured (Agent: only that one) and writes nothing.
 	List bool
 
@@ -131,24 +128,19 @@ func checkSandbox(ctx context.Context, opts *Options) error {
 	}
 	if opts.DryRun {
 		if _, err := instance.Inspect(ctx, limactl, opts.Instance); errors.Is(err, instance.ErrNotExist) {
-			fmt.Fprintf(ios.Out, "note: instance %q does not exist; without --dry-run, --create would make it (`%s`)\n", opts.Instance, instance.CreateCommand(opts.Instance, dockerTemplate(opts)))
+			fmt.Fprintf(ios.Out, "note: instance %q does not exist; without --dry-run, --create would make it (`%s`)\n", opts.Instance, instance.CreateCommand(opts.Instance, opts.Template))
 		}
 		return nil
 	}
 	if opts.Create {
 		fmt.Fprintf(ios.ErrOut, "Checking instance %q (creating or starting it can take a few minutes)...\n", opts.Instance)
 	}
-	warnings, err := instance.EnsureSandbox(ctx, limactl, opts.Instance, instance.SandboxOptions{Create: opts.Create, Template: dockerTemplate(opts), Progress: ios.ErrOut})
+	warnings, err := instance.EnsureSandbox(ctx, limactl, opts.Instance, instance.SandboxOptions{Create: opts.Create, Template: opts.Template, Progress: ios.ErrOut})
 	for _, w := range warnings {
 		fmt.Fprintf(ios.Out, "warning: %s\n", w)
 	}
 	if err != nil {
 		return err
-	}
-	if opts.Docker {
-		if err := checkDocker(ctx, limactl, opts.Agent, opts.Instance); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintf(ios.Out, "Ready: start the agent in %s; then review its changes with `limactl mcp review %s`.\n", opts.workdirOrCwd(), opts.Instance)
 	return nil

@@ -41,13 +41,13 @@ func TestStatusPrintsGuestTextEscaped(t *testing.T) {
 	}
 	ios, _, out, _ := iostreams.Test()
 	ios.SetTTY(false, true)
-	printStatus(ios.Out, "default", sts, nil, nil, nil, nil)
+	printStatus(ios.Out, "default", sts, nil, nil, nil)
 	termsafetest.Check(t, "status", out.Bytes())
 	if !strings.Contains(out.String(), "network:") || !strings.Contains(out.String(), "pending:    unknown") {
 		t.Errorf("status:\n%s", out)
 	}
 	// Not on a terminal (a pipe, a file), the escaping done where the text is printed still holds.
 	ios, _, out, _ = iostreams.Test()
-	printStatus(ios.Out, "default", sts, nil, nil, nil, nil)
+	printStatus(ios.Out, "default", sts, nil, nil, nil)
 	termsafetest.Check(t, "status into a pipe", out.Bytes())
 }

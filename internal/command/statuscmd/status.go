@@ -73,7 +73,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return nil
 	}
 	recs, _ := portscmd.Records(t.Store) // the previews: the host's own record (best effort)
-	printStatus(ios.Out, t.Instance.Name, sts, tls, recs, allContainers(ctx, t, sts), func(s staging.SessionStatus) []string { return SecretsUses(t.Store, s.Workdir, s.Session) })
+	printStatus(ios.Out, t.Instance.Name, sts, tls, recs, func(s staging.SessionStatus) []string { return SecretsUses(t.Store, s.Workdir, s.Session) })
 	return nil
 }
 
@@ -88,7 +88,7 @@ func SecretsUses(store staging.Store, workdir, session string) []string {
 	return log.Summary()
 }
 
-func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts, recs []preview.Record, ctrs []*containerReport, secretsUses func(staging.SessionStatus) []string) {
+func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts, recs []preview.Record, secretsUses func(staging.SessionStatus) []string) {
 	if len(sts) == 0 {
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
@@ -98,12 +98,6 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*t
 	for i, s := range sts {
 		if i < len(tls) {
 			counts[s.Workdir+"\x00"+s.Session] = tls[i]
-		}
-	}
-	containers := map[string]*containerReport{}
-	for i, s := range sts {
-		if i < len(ctrs) {
-			containers[s.Workdir+"\x00"+s.Session] = ctrs[i]
 		}
 	}
 	sts, forks := grouped(sts)
@@ -151,9 +145,6 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*t
 			}
 		}
 		printPorts(w, s, recs)
-		if c, ok := containers[s.Workdir+"\x00"+s.Session]; ok {
-			printContainers(w, c)
-		}
 		printCheckpoints(w, inst, s)
 	}
 }

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
@@ -107,26 +105,7 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 			return netpolicy.EnsureResult{}, err
 		}
 	}
-	env := ProxyEnv(policy, l.ProxyAddr())
-	var dockerTools dockerTools
-	docker := false
-	if hasSystemd() {
-		dockerTools, docker = dockerInstalled()
-	}
-	if docker {
-		// Its subordinate ids before the rules are built: they are refused in them (docker.go).
-		if err := ensureSubIDs(ctx, u); err != nil {
-			return netpolicy.EnsureResult{}, fmt.Errorf("the Docker daemon of %s: %w", o.User, err)
-		}
-		env += DockerEnv(l, o.User)
-	}
-	env += secretsEnv(l, o.User, o.Secrets)
-	for _, line := range strings.Split(keptEnv, "\n") {
-		// What a live change keeps that the lines above do not already say (DOCKER_HOST is).
-		if line != "" && !slices.Contains(strings.Split(env, "\n"), line) {
-			env += line + "\n"
-		}
-	}
+	env := ProxyEnv(policy, l.ProxyAddr()) + secretsEnv(l, o.User, o.Secrets) + keptEnv
 	if _, err := writeFileIfChanged(l.envFile(o.User), []byte(env), envMode); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the environment of %s: %w", o.User, err)
 	}
@@ -157,11 +136,6 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	if err := ensureProxy(ctx, l); err != nil {
 		return netpolicy.EnsureResult{}, err
 	}
-	if docker {
-		if err := ensureDocker(ctx, l, u, policy, dockerTools); err != nil {
-			return netpolicy.EnsureResult{}, fmt.Errorf("the Docker daemon of %s: %w", o.User, err)
-		}
-	}
 	res.Proxy = l.ProxyAddr()
 	res.EnvFile = l.envFile(o.User)
 	return res, nil
@@ -183,13 +157,6 @@ func rebuildRules(ctx context.Context, l Layout) error {
 	if err != nil {
 		return err
 	}
-	subs, err := subUIDRanges(users)
-	if err != nil {
-		return err
-	}
-	for i := range users {
-		users[i].SubUIDs = subs[users[i].User]
-	}
 	if len(problems) > 0 {
 		// A policy file that does not check out means some user's rules would be missing.
 		return fmt.Errorf("a network policy file is not valid, so the rules were not rebuilt: %w", errors.Join(problems...))
@@ -202,10 +169,6 @@ func rebuildRules(ctx context.Context, l Layout) error {
 
 // dropUserPolicy removes a user's policy and environment files and rebuilds the rules without it.
 func dropUserPolicy(ctx context.Context, l Layout, user string) error {
-	// Its Docker daemon would go on without rules.
-	if err := stopDocker(ctx, l, user); err != nil {
-		return err
-	}
 	if held := heldPolicy(l, user); held != "" {
 		if err := logPolicyChange(l, user, held, "open"); err != nil {
 			fmt.Fprintf(os.Stderr, "limactl-mcp: recording the end of the policy of %s: %v\n", user, err)
@@ -233,10 +196,6 @@ func Remove(ctx context.Context, l Layout, user string) error {
 		return err
 	}
 	if _, found, err := lookupUser("/etc/passwd", user); err == nil && found {
-		// The daemon first: its containers run as subordinate uids, which pkill -u misses.
-		if err := stopDocker(ctx, l, user); err != nil {
-			return err
-		}
 		if err := killUserProcesses(ctx, user); err != nil {
 			return err
 		}

@@ -25,9 +25,6 @@ type UserPolicy struct {
 	// RelayUID the Lima user who must be listening there (secrets.go).
 	SecretHosts []string `json:"secret_hosts,omitempty"`
 	RelayUID    int      `json:"relay_uid,omitempty"`
-	// SubUIDs are the user's subordinate uid ranges (/etc/subuid, read when the rules are
-	// built; not in the file): its rootless Docker's containers run as them (docker.go).
-	SubUIDs []idRange `json:"-"`
 }
 
 // parsed checks a policy file's content (the name, the uid, the spec) and returns its policy.

@@ -46,12 +46,6 @@ func chainRules(fam family, users []UserPolicy) []string {
 			fmt.Sprintf("-A %s -o lo %s -j RETURN", chainName, owner),
 			fmt.Sprintf("-A %s %s -j %s", chainName, owner, refuseChain),
 		)
-		// The agent's subordinate uids (its rootless Docker's containers) never have a socket
-		// in the guest's own network namespace: slirp4netns, the agent's uid, carries their
-		// traffic. One that does is refused, loopback included.
-		for _, r := range u.SubUIDs {
-			rules = append(rules, fmt.Sprintf("-A %s -m owner --uid-owner %d-%d -j %s", chainName, r.First, r.last(), refuseChain))
-		}
 	}
 	return append(rules,
 		fmt.Sprintf(`-A %s -m limit --limit 20/second --limit-burst 50 -j LOG --log-prefix %q --log-uid`, refuseChain, LogPrefix),
