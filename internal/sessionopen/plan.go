@@ -3,6 +3,7 @@ package sessionopen
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -43,7 +44,20 @@ func (t *Target) PlanSession(workdir, session string, stored *staging.State, req
 	if net.Agent != nil {
 		// A reconnect (a VM restart, a dropped link) sets the agent up under the policy the
 		// session holds then: a live change (limactl mcp network) is kept.
-		net.Agent.Live = t.Store.LivePolicy(staging.SessionIDOf(workdir, session))
+		// The record counts only once it has held this server's own policy (recorded at its
+		// first staging): before that it is the previous server's, and --network wins over it.
+		live, own := t.Store.LivePolicy(staging.SessionIDOf(workdir, session)), net.Agent.Policy
+		var recorded atomic.Bool
+		net.Agent.Live = func() string {
+			p := live()
+			if !recorded.Load() {
+				if p != own {
+					return ""
+				}
+				recorded.Store(true)
+			}
+			return p
+		}
 	}
 	return &Plan{Workdir: workdir, Session: session, Stored: stored, Net: net, t: t}, nil
 }
