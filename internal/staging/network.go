@@ -201,14 +201,26 @@ func (s Store) ChangeNetwork(id string, change func(old *State) (string, error),
 	if err != nil {
 		return &old, err
 	}
+	// Recorded first, so that a server setting its agent up meanwhile (it reads this record)
+	// puts the new policy in place, not the old one over the change; put back if the guest
+	// refuses the change.
+	rec := network
+	if rec == OpenNetwork {
+		rec = ""
+	}
+	prev := st.Network
+	st.Network = rec
+	if err := s.Save(st, nil); err != nil {
+		return &old, err
+	}
 	if apply != nil {
 		if err := apply(network); err != nil {
+			st.Network = prev
+			if serr := s.Save(st, nil); serr != nil {
+				return &old, fmt.Errorf("%w (and putting the recorded policy back: %v)", err, serr)
+			}
 			return &old, err
 		}
 	}
-	if network == OpenNetwork {
-		network = ""
-	}
-	st.Network = network
-	return &old, s.Save(st, nil)
+	return &old, nil
 }
