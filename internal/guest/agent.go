@@ -279,7 +279,7 @@ func (c *Conn) ReleaseAgent(ctx context.Context, user, own string, carry []strin
 		b.WriteString(`if [ -n "$ah" ] && ` + asAgent + ` test -f "$ah"/` + q(f) + `; then mkdir -p "$(dirname "$HOME"/` + q(f) + `)"; rm -f "$HOME"/` + q(f) +
 			`; ` + asAgent + ` head -c 4096 "$ah"/` + q(f) + ` > "$HOME"/` + q(f) + "; fi\n")
 	}
-	if _, err := l.t.Output(ctx, "sh -c "+q(b.String())); err != nil {
+	if _, err := c.output(ctx, l, "sh -c "+q(b.String())); err != nil {
 		if exitStatus(err) == 97 {
 			return ErrPolicyNeedsSudo
 		}

@@ -33,7 +33,7 @@ func (c *Conn) SetAgentPolicy(ctx context.Context, user, policy string) (*AgentS
 	q := shellquote.Quote
 	script := "set -e\nif ! sudo -n true 2>/dev/null; then exit " + noSudoExit + "; fi\n" +
 		"sudo -n " + q(l.systemRunner) + " net ensure --live --user " + user + " --policy " + q(policy) + "\n"
-	out, err := l.t.Output(ctx, "sh -c "+q(script))
+	out, err := c.output(ctx, l, "sh -c "+q(script))
 	if err != nil {
 		if exitStatus(err) == 97 {
 			return nil, ErrPolicyNeedsSudo

@@ -203,15 +203,19 @@ func TestControlMasterHandoff(t *testing.T) {
 // refused attempt) and without the master's refusal on stderr; the command's own exit code
 // stays its own.
 func TestControlMasterFull(t *testing.T) {
-	srv := sshd.StartWith(t, sshd.Config{MaxSessions: 3})
+	srv := sshd.StartWith(t, sshd.Config{MaxSessions: 5})
 	sock := startMaster(t, srv)
 	ctx := context.Background()
 	c := guest.New(masterTarget(srv, sock), guest.Options{})
 	defer c.Close()
-	if via, err := c.Via(ctx); err != nil || via != sshlink.ViaControlMaster {
-		t.Fatalf("Via = %q, %v; want %q first", via, err, sshlink.ViaControlMaster)
+	c2 := guest.New(masterTarget(srv, sock), guest.Options{NoLoginShell: true})
+	defer c2.Close()
+	for _, c := range []*guest.Conn{c, c2} {
+		if via, err := c.Via(ctx); err != nil || via != sshlink.ViaControlMaster {
+			t.Fatalf("Via = %q, %v; want %q first", via, err, sshlink.ViaControlMaster)
+		}
 	}
-	// c holds two sessions (SFTP, the runner); a third process takes the last one.
+	// c and c2 hold two sessions each (SFTP, the runner); a third process takes the last one.
 	hold := exec.Command("ssh", "-F", "/dev/null", "-o", "ControlPath="+sock, "-o", "ControlMaster=no", "-o", "BatchMode=yes",
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-T", "-l", srv.User, "127.0.0.1", "echo holding; sleep 120")
 	stdout, err := hold.StdoutPipe()
@@ -230,6 +234,15 @@ func TestControlMasterFull(t *testing.T) {
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-T", "-l", srv.User, "127.0.0.1", "true").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "session request failed") {
 		t.Fatalf("the master is not full: %v %s", err, out)
+	}
+
+	// The Lima user's one-shot commands (a session's network record, a live policy change,
+	// a release) go on over a connection of their own too; c2 still rides the master.
+	if o, err := c2.Output(ctx, "echo record"); err != nil || o != "record\n" {
+		t.Fatalf("a one-shot command with a full master = %q, %v; want record", o, err)
+	}
+	if via, err := c2.Via(ctx); err != nil || via != sshlink.ViaSSH {
+		t.Fatalf("after a one-shot command's refusal: Via = %q, %v; want %q", via, err, sshlink.ViaSSH)
 	}
 
 	input := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB: more than a pipe holds

@@ -24,7 +24,7 @@ func (c *Conn) NetRecord(ctx context.Context, user string, entries int) ([]byte,
 	if l.systemRunner == "" {
 		return nil, ErrPolicyNeedsSudo
 	}
-	out, err := l.t.Output(ctx, "sudo -n "+shellquote.Quote(l.systemRunner)+" net report --user "+user+" --entries "+strconv.Itoa(entries))
+	out, err := c.output(ctx, l, "sudo -n "+shellquote.Quote(l.systemRunner)+" net report --user "+user+" --entries "+strconv.Itoa(entries))
 	if err != nil {
 		return nil, fmt.Errorf("reading the network record of %s in the guest: %w", user, err)
 	}

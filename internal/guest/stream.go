@@ -31,6 +31,24 @@ func (c *Conn) Stream(ctx context.Context, script string, in io.Reader) ([]byte,
 	return out, err
 }
 
+// output runs cmd with the Lima user's shell on l (a link of c.get) and returns its stdout. A
+// master that refuses the session ran nothing: the call goes on over a connection of our own,
+// as Stream does (status read a session's network record so while another session's server
+// held the master's sessions, and failed).
+func (c *Conn) output(ctx context.Context, l *link, cmd string) (string, error) {
+	out, err := l.t.Output(ctx, cmd)
+	if errors.Is(err, sshlink.ErrMasterFull) {
+		if l, err = c.offMaster(ctx, l, err); err != nil {
+			return "", err
+		}
+		return l.t.Output(ctx, cmd)
+	}
+	if errors.Is(err, sshlink.ErrNoSession) {
+		c.drop(l, err)
+	}
+	return out, err
+}
+
 // stream is Stream on the link l.
 func (l *link) stream(ctx context.Context, script string, in io.Reader) ([]byte, error) {
 	if l.setup != nil {

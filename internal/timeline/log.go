@@ -48,6 +48,7 @@ type Log struct {
 	MaxBytes int64
 
 	mu     sync.Mutex
+	lock   *os.File // the timeline's lock file (openLock)
 	failed bool // the last write failed: said once, not on every call
 	// OnError is told a write's failure once (until a write succeeds again); nil: ignored.
 	OnError func(error)
@@ -145,11 +146,24 @@ func (l *Log) maxBytes() int64 {
 
 // append writes line at the end of the current file in one write(2), and rotates the file
 // once it is past its size. The file is opened for each event (no descriptor is held across
-// another process's rotation); that costs two system calls, measured in docs/benchmarks.md.
+// another process's rotation); that costs a few system calls, measured in docs/benchmarks.md.
+//
+// The write holds the timeline's lock shared, and a rotation holds it exclusive: a writer
+// that opened the current file just before one rotation and wrote just after a second would
+// otherwise add its line to a generation already counted and dropped (a line was lost so in
+// TestConcurrentWritersKeepLinesWhole on a loaded machine).
 func (l *Log) append(line []byte) error {
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
 		return err
 	}
+	lock, err := l.openLock()
+	if err != nil {
+		return err
+	}
+	if err := flock(lock, syscall.LOCK_SH); err != nil {
+		return err
+	}
+	defer flock(lock, syscall.LOCK_UN) //nolint:errcheck
 	path := filepath.Join(l.dir, FileName)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -167,9 +181,35 @@ func (l *Log) append(line []byte) error {
 		return err
 	}
 	if size > l.maxBytes() {
-		return l.rotate()
+		return l.rotate(lock)
 	}
 	return nil
+}
+
+// openLock gives the timeline's lock file, opened once per Log (under l.mu) and kept: the lock
+// file is never renamed or removed while the session lives, and opening it for each event
+// doubled the cost of the append.
+func (l *Log) openLock() (*os.File, error) {
+	if l.lock != nil {
+		return l.lock, nil
+	}
+	f, err := os.OpenFile(filepath.Join(l.dir, lockName), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	l.lock = f
+	return f, nil
+}
+
+// flock takes how on f, again when a signal interrupts the wait. The lock is held only for an
+// open and a write (or one rotation), so the wait is that long.
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
 }
 
 // Totals is what the timeline-totals file keeps: the counts of the generations rotation
@@ -184,20 +224,12 @@ type Totals struct {
 }
 
 // rotate moves the current file to OldName, after adding the old generation's counts to the
-// totals, under the timeline's lock. Another process rotating at the same time: nothing to do.
-func (l *Log) rotate() error {
-	lock, err := os.OpenFile(filepath.Join(l.dir, lockName), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
+// totals, holding lock (the timeline's, held shared by the caller) exclusive. Another process
+// that rotated meanwhile: nothing to do.
+func (l *Log) rotate(lock *os.File) error {
+	if err := flock(lock, syscall.LOCK_EX); err != nil {
 		return err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil // another writer rotates
-		}
-		return err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
 	cur := filepath.Join(l.dir, FileName)
 	if fi, err := os.Lstat(cur); err != nil || fi.Size() <= l.maxBytes() {
 		return nil // rotated meanwhile

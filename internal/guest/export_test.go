@@ -1,0 +1,13 @@
+package guest
+
+import "context"
+
+// Output exposes output (the Lima user's commands of NetRecord, SetAgentPolicy and
+// ReleaseAgent) to the external tests.
+func (c *Conn) Output(ctx context.Context, cmd string) (string, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return c.output(ctx, l, cmd)
+}
