@@ -49,7 +49,7 @@ type Log struct {
 
 	mu     sync.Mutex
 	lock   *os.File // the timeline's lock file (openLock)
-	failed bool // the last write failed: said once, not on every call
+	failed bool     // the last write failed: said once, not on every call
 	// OnError is told a write's failure once (until a write succeeds again); nil: ignored.
 	OnError func(error)
 }
