@@ -139,6 +139,20 @@ func (s *Set) For(target string) []Secret {
 	return out
 }
 
+// Values are the secrets' values (host memory only), for what redacts the host's records (the
+// timeline): a value read by a command or from a file is in no environment variable. Nil for a
+// nil Set.
+func (s *Set) Values() []string {
+	if s == nil {
+		return nil
+	}
+	var values []string
+	for _, sec := range s.secrets {
+		values = append(values, sec.Value)
+	}
+	return values
+}
+
 // Names are the secrets' names, for status.
 func (s *Set) Names() []string {
 	var names []string

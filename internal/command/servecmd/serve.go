@@ -180,7 +180,7 @@ func Run(ctx context.Context, opts *Options) error {
 		instructions += " The working directory is a staged copy inside the VM: your changes reach the host only after a person reviews them (limactl mcp review" + staging.SessionFlag(session) + "). Use pending_changes to see what you changed."
 		instructions += sessionInstructions(session)
 		instructions += networkInstructions(plan.Net.Network)
-		tl := openTimeline(t.Store.SessionDir(staging.SessionIDOf(workdir, session)), log)
+		tl := openTimeline(t.Store.SessionDir(staging.SessionIDOf(workdir, session)), log, secretSet.Values()...)
 		rec = newRecorder(tl, workdir, shown)
 		tl.Record(timeline.Event{Kind: timeline.ServeStart, Dir: shown, Note: "network policy " + plan.Net.Network})
 		// Last of the defers: after the background processes were ended.

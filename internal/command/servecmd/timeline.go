@@ -20,9 +20,10 @@ import (
 )
 
 // openTimeline is the timeline of the session in dir (its host state directory), written by
-// this server; the values of the host's secret-looking environment variables are redacted.
-func openTimeline(dir string, log *slog.Logger) *timeline.Log {
-	tl := timeline.Open(dir, "serve", timeline.FromEnviron(os.Environ()))
+// this server; the values of the host's secret-looking environment variables and the session's
+// secrets (secrets, however they were read) are redacted.
+func openTimeline(dir string, log *slog.Logger, secrets ...string) *timeline.Log {
+	tl := timeline.Open(dir, "serve", timeline.FromEnviron(os.Environ(), secrets...))
 	tl.OnError = func(err error) {
 		log.Warn("cannot write the session's timeline (limactl mcp log)", "error", err)
 	}

@@ -68,6 +68,10 @@ type Options struct {
 	Terminal func(inst *instance.Instance, log *slog.Logger) (*terminal.Terminal, error)
 	// Review reviews the session once the command has run (default reviewcmd.Run).
 	Review func(ctx context.Context, opts *reviewcmd.Options) error
+
+	// redact are the values of the session's secrets, which the timeline never records
+	// (set by Run once they are read).
+	redact []string
 }
 
 // AgentEnvNames are the variables --agent-env passes when they are set on the host: what
@@ -108,6 +112,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if secretSet != nil {
 		env = withoutNames(env, secretSet.Names())
+		opts.redact = secretSet.Values()
 	}
 	warnValuesEnterVM(ios.ErrOut, env)
 	t, err := ref.OpenInstance(ctx)

@@ -29,7 +29,7 @@ func recordCommand(sess *staging.Session, opts *Options, guestDir string, env []
 		code := int(status)
 		e.Exit = &code
 	}
-	var values []string
+	values := opts.redact
 	for _, kv := range env {
 		if _, v, ok := strings.Cut(kv, "="); ok {
 			values = append(values, v)
