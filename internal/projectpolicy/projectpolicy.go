@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/atomicfile"
+	"github.com/limactl-mcp/limactl-mcp/internal/fsutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
@@ -114,15 +114,7 @@ func Save(workdir, network string) (string, error) {
 		return "", fmt.Errorf("saving the project's network policy: %w", err)
 	}
 	data, _ := json.MarshalIndent(File{Workdir: filepath.Clean(workdir), Network: pol.String(), Saved: time.Now().UTC()}, "", "  ")
-	pending, err := atomicfile.Create(filepath.Dir(path), filepath.Base(path), 0o600)
-	if err != nil {
-		return "", fmt.Errorf("saving the project's network policy: %w", err)
-	}
-	defer pending.Discard()
-	if _, err := pending.Write(append(data, '\n')); err != nil {
-		return "", fmt.Errorf("saving the project's network policy: %w", err)
-	}
-	if err := pending.Replace(path); err != nil {
+	if err := fsutil.WriteFileAtomic(path, append(data, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("saving the project's network policy: %w", err)
 	}
 	return path, nil

@@ -39,4 +39,8 @@ func TestReviewFlagsPolicyFiles(t *testing.T) {
 		t.Errorf("the summary:\n%s\n%s\n%v", r.out, r.errOut, r.err)
 	}
 	hostUntouched(t, f)
+	r = run(t, f, reviewcmd.Options{Yes: true}, false)
+	if r.err != nil || !strings.Contains(r.out, "  wrote   .mcp.json  [SETS AGENT POLICY: MCP servers (Claude Code)]\n") || strings.Contains(r.out, "a.txt  [SETS") {
+		t.Errorf("--yes: %v\n%s\n%s", r.err, r.out, r.errOut)
+	}
 }
