@@ -183,7 +183,11 @@ func configure(opts *Options) error {
 		return err
 	}
 	if opts.Secrets.Any() {
-		if err := checkSecretSpecs(opts.Secrets, opts.Network); err != nil {
+		network := opts.Network
+		if network == "" {
+			network = opts.projectNetwork // the question's answer, kept on the host
+		}
+		if err := checkSecretSpecs(opts.Secrets, network); err != nil {
 			return err
 		}
 	}
