@@ -26,12 +26,15 @@ type Policy struct {
 	// duplicates, in the order first given: String depends on that to round-trip. A preset
 	// stays as given ("@go"): the person sees the policy they wrote.
 	entries []string
-	// hosts are entries with every preset replaced by its hosts, without duplicates: what
-	// Allows matches.
+	// hosts are entries with every preset replaced by its hosts, without duplicates.
 	hosts []string
+	// plain are the hosts that are not HTTP rules: what Allows matches; rules are the others,
+	// which AllowsRequest matches too (httprule.go).
+	plain []string
+	rules []httpRule
 }
 
-const specHelp = "a network policy is open, none, or allow:NAME[,NAME...] (host names, *.domain for its subdomains, IP addresses, each with an optional :PORT, or @PRESET: limactl mcp network presets lists them)"
+const specHelp = "a network policy is open, none, or allow:NAME[,NAME...] (host names, *.domain for its subdomains, IP addresses, each with an optional :PORT, then for plain HTTP an optional /PATH[*] and :ro or :METHOD[+METHOD...], or @PRESET: limactl mcp network presets lists them)"
 
 // Parse reads a policy spec: "open", "none" or "allow:NAME[,NAME...]". A NAME is a host name
 // (case-insensitive, a trailing dot ignored), "*." followed by a domain, which matches that
@@ -68,8 +71,20 @@ func Parse(spec string) (Policy, error) {
 			p.entries = append(p.entries, entry)
 		}
 	}
-	p.hosts = expand(p.entries)
+	p.setHosts(expand(p.entries))
 	return p, nil
+}
+
+// setHosts sets the expanded hosts and sorts them into plain entries and HTTP rules.
+func (p *Policy) setHosts(hosts []string) {
+	p.hosts, p.plain, p.rules = hosts, nil, nil
+	for _, h := range hosts {
+		if r, ok, err := cutRule(h); ok && err == nil {
+			p.rules = append(p.rules, r)
+		} else {
+			p.plain = append(p.plain, h)
+		}
+	}
 }
 
 // normalizeEntry checks one NAME of an allow list and returns its canonical form.
@@ -89,7 +104,16 @@ func normalizeEntry(raw string) (string, error) {
 	if addr, ok := parseIP(raw); ok {
 		return addr.String(), nil
 	}
-	if strings.Contains(raw, "://") || strings.Contains(raw, "/") {
+	if strings.Contains(raw, "://") {
+		return "", fmt.Errorf("%q: give a host name, not a URL", raw)
+	}
+	if rule, ok, err := cutRule(raw); ok || err != nil {
+		if err != nil {
+			return "", fmt.Errorf("%q: %w", raw, err)
+		}
+		return rule.String(), nil
+	}
+	if strings.Contains(raw, "/") {
 		return "", fmt.Errorf("%q: give a host name, not a URL", raw)
 	}
 	if host, port, ok, err := cutPort(raw); ok || err != nil {
@@ -246,7 +270,9 @@ func (p Policy) Expanded() Policy {
 	if p.mode != ModeAllow {
 		return p
 	}
-	return Policy{mode: ModeAllow, entries: p.Hosts(), hosts: p.Hosts()}
+	e := Policy{mode: ModeAllow, entries: p.Hosts()}
+	e.setHosts(p.Hosts())
+	return e
 }
 
 // HasPresets says whether the policy names a preset.
@@ -297,9 +323,9 @@ func (p Policy) AllowsSomePort(host string) bool {
 	if p.mode != ModeAllow {
 		return p.mode == ModeOpen
 	}
-	for _, e := range p.hosts {
+	for _, e := range p.plain {
 		h, port := splitRule(e)
-		if port != 0 && (Policy{mode: ModeAllow, hosts: []string{h}}).Allows(host) {
+		if port != 0 && (Policy{mode: ModeAllow, plain: []string{h}}).Allows(host) {
 			return true
 		}
 	}
@@ -315,16 +341,11 @@ func (p Policy) AllowsPort(host string, port int) bool {
 	case ModeNone:
 		return false
 	}
-	want := ""
-	if addr, ok := parseIP(host); ok {
-		want = addr.String()
-	} else {
-		want = strings.TrimSuffix(strings.ToLower(host), ".")
-		if checkHostName(want) != nil {
-			return false
-		}
+	want, ok := canonicalHost(host)
+	if !ok {
+		return false
 	}
-	for _, e := range p.hosts {
+	for _, e := range p.plain {
 		h, ep := splitRule(e)
 		if ep != 0 && ep != port {
 			continue
@@ -339,3 +360,52 @@ func (p Policy) AllowsPort(host string, port int) bool {
 	}
 	return false
 }
+
+// canonicalHost is host as entries spell it (lower case, no trailing dot, an IP address in
+// netip's form); false when it is neither a host name nor an IP address.
+func canonicalHost(host string) (string, bool) {
+	if addr, ok := parseIP(host); ok {
+		return addr.String(), true
+	}
+	want := strings.TrimSuffix(strings.ToLower(host), ".")
+	return want, checkHostName(want) == nil
+}
+
+// AllowsRequest says whether a plain HTTP request (method, and the path as sent: see
+// RequestPath) to host on port is allowed: by an entry that allows host:port for everything,
+// or by an HTTP rule for it (byRule: the proxy then forwards that one request and nothing
+// else the client sends).
+func (p Policy) AllowsRequest(host string, port int, method, path string) (allowed, byRule bool) {
+	if p.AllowsPort(host, port) {
+		return true, false
+	}
+	want, ok := canonicalHost(host)
+	if !ok || p.mode != ModeAllow {
+		return false, false
+	}
+	for _, r := range p.rules {
+		if r.matchesHost(want, port) && r.allowsRequest(method, path) {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// RulesFor are the HTTP rules (canonical entries) for host on port, for a refusal's reason.
+func (p Policy) RulesFor(host string, port int) []string {
+	want, ok := canonicalHost(host)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, r := range p.rules {
+		if r.matchesHost(want, port) {
+			out = append(out, r.String())
+		}
+	}
+	return out
+}
+
+// HasRules says whether the policy has HTTP rules (for a path rule, a request's path must be
+// checked: RequestPath).
+func (p Policy) HasRules() bool { return len(p.rules) > 0 }

@@ -125,7 +125,7 @@ func (p Policy) WithHosts(hosts []string) Policy {
 		}
 	}
 	out.entries = dedup(out.entries)
-	out.hosts = expand(out.entries)
+	out.setHosts(expand(out.entries))
 	return out
 }
 

@@ -3,9 +3,11 @@ package sessionopen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/projectpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
@@ -30,13 +32,27 @@ type Plan struct {
 	Stored *staging.State
 	// Net is the network plan: the policy, the agent, where a new copy goes, the release.
 	Net *staging.NetworkPlan
+	// PolicyFile is the project's policy file on the host when the policy came from it (no
+	// --network given: projectpolicy), "" otherwise.
+	PolicyFile string
 
 	t *Target
 }
 
 // PlanSession plans the session called session of workdir, stored as stored (nil when there is
-// none: see Lookup), under requested (--network as given; "" keeps the session's policy).
+// none: see Lookup), under requested (--network as given; "" is the project's policy file on
+// the host when it has one, as if given as --network, else the session's policy).
 func (t *Target) PlanSession(workdir, session string, stored *staging.State, requested string) (*Plan, error) {
+	policyFile := ""
+	if requested == "" {
+		f, path, ok, err := projectpolicy.Load(workdir)
+		if err != nil {
+			return nil, fmt.Errorf("%w (pass --network to start anyway under another policy)", err)
+		}
+		if ok {
+			requested, policyFile = f.Network, path
+		}
+	}
 	net, err := staging.PlanNetwork(workdir, session, stored, requested)
 	if err != nil {
 		return nil, err
@@ -59,7 +75,7 @@ func (t *Target) PlanSession(workdir, session string, stored *staging.State, req
 			return p
 		}
 	}
-	return &Plan{Workdir: workdir, Session: session, Stored: stored, Net: net, t: t}, nil
+	return &Plan{Workdir: workdir, Session: session, Stored: stored, Net: net, PolicyFile: policyFile, t: t}, nil
 }
 
 // Changes says that a stored session's network policy changes (from Net.Previous to

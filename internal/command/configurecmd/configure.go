@@ -45,6 +45,11 @@ type Options struct {
 	// List shows which agents are configured (Agent: only that one) and writes nothing.
 	List bool
 
+	// projectNetwork is the policy to keep as the project's on the host (projectpolicy) once
+	// the agent is configured: the question's answer (then not in the agent's configuration,
+	// which may be a file of the project), or --network.
+	projectNetwork string
+
 	// askNetwork asks the policy question (nil: askWithHuh); tests give one.
 	askNetwork func(*Options, networkChoice) (string, error)
 }
@@ -69,6 +74,9 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if err := configure(opts); err != nil {
+		return err
+	}
+	if err := saveProjectNetwork(opts); err != nil {
 		return err
 	}
 	return checkSandbox(ctx, opts)
@@ -175,7 +183,11 @@ func configure(opts *Options) error {
 		return err
 	}
 	if opts.Secrets.Any() {
-		if err := checkSecretSpecs(opts.Secrets, opts.Network); err != nil {
+		network := opts.Network
+		if network == "" {
+			network = opts.projectNetwork // the question's answer, kept on the host
+		}
+		if err := checkSecretSpecs(opts.Secrets, network); err != nil {
 			return err
 		}
 	}

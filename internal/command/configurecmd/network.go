@@ -12,6 +12,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/projectpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
 )
@@ -40,6 +41,9 @@ func chooseNetwork(ctx context.Context, opts *Options) error {
 		if _, err := netpolicy.Parse(opts.Network); err != nil {
 			return fmt.Errorf("--network: %w", err)
 		}
+		if !opts.User {
+			opts.projectNetwork = opts.Network
+		}
 		return nil
 	}
 	c := networkChoice{}
@@ -63,9 +67,41 @@ func chooseNetwork(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if answer != keepAnswer {
-		opts.Network = answer
+	switch {
+	case answer == keepAnswer:
+	case opts.User:
+		opts.Network = answer // no project: in the server's command
+	default:
+		// Kept on the host, outside the project: the agent's configuration may be a file of
+		// the project (.mcp.json), which the agent can propose to change through review.
+		opts.projectNetwork = answer
 	}
+	return nil
+}
+
+// saveProjectNetwork keeps the chosen policy as the project's policy on the host
+// (projectpolicy), which serve and shell use when no --network is given.
+func saveProjectNetwork(opts *Options) error {
+	if opts.projectNetwork == "" {
+		return nil
+	}
+	dir, err := workdirpath.Resolve(opts.Workdir)
+	if err != nil {
+		return err
+	}
+	if opts.DryRun {
+		path, err := projectpolicy.Path(dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.Out, "network: would keep %s as the project's policy in %s (dry run: nothing written)\n", opts.projectNetwork, path)
+		return nil
+	}
+	path, err := projectpolicy.Save(dir, opts.projectNetwork)
+	if err != nil {
+		return fmt.Errorf("the agent is configured, but its network policy was not kept: %w (run: limactl mcp network %s set %s --save)", err, opts.Instance, opts.projectNetwork)
+	}
+	fmt.Fprintf(opts.IO.Out, "network: %s kept as the project's policy in %s, outside the project (serve and shell use it when no --network is given; change it with limactl mcp network %s set POLICY --save)\n", opts.projectNetwork, path, opts.Instance)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/projectpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/tmuxtest"
 )
 
@@ -47,8 +48,8 @@ func TestNetworkChoiceWithoutTerminal(t *testing.T) {
 	ios.SetTTY(true, true)
 	var asked networkChoice
 	opts.askNetwork = func(_ *Options, c networkChoice) (string, error) { asked = c; return "allow:@go,@npm", nil }
-	if err := chooseNetwork(context.Background(), opts); err != nil || opts.Network != "allow:@go,@npm" || asked.Proposed != "allow:@go,@npm" {
-		t.Errorf("on a terminal: %v, network %q, asked %+v", err, opts.Network, asked)
+	if err := chooseNetwork(context.Background(), opts); err != nil || opts.Network != "" || opts.projectNetwork != "allow:@go,@npm" || asked.Proposed != "allow:@go,@npm" {
+		t.Errorf("on a terminal: %v, network %q (kept for the project: %q), asked %+v", err, opts.Network, opts.projectNetwork, asked)
 	}
 	opts.Network = "allow:x..org"
 	if err := chooseNetwork(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "--network") {
@@ -69,8 +70,10 @@ func TestNetworkQuestionInTerminal(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	home := t.TempDir()
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config) // projectpolicy.Load below reads where the command wrote
 	run := func(t *testing.T, dir string) *tmuxtest.Session {
-		line := "cd " + tmuxtest.Quote(dir) + " && env HOME=" + tmuxtest.Quote(home) + " LIMACTL=/nonexistent/limactl TERM=xterm " +
+		line := "cd " + tmuxtest.Quote(dir) + " && env HOME=" + tmuxtest.Quote(home) + " XDG_CONFIG_HOME=" + tmuxtest.Quote(config) + " LIMACTL=/nonexistent/limactl TERM=xterm " +
 			tmuxtest.Quote(bin, "configure", "claude", "--instance", "agent") + "; echo EXIT=$?; cat .mcp.json; sleep 60"
 		return tmuxtest.Start(t, 160, 40, line)
 	}
@@ -81,10 +84,7 @@ func TestNetworkQuestionInTerminal(t *testing.T) {
 		term.WaitFor(60*time.Second, "Which network may the agent's commands reach?", "allow:@go,@pypi  (proposed: go.mod → @go, requirements.txt → @pypi)", "none  (no network", "open  (the guest's network")
 		term.Keys("Enter")
 		scr := term.WaitFor(60*time.Second, "EXIT=0")
-		data, err := os.ReadFile(filepath.Join(dir, ".mcp.json"))
-		if err != nil || !strings.Contains(string(data), `"--network=allow:@go,@pypi"`) {
-			t.Errorf(".mcp.json: %v\n%s\nscreen:\n%s", err, data, scr)
-		}
+		checkKept(t, dir, "allow:@go,@pypi", scr)
 	})
 	t.Run("a typed policy, checked", func(t *testing.T) {
 		dir := project(t)
@@ -99,11 +99,8 @@ func TestNetworkQuestionInTerminal(t *testing.T) {
 			term.Keys("BSpace")
 		}
 		term.TypeLine("443,@npm")
-		term.WaitFor(60*time.Second, "EXIT=0")
-		data, err := os.ReadFile(filepath.Join(dir, ".mcp.json"))
-		if err != nil || !strings.Contains(string(data), `"--network=allow:example.com:443,@npm"`) {
-			t.Errorf(".mcp.json: %v\n%s", err, data)
-		}
+		scr := term.WaitFor(60*time.Second, "EXIT=0")
+		checkKept(t, dir, "allow:example.com:443,@npm", scr)
 	})
 	t.Run("Ctrl-C writes nothing", func(t *testing.T) {
 		dir := project(t, "Cargo.toml")
@@ -115,4 +112,21 @@ func TestNetworkQuestionInTerminal(t *testing.T) {
 			t.Error(".mcp.json was written")
 		}
 	})
+}
+
+// checkKept checks that the answer is the project's policy on the host (projectpolicy), said on
+// the screen, and not in the project's .mcp.json, which the agent could propose to change.
+func checkKept(t *testing.T, dir, want, scr string) {
+	t.Helper()
+	f, path, ok, err := projectpolicy.Load(dir)
+	if err != nil || !ok || f.Network != want || strings.HasPrefix(path, dir) {
+		t.Errorf("the project's policy: %+v %q %v %v\nscreen:\n%s", f, path, ok, err, scr)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(scr), " "), "network: "+want+" kept as the project's policy in") {
+		t.Errorf("the screen does not say where the policy is kept:\n%s", scr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ".mcp.json"))
+	if err != nil || strings.Contains(string(data), "--network") || !strings.Contains(string(data), `"serve"`) {
+		t.Errorf(".mcp.json: %v\n%s", err, data)
+	}
 }

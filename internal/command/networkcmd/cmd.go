@@ -29,6 +29,7 @@ agent or its MCP server.
   limactl mcp network agent allow example.com:443   add hosts (HOST, HOST:PORT, *.DOMAIN, IP, @PRESET)
   limactl mcp network agent deny example.com:443    take entries away (the last one: none)
   limactl mcp network agent set allow:@go,@npm      replace the policy
+  limactl mcp network agent set none --save         ... and keep it as the project's policy on the host
   limactl mcp network presets                       the presets an allow policy may name
 
 Between two policies (none, allow:...) a change is live. Between open and a policy it is not:
@@ -50,6 +51,7 @@ the agent works as another guest user then, which only a restart of its server d
 	cmdutil.AddWorkdirFlag(cmd, &opts.Workdir)
 	cmdutil.AddSessionFlag(cmd, &opts.Session, cmdutil.SessionUsage)
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "Print JSON")
+	cmd.Flags().BoolVar(&opts.Save, "save", false, "Also keep the resulting policy as the project's policy on the host (outside the project, in the user's configuration directory), which serve and shell use when no --network is given; set --save works before the project has a session")
 	cmd.AddCommand(NewPresetsCmd(f, nil))
 	return cmd
 }

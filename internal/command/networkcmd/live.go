@@ -11,6 +11,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/projectpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -27,6 +28,9 @@ type LiveOptions struct {
 	Workdir string
 	Session string
 	JSON    bool
+	// Save is --save: the resulting policy is also kept as the project's policy on the host
+	// (projectpolicy), which serve and shell use when no --network is given.
+	Save bool
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
@@ -41,6 +45,9 @@ func (o *LiveOptions) checkArgs() error {
 	case "show":
 		if len(o.Args) > 0 {
 			return fmt.Errorf("network %s show takes no argument (got %q)", o.Instance, o.Args[0])
+		}
+		if o.Save {
+			return fmt.Errorf("network %s show --save: --save keeps a changed policy (allow, deny, set); to keep the session's policy as it is, run: network %s set POLICY --save", o.Instance, o.Instance)
 		}
 	case "allow", "deny":
 		if len(o.Args) == 0 {
@@ -170,6 +177,16 @@ type liveResult struct {
 	Applied bool `json:"applied"`
 	// Network is the record of what the agent did (show, when the instance runs).
 	Network *staging.NetworkReport `json:"network,omitempty"`
+	// ProjectPolicy is the project's policy file on the host (projectpolicy), when it has one:
+	// serve and shell start under it when no --network is given. Saved says --save wrote it.
+	ProjectPolicy *projectPolicy `json:"project_policy,omitempty"`
+}
+
+// projectPolicy is the project's policy file in the output.
+type projectPolicy struct {
+	File    string `json:"file"`
+	Network string `json:"network"`
+	Saved   bool   `json:"saved"`
 }
 
 // RunLive shows or changes the network policy of a session, at once.
@@ -195,6 +212,18 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 	if err != nil {
 		return err
 	}
+	if st == nil && opts.Save && opts.Action == "set" {
+		// No session yet: the project's policy alone, for its first serve or shell.
+		pol, err := netpolicy.Parse(opts.Args[0])
+		if err != nil {
+			return err
+		}
+		res := &liveResult{Instance: t.Instance.Name, Workdir: workdir, Session: ref.Session, Previous: "", Policy: pol.String()}
+		if err := saveProjectPolicy(res, workdir, pol.String()); err != nil {
+			return err
+		}
+		return printLive(opts, res)
+	}
 	if st == nil {
 		_, err := t.Session(workdir, ref.Session) // says there is none, and which there are
 		if err == nil {
@@ -206,6 +235,7 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 	if opts.Action == "show" {
 		res.Policy = res.Previous
 		res.Applied = t.Conn != nil
+		readProjectPolicy(res, st.Workdir)
 		if t.Conn != nil && res.Policy != staging.OpenNetwork {
 			if sess, err := t.Session(workdir, ref.Session); err == nil {
 				res.Network = sess.NetworkReport(ctx, t.Conn)
@@ -237,7 +267,36 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 	if res.Policy == res.Previous {
 		res.Applied = t.Conn != nil
 	}
+	if opts.Save {
+		if err := saveProjectPolicy(res, st.Workdir, res.Policy); err != nil {
+			return fmt.Errorf("the session's policy is %s now, but %w", res.Policy, err)
+		}
+	} else {
+		readProjectPolicy(res, st.Workdir)
+	}
 	return printLive(opts, res)
+}
+
+// saveProjectPolicy keeps network as the project's policy on the host.
+func saveProjectPolicy(res *liveResult, workdir, network string) error {
+	path, err := projectpolicy.Save(workdir, network)
+	if err != nil {
+		return err
+	}
+	res.ProjectPolicy = &projectPolicy{File: path, Network: network, Saved: true}
+	return nil
+}
+
+// readProjectPolicy notes the project's policy file, when it has one (an unreadable one is
+// said in place of its policy).
+func readProjectPolicy(res *liveResult, workdir string) {
+	f, path, ok, err := projectpolicy.Load(workdir)
+	switch {
+	case err != nil:
+		res.ProjectPolicy = &projectPolicy{File: path, Network: "unreadable: " + err.Error()}
+	case ok:
+		res.ProjectPolicy = &projectPolicy{File: path, Network: f.Network}
+	}
 }
 
 func printLive(opts *LiveOptions, res *liveResult) error {
@@ -267,6 +326,13 @@ func printLive(opts *LiveOptions, res *liveResult) error {
 	}
 	if len(res.Hosts) > 0 && strings.Contains(res.Policy, "@") {
 		fmt.Fprintf(w, "  hosts:   %s\n", strings.Join(res.Hosts, ", "))
+	}
+	if pp := res.ProjectPolicy; pp != nil {
+		if pp.Saved {
+			fmt.Fprintf(w, "  project: %s saved in %s: serve and shell start under it when no --network is given\n", pp.Network, pp.File)
+		} else {
+			fmt.Fprintf(w, "  project: %s (%s: serve and shell start under it when no --network is given; --save changes it)\n", pp.Network, pp.File)
+		}
 	}
 	if res.Network != nil {
 		fmt.Fprintf(w, "  record:  %s\n", termsafe.String(strings.TrimPrefix(res.Network.Line(), "network policy "))) // may quote the guest

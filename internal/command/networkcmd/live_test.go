@@ -12,6 +12,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/projectpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
@@ -184,5 +185,44 @@ func TestLiveChangeGuestRefusedKeepsRecord(t *testing.T) {
 	}
 	if got := storedNetwork(t, f); got != "allow:a.org" {
 		t.Errorf("stored %q after the guest refused: %v", got, err)
+	}
+}
+
+// --save keeps the resulting policy as the project's on the host, outside the project (read
+// back by serve and shell when no --network is given: sessionopen's tests); set --save works
+// before the project has a session; show names the file.
+func TestLiveSaveProjectPolicy(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	open := stoppedOpener(f.Store)
+	setStoredNetwork(t, f, "none")
+	ios, _, out, _ := iostreams.Test()
+	err := RunLive(context.Background(), &LiveOptions{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Action: "allow", Args: []string{"example.com:ro"}, Save: true, Open: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, path, ok, err := projectpolicy.Load(f.Workdir)
+	if err != nil || !ok || file.Network != "allow:example.com:ro" || strings.HasPrefix(path, f.Workdir) {
+		t.Fatalf("the project's policy: %+v %q %v %v", file, path, ok, err)
+	}
+	if !strings.Contains(out.String(), "project: allow:example.com:ro saved in "+path) {
+		t.Errorf("allow --save:\n%s", out)
+	}
+	if out, err := runLive(open, f.Workdir, false, "show"); err != nil || !strings.Contains(out, "project: allow:example.com:ro ("+path) {
+		t.Errorf("show: %v\n%s", err, out)
+	}
+	// A project without a session: set --save only.
+	other := t.TempDir()
+	ios, _, out, _ = iostreams.Test()
+	err = RunLive(context.Background(), &LiveOptions{IO: ios, Instance: sessiontest.Instance, Workdir: other, Action: "set", Args: []string{"allow:@pypi"}, Save: true, Open: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if file, _, ok, err := projectpolicy.Load(other); err != nil || !ok || file.Network != "allow:@pypi" {
+		t.Errorf("set --save without a session: %+v %v %v\n%s", file, ok, err, out)
+	}
+	ios, _, _, _ = iostreams.Test()
+	if err := RunLive(context.Background(), &LiveOptions{IO: ios, Instance: sessiontest.Instance, Workdir: other, Action: "show", Save: true, Open: open}); err == nil || !strings.Contains(err.Error(), "--save keeps a changed policy") {
+		t.Errorf("show --save: %v", err)
 	}
 }

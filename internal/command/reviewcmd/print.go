@@ -42,6 +42,9 @@ func printSummary(w io.Writer, cs *review.Changeset) {
 		} else if it.Description != "" && it.Description != "modified" {
 			line += "  (" + it.Description + ")"
 		}
+		if what := it.SetsPolicy(); what != "" {
+			line += "  [SETS AGENT POLICY: " + what + "]"
+		}
 		fmt.Fprintln(w, termsafe.String(line))
 	}
 	printIgnored(w, cs)
@@ -116,6 +119,9 @@ type itemDoc struct {
 	// same in one line.
 	Provenance *timeline.Provenance `json:"provenance,omitempty"`
 	History    string               `json:"history,omitempty"`
+	// SetsPolicy says what agent or policy configuration the file is (review.SetsPolicy): a
+	// change to it can widen what the agent may do or reach.
+	SetsPolicy string `json:"sets_policy,omitempty"`
 }
 
 // changesetJSON is the changeset for scripts.
@@ -135,7 +141,7 @@ func changesetJSON(cs *review.Changeset, session string, network *staging.Networ
 	}
 	for _, it := range cs.Items {
 		d := itemDoc{Path: tree.Name(it.Path), Kind: string(it.Kind), Conflict: it.Conflict, Refused: it.Refused, Description: it.Description, Added: it.Added, Removed: it.Removed, Hunks: len(it.Hunks),
-			Provenance: it.Provenance, History: it.History()}
+			Provenance: it.Provenance, History: it.History(), SetsPolicy: it.SetsPolicy()}
 		if it.From != nil {
 			from := tree.Name(it.From.Path)
 			d.RenamedFrom = &from

@@ -229,7 +229,11 @@ func Run(ctx context.Context, opts *Options) error {
 		fmt.Fprintf(ios.ErrOut, "warning: no checkpoint of the guest copy was taken before the apply: %s\n", termsafe.String(rep.CheckpointError))
 	}
 	for _, w := range rep.Written {
-		fmt.Fprintf(ios.Out, "  wrote   %s\n", termsafe.String(w))
+		mark := ""
+		if what := review.SetsPolicy(w); what != "" {
+			mark = "  [SETS AGENT POLICY: " + what + "]"
+		}
+		fmt.Fprintf(ios.Out, "  wrote   %s%s\n", termsafe.String(w), mark)
 	}
 	for _, g := range rep.Guest {
 		fmt.Fprintf(ios.Out, "  guest   %s\n", termsafe.String(g))

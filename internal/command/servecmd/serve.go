@@ -133,6 +133,9 @@ func Run(ctx context.Context, opts *Options) error {
 		if plan, err = t.PlanSession(workdir, session, st, opts.Network); err != nil {
 			return err
 		}
+		if plan.PolicyFile != "" {
+			log.Info("network policy "+plan.Net.Network+" from the project's policy file on the host (no --network given)", "file", plan.PolicyFile)
+		}
 		if plan.Changes() {
 			log.Warn("the session's network policy changes", "from", plan.Net.Previous, "to", plan.Net.Network)
 		}

@@ -147,6 +147,9 @@ func Run(ctx context.Context, opts *Options) error {
 	if perr != nil {
 		return perr
 	}
+	if plan.PolicyFile != "" && plan.Changes() {
+		fmt.Fprintf(ios.ErrOut, "limactl-mcp: network policy %s from the project's policy file %s (no --network given)\n", plan.Net.Network, plan.PolicyFile)
+	}
 	if plan.Changes() {
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: the session's network policy changes from %s to %s\n", plan.Net.Previous, plan.Net.Network)
 	}

@@ -251,6 +251,10 @@ func refusal(policy netpolicy.Policy, host string, port int) (reason, msg string
 	switch {
 	case policy.Mode() == netpolicy.ModeNone:
 		return "network policy none", fmt.Sprintf("limactl-mcp network policy none: no host may be reached (%s refused; %s)\n", target, ask)
+	case len(policy.RulesFor(host, port)) > 0:
+		// Only HTTP rules name it: a tunnel (HTTPS) carries requests the proxy cannot read.
+		rules := strings.Join(policy.RulesFor(host, port), ", ")
+		return "tunnel under http rules", fmt.Sprintf("limactl-mcp network policy %s: %s is allowed for plain HTTP requests by the rules %s only; a tunnel (HTTPS, CONNECT) carries requests the proxy cannot read, so it is refused (%s, without a method or path, to allow every request)\n", policy, target, rules, ask)
 	case policy.AllowsSomePort(host):
 		return "port not allowed", fmt.Sprintf("limactl-mcp network policy %s: %s is allowed on other ports only (%s)\n", policy, target, ask)
 	}
@@ -271,6 +275,12 @@ func (p *Proxy) open(c net.Conn, user UserPolicy, policy netpolicy.Policy, host 
 		p.refuse(c, user, policy, host, port)
 		return nil, false
 	}
+	return p.connect(c, user, host, port)
+}
+
+// connect connects to host:port, allowed already, for the client c; when the connection fails
+// it answers c with why (and logs it) and returns false.
+func (p *Proxy) connect(c net.Conn, user UserPolicy, host string, port int) (net.Conn, bool) {
 	upstream, err := p.dial(host, port)
 	if err != nil {
 		p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, Reason: "connect failed: " + err.Error()})
@@ -345,7 +355,22 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req requestHead, user User
 		writeError(c, 400, "Bad Request", "limactl-mcp network proxy: "+err.Error()+"\n")
 		return
 	}
-	upstream, ok := p.open(c, user, policy, host, port)
+	// An HTTP rule (HOST/PATH:METHODS) lets this one request through: its head and the body
+	// its Content-Length gives, nothing else the client sends.
+	byRule, bodyLen := false, int64(0)
+	if !policy.AllowsPort(host, port) && len(policy.RulesFor(host, port)) > 0 {
+		var ok bool
+		if byRule, bodyLen, ok = p.checkRequest(c, req, u, user, policy, host, port); !ok {
+			return
+		}
+	}
+	var upstream net.Conn
+	var ok bool
+	if byRule {
+		upstream, ok = p.connect(c, user, host, port)
+	} else {
+		upstream, ok = p.open(c, user, policy, host, port)
+	}
 	if !ok {
 		return
 	}
@@ -365,7 +390,14 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req requestHead, user User
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
 	upDone := make(chan int64, 1)
-	go func() { upDone <- pipe(upstream, c, br, &last) }()
+	if byRule {
+		go func() {
+			n, _ := io.CopyN(upstream, br, bodyLen)
+			upDone <- n
+		}()
+	} else {
+		go func() { upDone <- pipe(upstream, c, br, &last) }()
+	}
 	_ = upstream.SetReadDeadline(time.Now().Add(idleTimeout))
 	resp, err := readResponseHead(upstreamReader)
 	if err != nil {
@@ -385,6 +417,43 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req requestHead, user User
 	c.Close()
 	up := <-upDone + int64(head.Len())
 	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down})
+}
+
+// checkRequest decides a plain HTTP request to a host that HTTP rules only name: its path
+// must be one the server reads as the proxy does (netpolicy.RequestPath), a rule must allow its
+// method and path, and its body must have a length (no chunked body: the proxy forwards that
+// many bytes and nothing more). It answers c and logs when it refuses.
+func (p *Proxy) checkRequest(c net.Conn, req requestHead, u *url.URL, user UserPolicy, policy netpolicy.Policy, host string, port int) (byRule bool, bodyLen int64, ok bool) {
+	rules := strings.Join(policy.RulesFor(host, port), ", ")
+	target := net.JoinHostPort(host, strconv.Itoa(port))
+	refuse := func(reason, why string) (bool, int64, bool) {
+		p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: reason})
+		writeError(c, 403, "Forbidden", fmt.Sprintf("limactl-mcp network policy %s: %s %s: %s (the rules for %s: %s; ask the person to allow it: limactl mcp network INSTANCE allow HOST[:PORT][/PATH][:METHODS])\n",
+			policy, req.Method, truncate(u.EscapedPath(), 200), why, target, rules))
+		return false, 0, false
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if err := netpolicy.RequestPath(path); err != nil {
+		return refuse("request path refused", err.Error())
+	}
+	allowed, byRule := policy.AllowsRequest(host, port, req.Method, path)
+	if !allowed {
+		return refuse("method or path not allowed", "no rule allows this method on this path")
+	}
+	if len(req.Header.Values("Transfer-Encoding")) > 0 {
+		return refuse("chunked body under http rules", "a request with a chunked body is not forwarded under a rule (send a Content-Length)")
+	}
+	if cl := req.Header.Values("Content-Length"); len(cl) > 0 {
+		n, err := strconv.ParseInt(cl[0], 10, 64)
+		if len(cl) > 1 || err != nil || n < 0 {
+			return refuse("bad content-length", "its Content-Length is not one number")
+		}
+		bodyLen = n
+	}
+	return byRule, bodyLen, true
 }
 
 // relay copies client (after what br holds) to upstream and back until both ends are done,

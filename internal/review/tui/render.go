@@ -458,5 +458,13 @@ func label(it *review.Item) string {
 	case it.Description != "" && it.Kind != staging.ModeChanged:
 		s += "  " + termsafe.String(it.Description)
 	}
+	if it.SetsPolicy() != "" {
+		// First, where no truncation hides it: this file can widen the agent's own policy.
+		s = policyMark + s
+	}
 	return s
 }
+
+// policyMark starts the label of a file that sets what an agent may do or reach
+// (review.SetsPolicy: .mcp.json, .claude/settings.json, .limactl-mcp*...).
+const policyMark = "⚠ POLICY "

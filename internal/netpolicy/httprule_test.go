@@ -1,0 +1,102 @@
+package netpolicy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHTTPRulesParse(t *testing.T) {
+	for in, want := range map[string]string{
+		"allow:Example.com:ro":                "allow:example.com:ro",
+		"allow:example.com:HEAD+GET":          "allow:example.com:ro",
+		"allow:example.com:8080/simple/*:GET": "allow:example.com:8080/simple/*:GET",
+		"allow:example.com/*":                 "allow:example.com/*",
+		"allow:*.example.com/api:POST+GET":    "allow:*.example.com/api:GET+POST",
+		"allow:[::1]:8080:ro":                 "allow:[::1]:8080:ro",
+		"allow:10.0.0.5:ro,example.com":       "allow:10.0.0.5:ro,example.com",
+	} {
+		p, err := Parse(in)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", in, err)
+			continue
+		}
+		if p.String() != want {
+			t.Errorf("Parse(%q) = %q, want %q", in, p.String(), want)
+		}
+		again, err := Parse(p.String())
+		if err != nil || again.String() != p.String() {
+			t.Errorf("%q does not round-trip: %q, %v", p.String(), again.String(), err)
+		}
+	}
+	for in, wantErr := range map[string]string{
+		"allow:example.com/a/../b":   "no '.' or '..' segment",
+		"allow:example.com/a*b":      "'*' is allowed only at the end",
+		"allow:example.com/a%2fb":    "not allowed in a rule's path",
+		"allow:example.com:CONNECT":  "CONNECT is a tunnel",
+		"allow:@go:ro":               "a preset stands for hosts on every port",
+		"allow:@go/x":                "is not a preset",
+		"allow:example.com:GET++PUT": "an empty method",
+		"allow:example.com:https":    "not a number from 1 to 65535",
+		"allow:http://example.com/x": "not a URL",
+	} {
+		_, err := Parse(in)
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("Parse(%q) = %v, want an error containing %q", in, err, wantErr)
+		}
+	}
+}
+
+func TestHTTPRulesAllow(t *testing.T) {
+	p, err := Parse("allow:ro.example:ro,api.example:8080/v1/*:GET+POST,exact.example/index.html,full.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		host          string
+		port          int
+		method, path  string
+		allowed, rule bool
+	}{
+		{"ro.example", 80, "GET", "/anything", true, true},
+		{"RO.example.", 80, "HEAD", "/", true, true},
+		{"ro.example", 80, "POST", "/anything", false, false},
+		{"ro.example", 80, "PUT", "/", false, false},
+		{"api.example", 8080, "POST", "/v1/items", true, true},
+		{"api.example", 8080, "DELETE", "/v1/items", false, false},
+		{"api.example", 8080, "GET", "/v2/items", false, false},
+		{"api.example", 80, "GET", "/v1/items", false, false},
+		{"exact.example", 80, "PUT", "/index.html", true, true},
+		{"exact.example", 80, "GET", "/index.html.bak", false, false},
+		{"full.example", 80, "DELETE", "/x", true, false},
+		{"other.example", 80, "GET", "/", false, false},
+	} {
+		allowed, rule := p.AllowsRequest(c.host, c.port, c.method, c.path)
+		if allowed != c.allowed || rule != c.rule {
+			t.Errorf("AllowsRequest(%s:%d %s %s) = %v, %v; want %v, %v", c.host, c.port, c.method, c.path, allowed, rule, c.allowed, c.rule)
+		}
+	}
+	// A rule allows requests only: a tunnel to its host is not allowed.
+	if p.AllowsPort("ro.example", 443) || p.Allows("api.example") {
+		t.Error("a host named by HTTP rules only is allowed for tunnels")
+	}
+	if got := p.RulesFor("ro.example", 443); len(got) != 1 || got[0] != "ro.example:ro" {
+		t.Errorf("RulesFor = %q", got)
+	}
+	// The guest's spelled-out policy keeps the rules.
+	if e := p.Expanded(); e.String() != p.String() {
+		t.Errorf("Expanded = %q", e.String())
+	}
+}
+
+func TestRequestPath(t *testing.T) {
+	for _, ok := range []string{"", "/", "/a/b.txt", "/a%20b"} {
+		if err := RequestPath(ok); err != nil {
+			t.Errorf("RequestPath(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"/a/../b", "/a/%2e%2e/b", "/a%2Fb", "/a\\b", "/./x", "x"} {
+		if err := RequestPath(bad); err == nil {
+			t.Errorf("RequestPath(%q) accepted", bad)
+		}
+	}
+}
