@@ -103,6 +103,7 @@ func (l *Log) encode(e *Event) []byte {
 	e.Error = capString(l.red.String(e.Error), maxErrorBytes)
 	e.Note = l.red.String(e.Note)
 	e.Dir = l.red.String(e.Dir)
+	e.Host = l.red.String(e.Host)
 	for i, p := range e.Paths {
 		e.Paths[i] = l.red.String(p)
 	}

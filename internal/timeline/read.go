@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -54,6 +55,16 @@ func Read(dir string) (*Timeline, error) {
 		return nil, err
 	}
 	return tl, nil
+}
+
+// ByTime is events in the order they began (a stable sort: events of one time stay in the
+// order written). Events are written when they end (a call when it returns, the network
+// events when serve reads the guest's record), so the files hold them nearly, not exactly,
+// in order.
+func ByTime(events []Event) []Event {
+	out := slices.Clone(events)
+	slices.SortStableFunc(out, func(a, b Event) int { return a.Time.Compare(b.Time) })
+	return out
 }
 
 // Exists says whether dir holds a timeline.

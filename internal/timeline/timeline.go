@@ -41,6 +41,9 @@ const (
 	// ServeStart and ServeEnd bracket a server's life (a server killed leaves no end).
 	ServeStart Kind = "serve_start"
 	ServeEnd   Kind = "serve_end"
+	// Network is the agent's connections to one host and port with one verdict, from the
+	// guest's network record (network.go): Count attempts from Time to Last.
+	Network Kind = "network"
 )
 
 // Event is one line of the timeline (the JSON schema is in docs/log.md).
@@ -77,10 +80,24 @@ type Event struct {
 	Background int `json:"background_id,omitempty"`
 	// Checkpoint is the checkpoint taken or restored.
 	Checkpoint string `json:"checkpoint,omitempty"`
-	// Count is how many paths an apply, undo, restore or sync changed.
+	// Count is how many paths an apply, undo, restore or sync changed; for a network event,
+	// its attempts.
 	Count int `json:"count,omitempty"`
-	// Note says more, in words (an interrupted call, a cut argument).
+	// Note says more, in words (an interrupted call, a cut argument, why a connection was
+	// refused).
 	Note string `json:"note,omitempty"`
+
+	// Host, Port, Verdict (allowed or blocked) and Via (proxy or direct) are a network
+	// event's destination and what the policy did; Last is the time of its last attempt, and
+	// BytesUp and BytesDown what its allowed connections sent and received. Count is then its
+	// attempts.
+	Host      string    `json:"host,omitempty"`
+	Port      int       `json:"port,omitempty"`
+	Verdict   string    `json:"verdict,omitempty"`
+	Via       string    `json:"via,omitempty"`
+	Last      time.Time `json:"last,omitzero"`
+	BytesUp   int64     `json:"bytes_up,omitempty"`
+	BytesDown int64     `json:"bytes_down,omitempty"`
 }
 
 // End is when the event ended (its start plus its duration).
@@ -113,6 +130,9 @@ type Counts struct {
 	// First and Last are the times of the first and last event.
 	First time.Time `json:"first,omitzero"`
 	Last  time.Time `json:"last,omitzero"`
+	// NetAllowed and NetBlocked are the network attempts recorded (network events' counts).
+	NetAllowed int `json:"network_allowed,omitempty"`
+	NetBlocked int `json:"network_blocked,omitempty"`
 }
 
 // Add counts e.
@@ -130,6 +150,14 @@ func (c *Counts) Add(e *Event) {
 	if e.Kind == Call || e.Kind == Command {
 		c.BusyMS += e.DurationMS
 	}
+	if e.Kind == Network {
+		switch e.Verdict {
+		case "allowed":
+			c.NetAllowed += max(e.Count, 1)
+		case "blocked":
+			c.NetBlocked += max(e.Count, 1)
+		}
+	}
 	if c.First.IsZero() || e.Time.Before(c.First) {
 		c.First = e.Time
 	}
@@ -145,6 +173,8 @@ func (c *Counts) Merge(o Counts) {
 	c.Commands += o.Commands
 	c.Failures += o.Failures
 	c.BusyMS += o.BusyMS
+	c.NetAllowed += o.NetAllowed
+	c.NetBlocked += o.NetBlocked
 	if !o.First.IsZero() && (c.First.IsZero() || o.First.Before(c.First)) {
 		c.First = o.First
 	}

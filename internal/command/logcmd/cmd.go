@@ -17,8 +17,9 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Short: "Show what the agent did in a staged session: every tool call, command, checkpoint and apply, in order",
 		Long: `Show the timeline of a staged session: every MCP tool call of its servers (tool, arguments
 summarised, duration, result size, exit code or error), every "limactl mcp shell" command,
-background processes, checkpoints and restores, syncs, and review applies and undos, one line
-each, oldest first. File contents and long arguments are shown as their size and hash; known
+background processes, checkpoints and restores, syncs, review applies and undos, and under a
+network policy the agent's connections (allowed and blocked, from the guest's record), one
+line each, in the order they began. File contents and long arguments are shown as their size and hash; known
 secret values are redacted; the environment is never recorded.
 
 --json prints the events as JSON lines (the schema is in docs/log.md); --commands prints the

@@ -83,7 +83,9 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	events := tl.Events
+	// In order of when each event began: a call is written when it returns, and the network
+	// events when serve reads the guest's record after the command that made them.
+	events := timeline.ByTime(tl.Events)
 	if opts.Since != "" {
 		if !sinceTime {
 			at, ok := checkpointTime(events, since.checkpoint)
@@ -142,6 +144,9 @@ func Summary(tl *timeline.Timeline) string {
 	c := tl.Counts
 	s := fmt.Sprintf("%s: %s (%s), %s failed; %s in calls and commands",
 		words.Count(c.Events, "event"), words.Count(c.Calls, "tool call"), words.Count(c.Commands, "shell command"), strconv.Itoa(c.Failures), timeline.Duration(c.BusyMS))
+	if c.NetAllowed > 0 || c.NetBlocked > 0 {
+		s += fmt.Sprintf("; network: %s allowed, %s blocked", words.Count(c.NetAllowed, "attempt"), words.Count(c.NetBlocked, "attempt"))
+	}
 	if tl.Dropped.Events > 0 {
 		s += fmt.Sprintf(" (the oldest %d events were rotated out: counted, not shown)", tl.Dropped.Events)
 	}
@@ -232,108 +237,11 @@ func (p *printer) line(e *timeline.Event) {
 	fmt.Fprintf(p.w, "%s  %-7s %s\n", local.Format("15:04:05.000"), e.Source, termsafe.String(Describe(e)))
 }
 
-// Describe says an event in words, without its time.
-func Describe(e *timeline.Event) string {
-	var b strings.Builder
-	switch e.Kind {
-	case timeline.Call:
-		b.WriteString(e.Tool)
-		if e.Command != "" {
-			b.WriteString(" `" + oneLine(e.Command, 200) + "`")
-		}
-		if len(e.Paths) > 0 {
-			b.WriteString(" " + strings.Join(e.Paths, ", "))
-		}
-		if e.Background != 0 {
-			fmt.Fprintf(&b, " → background %d", e.Background)
-		}
-		if e.Checkpoint != "" {
-			b.WriteString(" checkpoint " + e.Checkpoint)
-		}
-		if c, ok := e.Args["content"].(map[string]any); ok {
-			fmt.Fprintf(&b, " (%v bytes)", c["bytes"])
-		}
-	case timeline.Command:
-		b.WriteString("shell `" + oneLine(e.Command, 200) + "`")
-	case timeline.BackgroundStart:
-		fmt.Fprintf(&b, "background %d started: `%s`", e.Background, oneLine(e.Command, 200))
-	case timeline.BackgroundExit:
-		fmt.Fprintf(&b, "background %d ended", e.Background)
-	case timeline.ServeStart:
-		b.WriteString("server started")
-		if e.Note != "" {
-			b.WriteString(" (" + e.Note + ")")
-		}
-	case timeline.ServeEnd:
-		b.WriteString("server ended")
-	default:
-		b.WriteString(string(e.Kind))
-		if e.Checkpoint != "" {
-			b.WriteString(" checkpoint " + e.Checkpoint)
-		}
-		if e.Count > 0 {
-			fmt.Fprintf(&b, ": %s", words.Count(e.Count, "path"))
-		}
-		if len(e.Paths) > 0 {
-			b.WriteString(" (" + strings.Join(e.Paths[:min(len(e.Paths), 5)], ", "))
-			if len(e.Paths) > 5 {
-				fmt.Fprintf(&b, ", and %d more", len(e.Paths)-5)
-			}
-			b.WriteString(")")
-		}
-	}
-	var detail []string
-	if e.Exit != nil {
-		detail = append(detail, fmt.Sprintf("exit %d", *e.Exit))
-	}
-	if e.Signal != "" {
-		detail = append(detail, "signal "+e.Signal)
-	}
-	if e.DurationMS > 0 {
-		detail = append(detail, timeline.Duration(e.DurationMS))
-	}
-	if e.ResultBytes > 0 {
-		detail = append(detail, byteCount(e.ResultBytes)+" back")
-	}
-	if e.Kind == timeline.Call && e.Count > 0 {
-		detail = append(detail, words.Count(e.Count, "path")+" changed")
-	}
-	if len(detail) > 0 {
-		b.WriteString(" (" + strings.Join(detail, ", ") + ")")
-	}
-	if e.Error != "" {
-		b.WriteString(" — error: " + oneLine(e.Error, 200))
-	}
-	if e.Note != "" && e.Kind != timeline.ServeStart {
-		b.WriteString(" — " + e.Note)
-	}
-	return b.String()
-}
+// Describe says an event in words, without its time (timeline.Describe).
+func Describe(e *timeline.Event) string { return timeline.Describe(e) }
 
-// oneLine is s on one line (line breaks shown as ⏎), cut after n bytes.
-func oneLine(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", "⏎")
-	if len(s) > n {
-		cut := n
-		for cut > 0 && !isRuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-func byteCount(n int) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d B", n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-}
+// oneLine is s on one line, cut after n bytes (timeline.OneLine).
+func oneLine(s string, n int) string { return timeline.OneLine(s, n) }
 
 // script prints the shell commands of events as a script for a person to read: each with a
 // comment saying when, where, how it ended. Nothing in it is ever run by us; the first lines

@@ -179,7 +179,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if line := timelineNotice(tl, name); line != "" {
 		notice = strings.TrimPrefix(notice+"\n"+line, "\n")
 	}
-	decisions, err := decide(opts, name, cs, paths, notice)
+	decisions, err := decide(opts, name, cs, paths, notice, tl)
 	if err != nil {
 		return err
 	}
@@ -300,7 +300,7 @@ func busyError(err error, instance, workdir string) error {
 // decide gets the decisions for a changeset with items. --yes and --dry-run accept every
 // change that is not a conflict; otherwise a person decides on a terminal; without one,
 // nothing is applied and the exit code says consent is pending.
-func decide(opts *Options, instance string, cs *review.Changeset, paths []string, notice string) ([]review.Decision, error) {
+func decide(opts *Options, instance string, cs *review.Changeset, paths []string, notice string, tl *timeline.Timeline) ([]review.Decision, error) {
 	ios := opts.IO
 	switch {
 	case opts.Yes || opts.DryRun:
@@ -309,7 +309,7 @@ func decide(opts *Options, instance string, cs *review.Changeset, paths []string
 		ask := opts.Decide
 		if ask == nil {
 			ask = func(cs *review.Changeset) ([]review.Decision, error) {
-				return interactive(cs, ios, opts.Accessible, notice)
+				return interactive(cs, ios, opts.Accessible, notice, tl)
 			}
 		}
 		decisions, err := ask(cs)

@@ -6,6 +6,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 )
 
 // ErrAborted is returned by Options.Decide when the person aborted the review: nothing is
@@ -14,8 +15,8 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 
 // interactive lets a person decide on the terminal of ios, with the interactive review. This
 // is the only place that calls the review's TUI.
-func interactive(cs *review.Changeset, ios *iostreams.IOStreams, accessible bool, notice string) ([]review.Decision, error) {
-	decisions, err := tui.Run(cs, ios.In, ios.RawOut(), tui.Options{Accessible: accessible, Notice: notice})
+func interactive(cs *review.Changeset, ios *iostreams.IOStreams, accessible bool, notice string, tl *timeline.Timeline) ([]review.Decision, error) {
+	decisions, err := tui.Run(cs, ios.In, ios.RawOut(), tui.Options{Accessible: accessible, Notice: notice, Timeline: tl})
 	if errors.Is(err, tui.ErrAborted) {
 		return nil, ErrAborted
 	}

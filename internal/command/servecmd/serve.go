@@ -188,6 +188,13 @@ func Run(ctx context.Context, opts *Options) error {
 		tl.Record(timeline.Event{Kind: timeline.ServeStart, Dir: shown, Note: "network policy " + plan.Net.Network})
 		// Last of the defers: after the background processes were ended.
 		defer func() { tl.Record(timeline.Event{Kind: timeline.ServeEnd}) }()
+		if plan.Net.Network != staging.OpenNetwork {
+			// The agent's connections, from the guest's record, into the timeline: read
+			// after its commands, off their path; a last time after the background
+			// processes were ended (this defer runs before the one above).
+			rec.net = newNetRecorder(tl, agentNetRecord(conn), log, rec.backgroundMayRun).start()
+			defer rec.net.stop()
+		}
 	}
 	// Background processes live as long as this server: they are ended when it exits, within
 	// a bound, so that a shutdown never waits on the guest (before the connection closes: the

@@ -41,8 +41,21 @@ type recorder struct {
 	// relative to it.
 	workdir, shown string
 
-	mu     sync.Mutex
-	exited map[int]bool // background processes whose end was recorded
+	// net copies the guest's network record into the timeline (nil: the session is open, no
+	// record); a call that ran a command pokes it.
+	net *netRecorder
+
+	mu      sync.Mutex
+	exited  map[int]bool // background processes whose end was recorded
+	started int          // background processes started (their start recorded)
+}
+
+// backgroundMayRun says whether a background process this server started may still run (its
+// end not seen): the network record is then looked at now and then without a call.
+func (r *recorder) backgroundMayRun() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started > len(r.exited)
 }
 
 func newRecorder(tl *timeline.Log, workdir, shown string) *recorder {
@@ -114,6 +127,9 @@ func (r *recorder) record(req mcp.Request, res mcp.Result, err error, start time
 	for _, m := range more {
 		r.tl.Record(m)
 	}
+	if p.Name == "run_shell_command" || p.Name == "kill_background_process" {
+		r.net.Poke()
+	}
 }
 
 // fromResult reads what the timeline keeps from a tool's structured result: an exit code, a
@@ -133,6 +149,9 @@ func (r *recorder) fromResult(e *timeline.Event, out any) []timeline.Event {
 		if v.BackgroundID != nil {
 			e.Background = *v.BackgroundID
 			more = append(more, timeline.Event{Time: e.Time, Kind: timeline.BackgroundStart, Tool: e.Tool, Command: e.Command, Dir: e.Dir, Background: *v.BackgroundID})
+			r.mu.Lock()
+			r.started++
+			r.mu.Unlock()
 		}
 	case *tools.CheckpointResult:
 		if v != nil {

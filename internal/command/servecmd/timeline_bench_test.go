@@ -1,6 +1,7 @@
 package servecmd
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"syscall"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 	"github.com/limactl-mcp/limactl-mcp/internal/tools"
 )
@@ -57,4 +59,29 @@ func BenchmarkRecordRunShellCommand(b *testing.B) {
 
 func BenchmarkRecordReadFile(b *testing.B) {
 	benchCall(b, "read_file", map[string]any{"path": "/w/src/a.go"}, map[string]any{"content": strings.Repeat("x", 64<<10)})
+}
+
+// The same run_shell_command under a network policy: the call also pokes the network
+// recorder (a send on a channel that never waits), whose read of the guest's record, slow
+// here (50 ms), runs in its own goroutine and never on the call's path.
+func BenchmarkRecordRunShellCommandNetwork(b *testing.B) {
+	zero := 0
+	raw, _ := json.Marshal(map[string]any{"command": []string{"sh", "-c", "go test ./... 2>&1 | tail -50"}, "directory": "/w"})
+	data, _ := json.Marshal(&tools.RunShellCommandResult{Stdout: strings.Repeat("ok  \tgithub.com/x/y/pkg\t0.012s\n", 600), ExitCode: &zero})
+	res := &mcp.CallToolResult{StructuredContent: json.RawMessage(data), Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "run_shell_command", Arguments: raw}}
+	tl := timeline.Open(b.TempDir(), "serve", timeline.FromEnviron([]string{"API_TOKEN=sk-abcdefghijklmnop"}))
+	r := newRecorder(tl, "/w", "/w")
+	r.net = newNetRecorder(tl, func(ctx context.Context) (netpolicy.Record, error) {
+		time.Sleep(50 * time.Millisecond)
+		return netpolicy.Record{}, nil
+	}, nil, nil).start()
+	defer r.net.stop()
+	start := time.Now()
+	b.ResetTimer()
+	wall := time.Now()
+	for b.Loop() {
+		r.record(req, res, nil, start, 3*time.Millisecond)
+	}
+	b.ReportMetric(float64(time.Since(wall).Nanoseconds())/float64(b.N), "wall-ns/op")
 }

@@ -74,6 +74,10 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 	}
 	opts := nav.options()
 	desc := "space: toggle · v: view diff · enter: continue · esc: abort"
+	tlDoc := r.timelineDoc()
+	if tlDoc != nil {
+		desc = "space: toggle · v: view diff · l: timeline · enter: continue · esc: abort"
+	}
 	if r.accessible {
 		desc = ""
 	}
@@ -144,6 +148,9 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 			ok:  func() bool { return nav.hunksOK() },
 			run: func() error { return r.hunksFromList(nav, pre) },
 		}}
+		if tlDoc != nil {
+			keys["l"] = formKey{run: func() error { return r.page(*tlDoc) }}
+		}
 	}
 	err := r.runFormKeys(f, func() *doc {
 		i, ok := ms.Hovered()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 )
 
 // Options tune the review TUI.
@@ -26,6 +27,8 @@ type Options struct {
 	// Notice is a line shown above the list of files: what the agent did on the network under
 	// its policy, which the person weighs with the changes.
 	Notice string
+	// Timeline is the session's timeline (nil: none): the file list's "l" shows all of it.
+	Timeline *timeline.Timeline
 }
 
 // ErrAborted is returned when the person pressed Ctrl-C or Esc: nothing must be applied.
@@ -45,8 +48,9 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 //
 // Keys of the full-screen UI: ↑/↓ or j/k move; space or x toggle a file, ctrl+a all/none, /
 // filters the list; n goes to the next unviewed file, c to the next conflict, m marks a file
-// viewed (listnav.go); t shows the list as a tree by directory, ←/→ fold and unfold, space on
-// a directory's row selects or leaves out all of it (filetree.go); h chooses the hunks and
+// viewed (listnav.go); l shows the session's whole timeline (timeline.go); t shows the list as
+// a tree by directory, ←/→ fold and unfold, space on a directory's row selects or leaves out
+// all of it (filetree.go); h chooses the hunks and
 // lines of the file at the cursor, s on a hunk its lines (lines.go); enter goes on; y/n
 // answer a hunk or the confirmation; v shows the whole
 // diff of the file at hand (or the whole plan) in a scrollable view (↑/↓, j/k, PgUp/PgDn,

@@ -1,6 +1,6 @@
 // Command tuidemo runs the review TUI on a changeset read from a JSON file, for tests:
 //
-//	tuidemo [-accessible] [-width N -height N] changeset.json result.json
+//	tuidemo [-accessible] [-width N -height N] [-notice LINE] [-timeline DIR] changeset.json result.json
 //
 // It writes the decisions as JSON to result.json, or the JSON string "aborted", or
 // {"error": "..."} for any other error.
@@ -16,6 +16,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
 )
 
 func main() {
@@ -23,7 +24,9 @@ func main() {
 	width := flag.Int("width", 0, "width (0: terminal)")
 	height := flag.Int("height", 0, "height (0: terminal)")
 	notice := flag.String("notice", "", "a line above the list of files")
+	tlDir := flag.String("timeline", "", "the session directory whose timeline the l key shows")
 	flag.Parse()
+
 	// As limactl-mcp's root command does, this process handles SIGINT for its whole life:
 	// the TUI's own handler comes and goes with each screen, and a second SIGINT that
 	// arrives after it is gone (timeout(1) forwards the Ctrl-C the terminal already sent)
@@ -43,7 +46,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	decs, err := tui.Run(&cs, os.Stdin, os.Stdout, tui.Options{Accessible: *accessible, Width: *width, Height: *height, Notice: *notice})
+	var tl *timeline.Timeline
+	if *tlDir != "" {
+		if tl, err = timeline.Read(*tlDir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	decs, err := tui.Run(&cs, os.Stdin, os.Stdout, tui.Options{Accessible: *accessible, Width: *width, Height: *height, Notice: *notice, Timeline: tl})
 	var result any = decs
 	switch {
 	case errors.Is(err, tui.ErrAborted):
