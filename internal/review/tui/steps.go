@@ -93,11 +93,15 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 	if hasConflict {
 		title = "Files to accept (C: conflict, select it to resolve it next)"
 	}
+	// The theme first (huh builds a whole theme for each option it draws without one) and the
+	// selection through the list's accessor (listsel.go); the height is set below, before
+	// the options are given.
 	ms := huh.NewMultiSelect[int]().
 		Title(title).
-		Description(desc).
-		Options(opts...).
-		Value(&chosen)
+		Description(desc)
+	ms.WithTheme(r.theme)
+	nav.ms = ms
+	ms.Accessor(nav.accessor())
 	fields := []huh.Field{ms}
 	var noteLines int
 	switch {
@@ -133,8 +137,8 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 			return want
 		}
 	}
+	ms.Options(opts...)
 	f := r.form(summaryLine(r.cs.Summary()), fields...)
-	nav.ms = ms
 	if r.accessible {
 		nav = nil
 	}
