@@ -301,6 +301,21 @@ func (r *reviewer) perFile(it *review.Item, idx, total int) (review.Decision, er
 func (r *reviewer) chooseHunks(it *review.Item) (mask []bool, lines [][]bool, err error) {
 	mask = make([]bool, len(it.Hunks))
 	for i := range it.Hunks {
+		if r.accessible {
+			// No keys here: accept, reject or split is one question (acclines.go).
+			ok, split, err := r.accessibleHunk(it, i)
+			if err != nil {
+				return nil, nil, err
+			}
+			mask[i] = ok
+			if split != nil {
+				if lines == nil {
+					lines = make([][]bool, len(it.Hunks))
+				}
+				lines[i] = split
+			}
+			continue
+		}
 		ok := true
 		// Layout: group title 1, note (title, blank, lines, blank), gap 1, confirm (title,
 		// blank, buttons), blank 1, help 1: 10 + lines; one line spare.
