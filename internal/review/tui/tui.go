@@ -54,7 +54,8 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 // space/b, g/G; / searches, n finds the next; w hides white-space-only changes; s side by
 // side; q or enter go back) and marks the file viewed; esc (unless closing the filter or a
 // search) or ctrl+c abort. In
-// accessible mode (also when TERM=dumb) the prompts read lines: numbers, y/n; a line with
+// accessible mode (also when TERM=dumb) the prompts read lines: numbers, y/n, in plain text;
+// hunks and lines are chosen by questions instead of s and h (acclines.go); a line with
 // Esc, Ctrl-C, Ctrl-D or the end of the input abort.
 func Run(cs *review.Changeset, in io.Reader, out io.Writer, opts Options) ([]review.Decision, error) {
 	if cs == nil || len(cs.Items) == 0 {
