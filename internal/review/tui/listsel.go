@@ -30,6 +30,9 @@ func (n *listNav) place(v int) bool {
 	if !ok || p >= len(n.opts) {
 		return false
 	}
+	// A filter typed before (/) goes: the options given anew are all shown, and the row may
+	// be one the filter hides. (huh's key clears it; without a filter it does nothing.)
+	n.ms.Update(tea.KeyMsg{Type: tea.KeyEsc})
 	sel := n.selection()
 	for q := range n.opts {
 		n.opts[q] = n.opts[q].Selected(q == p)
