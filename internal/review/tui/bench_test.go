@@ -20,9 +20,12 @@ import (
 // word marks, syntax colour and side by side. The numbers are in docs/benchmarks.md; nothing
 // here is asserted (a loaded machine is slower, not wrong).
 
-func bench500() (*review.Changeset, *reviewer) {
+func bench500() (*review.Changeset, *reviewer) { return benchN(500) }
+
+// benchN is the same change with n files (25 per directory).
+func benchN(n int) (*review.Changeset, *reviewer) {
 	cs := &review.Changeset{Workdir: "/home/me/project"}
-	for i := range 500 {
+	for i := range n {
 		cs.Items = append(cs.Items, textItem(fmt.Sprintf("pkg%02d/file%03d.go", i/25, i), staging.Modified,
 			"package p\n\nfunc f() int {\n\treturn 1\n}\n", fmt.Sprintf("package p\n\nfunc f() int {\n\treturn %d\n}\n", i)))
 	}
@@ -46,16 +49,21 @@ func listForm(r *reviewer, items []*review.Item) (*formModel, *listNav) {
 			}
 			return truncate(l, 112)
 		}, help: "space: toggle · v: view diff · enter: continue · esc: abort"}
-	ms := huh.NewMultiSelect[int]().Title("Files to accept").Description(nav.description()).Options(nav.options()...).Value(&chosen).Height(34)
+	ms := huh.NewMultiSelect[int]().Title("Files to accept").Description(nav.description())
+	ms.WithTheme(r.theme)
 	nav.ms = ms
+	ms.Accessor(nav.accessor()).Height(34).Options(nav.options()...)
 	f := huh.NewForm(huh.NewGroup(ms).Title(summaryLine(r.cs.Summary()))).WithKeyMap(r.keymap).WithTheme(r.theme).WithShowHelp(true).WithWidth(120).WithHeight(40)
 	m := &formModel{form: f, nav: nav, canView: true}
 	m.Init()
 	return m, nav
 }
 
-func BenchmarkFileListFirstScreen500(b *testing.B) {
-	cs, r := bench500()
+func BenchmarkFileListFirstScreen500(b *testing.B)  { benchFirstScreen(b, 500) }
+func BenchmarkFileListFirstScreen2000(b *testing.B) { benchFirstScreen(b, 2000) }
+
+func benchFirstScreen(b *testing.B, n int) {
+	cs, r := benchN(n)
 	for b.Loop() {
 		m, _ := listForm(r, cs.Items)
 		_ = m.View()
@@ -123,6 +131,42 @@ func BenchmarkFileTreeKeypress500(b *testing.B) {
 
 func BenchmarkFileTreeFold500(b *testing.B) {
 	cs, r := bench500()
+	m, nav := listForm(r, cs.Items)
+	nav.tree, nav.width, nav.screenH = newFileTree(cs.Items), 120, 40
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("t")})
+	m.Update(tea.KeyMsg{Type: tea.KeyHome})
+	keys := []tea.KeyMsg{{Type: tea.KeyLeft}, {Type: tea.KeyRight}}
+	i := 0
+	for b.Loop() {
+		m.Update(keys[i%2])
+		_ = m.View()
+		i++
+	}
+}
+
+// A jump to the middle of the list and back (what n, c and the tree's keys do to put the cursor on
+// a file far away), at 500 and 2,000 files: the growth says whether it is quadratic.
+func BenchmarkFileListJump500(b *testing.B)  { benchJump(b, 500) }
+func BenchmarkFileListJump2000(b *testing.B) { benchJump(b, 2000) }
+
+func benchJump(b *testing.B, n int) {
+	cs, r := benchN(n)
+	m, _ := listForm(r, cs.Items)
+	_ = m.View()
+	targets := []int{n / 2, 1}
+	i := 0
+	for b.Loop() {
+		m.moveTo(targets[i%2])
+		_ = m.View()
+		i++
+	}
+	if v, _ := m.nav.ms.Hovered(); v != targets[(i-1)%2] {
+		b.Fatalf("the cursor is on %d, not %d", v, targets[(i-1)%2])
+	}
+}
+
+func BenchmarkFileTreeFold2000(b *testing.B) {
+	cs, r := benchN(2000)
 	m, nav := listForm(r, cs.Items)
 	nav.tree, nav.width, nav.screenH = newFileTree(cs.Items), 120, 40
 	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("t")})

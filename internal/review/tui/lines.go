@@ -60,6 +60,10 @@ func (r *reviewer) chooseLines(it *review.Item, h int) ([]bool, error) {
 		}
 	}
 	f := r.form(label(it), ms)
+	if r.accessible {
+		// huh's accessible list does not print its description: a note says it.
+		f = r.form(label(it), huh.NewNote().Description(desc+" Type a line's number to leave it out or take it back; 0 when done."), ms)
+	}
 	if err := r.runForm(f, func() *doc { return r.itemDoc(it, h) }); err != nil {
 		return nil, err
 	}
@@ -123,7 +127,12 @@ func (n *listNav) hunksOK() bool {
 	if !ok || i < 0 || i >= len(n.items) {
 		return false
 	}
-	it := n.items[i]
+	return lineChoosable(n.items[i])
+}
+
+// lineChoosable says whether the hunks and lines of it can be chosen: an edit of a text file
+// (not a conflict).
+func lineChoosable(it *review.Item) bool {
 	return it.Text && len(it.Hunks) > 0 && !it.Conflict && it.Kind != staging.Added && it.Kind != staging.Deleted
 }
 

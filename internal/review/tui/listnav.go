@@ -271,60 +271,29 @@ func (m *formModel) navKey(key string) bool {
 	return true
 }
 
-// moveTo moves the list's cursor to option t, as the keys would (huh has no call to put the
-// cursor on an option): from the top or the bottom when nearer, by half pages (ctrl+d/ctrl+u)
-// while far, then line by line. The keys go to the field itself (the form would draw every
-// option after each of them); the form draws once at the end.
+// moveTo moves the list's cursor to option value: a row or two by keys, farther placed
+// directly (listsel.go); the form draws once at the end.
 func (m *formModel) moveTo(value int) {
 	defer m.redraw()
-	t, ok := m.nav.posOf[value]
+	n := m.nav
+	t, ok := n.posOf[value]
 	if !ok {
 		return
 	}
-	hovered := func() (int, bool) {
-		v, ok := m.nav.ms.Hovered()
-		p, shown := m.nav.posOf[v]
-		return p, ok && shown
+	cur, ok := n.ms.Hovered()
+	p, shown := n.posOf[cur]
+	if ok && shown && max(t-p, p-t) <= 2 {
+		for k := 0; p != t && k < 2; k, p = k+1, n.posOf[cur] {
+			k := tea.KeyMsg{Type: tea.KeyDown}
+			if t < p {
+				k = tea.KeyMsg{Type: tea.KeyUp}
+			}
+			n.ms.Update(k)
+			if cur, ok = n.ms.Hovered(); !ok {
+				return
+			}
+		}
+		return
 	}
-	if cur, ok := hovered(); ok {
-		// From the nearest of where it is, the top and the bottom.
-		last := len(m.nav.order) - 1
-		d := max(t-cur, cur-t)
-		var k tea.KeyMsg
-		switch {
-		case t < d:
-			k = tea.KeyMsg{Type: tea.KeyHome}
-		case last-t < d:
-			k = tea.KeyMsg{Type: tea.KeyEnd}
-		}
-		if k.Type != 0 {
-			m.nav.ms.Update(k)
-		}
-	}
-	step := -1 // how far a half page moves (-1: not known yet)
-	for guard := 0; guard <= 2*len(m.nav.order)+2; guard++ {
-		cur, ok := hovered()
-		if !ok || cur == t {
-			return
-		}
-		d := t - cur
-		dist := max(d, -d)
-		var k tea.KeyMsg
-		half := dist > 8 && step != 0 && (step < 0 || dist >= step)
-		switch {
-		case half && d > 0:
-			k = tea.KeyMsg{Type: tea.KeyCtrlD}
-		case half:
-			k = tea.KeyMsg{Type: tea.KeyCtrlU}
-		case d > 0:
-			k = tea.KeyMsg{Type: tea.KeyDown}
-		default:
-			k = tea.KeyMsg{Type: tea.KeyUp}
-		}
-		m.nav.ms.Update(k)
-		if half {
-			now, _ := hovered()
-			step = max(now-cur, cur-now)
-		}
-	}
+	n.place(value)
 }

@@ -97,11 +97,15 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 	if hasConflict {
 		title = "Files to accept (C: conflict, select it to resolve it next)"
 	}
+	// The theme first (huh builds a whole theme for each option it draws without one) and the
+	// selection through the list's accessor (listsel.go); the height is set below, before
+	// the options are given.
 	ms := huh.NewMultiSelect[int]().
 		Title(title).
-		Description(desc).
-		Options(opts...).
-		Value(&chosen)
+		Description(desc)
+	ms.WithTheme(r.theme)
+	nav.ms = ms
+	ms.Accessor(nav.accessor())
 	fields := []huh.Field{ms}
 	var noteLines int
 	switch {
@@ -137,8 +141,8 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 			return want
 		}
 	}
+	ms.Options(opts...)
 	f := r.form(summaryLine(r.cs.Summary()), fields...)
-	nav.ms = ms
 	if r.accessible {
 		nav = nil
 	}
@@ -304,6 +308,21 @@ func (r *reviewer) perFile(it *review.Item, idx, total int) (review.Decision, er
 func (r *reviewer) chooseHunks(it *review.Item) (mask []bool, lines [][]bool, err error) {
 	mask = make([]bool, len(it.Hunks))
 	for i := range it.Hunks {
+		if r.accessible {
+			// No keys here: accept, reject or split is one question (acclines.go).
+			ok, split, err := r.accessibleHunk(it, i)
+			if err != nil {
+				return nil, nil, err
+			}
+			mask[i] = ok
+			if split != nil {
+				if lines == nil {
+					lines = make([][]bool, len(it.Hunks))
+				}
+				lines[i] = split
+			}
+			continue
+		}
 		ok := true
 		// Layout: group title 1, note (title, blank, lines, blank), gap 1, confirm (title,
 		// blank, buttons), blank 1, help 1: 10 + lines; one line spare.

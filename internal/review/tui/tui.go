@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/huh"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 	"golang.org/x/term"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
@@ -57,7 +58,8 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 // space/b, g/G; / searches, n finds the next; w hides white-space-only changes; s side by
 // side; q or enter go back) and marks the file viewed; esc (unless closing the filter or a
 // search) or ctrl+c abort. In
-// accessible mode (also when TERM=dumb) the prompts read lines: numbers, y/n; a line with
+// accessible mode (also when TERM=dumb) the prompts read lines: numbers, y/n, in plain text;
+// hunks and lines are chosen by questions instead of s and h (acclines.go); a line with
 // Esc, Ctrl-C, Ctrl-D or the end of the input abort.
 func Run(cs *review.Changeset, in io.Reader, out io.Writer, opts Options) ([]review.Decision, error) {
 	if cs == nil || len(cs.Items) == 0 {
@@ -90,6 +92,12 @@ func Run(cs *review.Changeset, in io.Reader, out io.Writer, opts Options) ([]rev
 	_ = lipgloss.HasDarkBackground()
 	if r.accessible {
 		defer r.startAccessibleInput()()
+		// Plain text for a screen reader: huh's accessible prompts render their titles with
+		// the theme's colours and bold through lipgloss's default renderer; without colour
+		// (as NO_COLOR makes it) they are plain.
+		prev := lipgloss.ColorProfile()
+		lipgloss.SetColorProfile(termenv.Ascii)
+		defer lipgloss.SetColorProfile(prev)
 	}
 	decs, err := r.run()
 	if err != nil {
@@ -167,6 +175,12 @@ func (r *reviewer) run() ([]review.Decision, error) {
 	selected, pre, err := r.fileList(items, refused)
 	if err != nil {
 		return nil, err
+	}
+	if r.accessible {
+		// What the list's "h" does in the full-screen UI (acclines.go).
+		if err := r.lineFiles(items, selected, pre); err != nil {
+			return nil, err
+		}
 	}
 	decs := make([]review.Decision, len(items))
 	for i, it := range items {

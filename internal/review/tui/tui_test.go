@@ -558,13 +558,16 @@ func TestTUIAccessible(t *testing.T) {
 	s.typeLine("3") // select the conflict
 	s.waitFor("3. ✓ C M go.mod")
 	s.typeLine("0")
+	// README.md has one hunk: its lines could be chosen (none are here).
+	s.waitFor("Choose lines within any of these files?", "1.   M README.md  +1 −1")
+	s.typeLine("0")
 	s.waitFor("[1/3] M src/three.go", "2. choose hunks one by one", "Enter a number between 1 and 5")
 	s.typeLine("2")
-	s.waitFor("Hunk 1 of 3", "+changed three", "Accept hunk 1 of 3? [Y/n]")
-	s.typeLine("y")
-	s.waitFor("Accept hunk 2 of 3? [Y/n]")
-	s.typeLine("n")
-	s.waitFor("Accept hunk 3 of 3? [Y/n]")
+	s.waitFor("Hunk 1 of 3", "+changed three", "Hunk 1 of 3: what should happen?", "3. choose its lines one by one")
+	s.typeLine("1")
+	s.waitFor("Hunk 2 of 3: what should happen?")
+	s.typeLine("2")
+	s.waitFor("Hunk 3 of 3: what should happen?")
 	s.typeLine("") // the default: accept
 	s.waitFor("Conflict: what should happen?", "3. take the guest's version")
 	s.typeLine("3")

@@ -1,0 +1,152 @@
+package tui
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+)
+
+// The screens of docs/review-screens, made by tuidemo (the real tui.Run) in tmux and turned
+// into HTML by aha (https://github.com/theZiz/aha; Debian's package "aha"):
+//
+//	LIMACTL_MCP_SCREENS=$PWD/docs/review-screens go test -count=1 -run TestReviewScreens ./internal/review/tui/
+//
+// Without LIMACTL_MCP_SCREENS the test is skipped: it makes documentation, it checks nothing
+// the other tests do not.
+
+const fetchOld = `package net
+
+import "time"
+
+// get fetches the page, waiting at most the timeout.
+func get(url string) error {
+	return fetch(url, timeout)
+}
+
+func fetch(url string, d time.Duration) error {
+	if d <= 0 {
+		return errTimeout
+	}
+	return nil
+}
+`
+
+func screensChangeset() *review.Changeset {
+	fetchNew := strings.NewReplacer("at most the timeout", "until the deadline", "url, timeout)", "url, deadline)", "d <= 0", "d < 0").Replace(fetchOld)
+	return &review.Changeset{Workdir: "/home/me/project", Items: []*review.Item{
+		textItem("net/fetch.go", staging.Modified, fetchOld, fetchNew),
+		oneHunk(),
+		added(),
+		binary(),
+		conflictItem(),
+		textItem("ws.go", staging.Modified, "func f() {\n\treturn\n}\n", "func f() {\n    return\n}\n"),
+	}}
+}
+
+func screensTreeChangeset() *review.Changeset {
+	cs := treeChangeset()
+	old := &tree.Entry{Type: tree.File, Mode: 0o644, Size: 6, Hash: tree.Hash([]byte("hello\n"))}
+	from := &review.Item{Path: "docs/setup.md", Display: "docs/setup.md", Kind: staging.Deleted, Base: old, Host: old}
+	it := textItem("docs/guide/setup.md", staging.Added, "hello\n", "hello\n")
+	it.Guest, it.From, it.Moved = old, from, true
+	cs.Items = append(cs.Items, it)
+	cs.Items[3].Conflict = true // internal/a/y.go
+	return cs
+}
+
+func TestReviewScreens(t *testing.T) {
+	dir := os.Getenv("LIMACTL_MCP_SCREENS")
+	if dir == "" {
+		t.Skip("LIMACTL_MCP_SCREENS is not set: no screens to make")
+	}
+	aha, err := exec.LookPath("aha")
+	if err != nil {
+		t.Fatal("aha is needed to turn the captures into HTML: ", err)
+	}
+	save := func(s *tmuxSession, name, title string) {
+		t.Helper()
+		cmd := exec.Command(aha, "--black", "--title", "limactl mcp review: "+title)
+		cmd.Stdin = strings.NewReader(s.screenEsc())
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("aha: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".html"), out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quit := func(s *tmuxSession) {
+		s.keys("C-c")
+		if _, aborted := s.outcome(); !aborted {
+			t.Fatal("not aborted")
+		}
+	}
+
+	// The file list after v on README.md; the unified diff (120 columns); side by side (200).
+	s := startTUIAt(t, 120, 40, "", screensChangeset())
+	s.waitFor("> ✓ M net/fetch.go")
+	s.keys("Down", "v")
+	s.waitFor("+brave new world")
+	s.keys("q")
+	s.waitFor("> ✓ M README.md  +1 −1 · viewed")
+	save(s, "list", "list")
+	s.keys("Up", "v")
+	s.waitFor("+// get fetches the page, waiting until the deadline.")
+	save(s, "diff", "diff")
+	quit(s)
+
+	s = startTUIAt(t, 200, 50, "", screensChangeset())
+	s.waitFor("> ✓ M net/fetch.go")
+	s.keys("v")
+	s.waitFor("waiting until the deadline.", "│")
+	save(s, "side-by-side", "side by side")
+	quit(s)
+
+	// The tree, cmd/tool/ folded.
+	s = startTUIAt(t, 120, 40, "", screensTreeChangeset())
+	s.waitFor("> ✓ M README.md", "t: tree")
+	s.keys("t")
+	s.waitFor("▾ cmd/tool/  1 file")
+	s.keys("Home", "Left")
+	s.waitFor("▸ cmd/tool/  1 file")
+	save(s, "tree", "tree")
+	quit(s)
+
+	// The lines of a hunk (s), one left out.
+	s = startTUIAt(t, 120, 40, "", &review.Changeset{Items: []*review.Item{threeHunks()}})
+	s.waitFor("M src/three.go")
+	s.keys("h")
+	s.waitFor("Hunk 1 of 3")
+	s.keys("s")
+	s.waitFor("> ✓ − line 3")
+	s.keys("Space")
+	s.waitFor("> • − line 3")
+	save(s, "lines", "lines of a hunk")
+	quit(s)
+
+	// Accessible mode: plain prompts, the lines of a hunk chosen by number.
+	s = startTUIAt(t, 100, 40, "", &review.Changeset{Items: []*review.Item{oneHunk(), added()}}, "-accessible")
+	s.waitFor("Print the changes of every file first? [y/N]")
+	s.typeLine("n")
+	s.waitFor("Enter a number between 0 and 2")
+	s.typeLine("0")
+	s.waitFor("Choose lines within any of these files?")
+	s.typeLine("1")
+	s.waitFor("1. ✓ M README.md")
+	s.typeLine("0")
+	s.waitFor("Hunk 1 of 1: what should happen?")
+	s.typeLine("3")
+	s.waitFor("2. ✓ + brave new world")
+	s.typeLine("1")
+	s.waitFor("1.   − world")
+	save(s, "accessible", "accessible mode")
+	quit(s)
+}
