@@ -1,0 +1,465 @@
+package review
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
+)
+
+// A compare reviews several sessions of one working directory together (forks of one
+// session, each tried by an agent): for every path, each session's version, of which the
+// person takes one, or hunks of several; the picks become one apply to the host, through the
+// first session (Apply, with its checks, backups and undo). A version taken from another
+// session is read from that session's guest copy and checked against its hash like any other;
+// it leaves the first session's baseline as it was, so that session's own change there, if
+// any, shows as a conflict with the host afterwards. The sessions themselves are not changed:
+// the ones not kept are discarded (`discard --all-but`).
+
+// Compared is what a compare shows: each session's changeset, and the paths any of them changed.
+type Compared struct {
+	Workdir string
+	// Names are the sessions' names, in order; the first is the one applied through.
+	Names []string
+	// Sets are the sessions' changesets, in the same order.
+	Sets []*Changeset
+	// Paths are the changed paths, sorted.
+	Paths    []*ComparedPath
+	sessions []*staging.Session
+}
+
+// ComparedPath is a path changed in one session or more.
+type ComparedPath struct {
+	Path    string
+	Display string
+	// Items has one entry per session: its change, or nil where the session left the path.
+	Items []*Item
+	// Variants groups the sessions that changed the path by result (the same version), in
+	// the order of their first session.
+	Variants [][]int
+}
+
+// Pick is what the person takes of one path in a compare.
+type Pick struct {
+	Path string
+	// Session is the index of the session whose version is taken; -1 takes none (every
+	// session's change stays pending). Ignored when Hunks is set.
+	Session int
+	// Hunks takes hunks of several sessions' edits of a text file: one entry per session,
+	// nil for a session none are taken of, else one per hunk of its change.
+	Hunks [][]bool `json:",omitempty"`
+}
+
+// BuildCompared builds the changeset of every session (Build) and lines them up by path.
+// The sessions must have one baseline at every path one of them changed (forks that none has
+// applied or synced since): their changes are then against the same host state.
+func BuildCompared(ctx context.Context, sessions []*staging.Session, names []string, paths []string) (*Compared, error) {
+	if len(sessions) < 2 || len(sessions) != len(names) {
+		return nil, fmt.Errorf("a compare needs two sessions or more, %d given", len(sessions))
+	}
+	c := &Compared{Names: names, sessions: sessions, Workdir: sessions[0].State.Workdir}
+	byPath := map[string]*ComparedPath{}
+	for i, s := range sessions {
+		if s.State.Workdir != c.Workdir {
+			return nil, fmt.Errorf("session %s is of %s, not of %s", names[i], s.State.Workdir, c.Workdir)
+		}
+		cs, err := Build(ctx, s, paths)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", names[i], err)
+		}
+		c.Sets = append(c.Sets, cs)
+		for _, it := range cs.Items {
+			cp := byPath[it.Path]
+			if cp == nil {
+				cp = &ComparedPath{Path: it.Path, Display: it.Display, Items: make([]*Item, len(sessions))}
+				byPath[it.Path] = cp
+				c.Paths = append(c.Paths, cp)
+			}
+			cp.Items[i] = it
+		}
+	}
+	// One baseline: every path changed (and a rename's old name) has one baseline entry.
+	var differ []string
+	for _, cp := range c.Paths {
+		for _, p := range touched(cp) {
+			var first *tree.Entry
+			for i, s := range sessions {
+				e := s.Baseline.Index()[tree.Name(p)]
+				if i == 0 {
+					first = e
+				} else if !sameEntry(first, e) && !(first != nil && e != nil && first.Type == tree.Dir && e.Type == tree.Dir) {
+					differ = append(differ, p)
+					break
+				}
+			}
+		}
+	}
+	if len(differ) > 0 {
+		sort.Strings(differ)
+		return nil, fmt.Errorf("the sessions' baselines differ at %s (one of them applied or synced since they were forked), so their changes there are against different host states: review them one at a time (`review --session NAME`)", strings.Join(headOf(differ, 5), ", "))
+	}
+	sort.Slice(c.Paths, func(a, b int) bool { return c.Paths[a].Path < c.Paths[b].Path })
+	for _, cp := range c.Paths {
+		for i, it := range cp.Items {
+			if it == nil {
+				continue
+			}
+			found := false
+			for k, v := range cp.Variants {
+				if sameVersion(cp.Items[v[0]], it) {
+					cp.Variants[k] = append(v, i)
+					found = true
+					break
+				}
+			}
+			if !found {
+				cp.Variants = append(cp.Variants, []int{i})
+			}
+		}
+	}
+	return c, nil
+}
+
+// touched is every host path a compared path's changes write: the path, and the old names of
+// renames.
+func touched(cp *ComparedPath) []string {
+	out := []string{cp.Path}
+	for _, it := range cp.Items {
+		if it != nil && it.From != nil && it.From.Path != cp.Path {
+			out = append(out, it.From.Path)
+		}
+	}
+	return out
+}
+
+func headOf(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+}
+
+// sameVersion says two sessions' changes of a path end in the same version.
+func sameVersion(a, b *Item) bool {
+	if (a.From == nil) != (b.From == nil) || a.From != nil && a.From.Path != b.From.Path {
+		return false
+	}
+	if a.Guest == nil || b.Guest == nil {
+		return a.Guest == nil && b.Guest == nil
+	}
+	return a.Guest.Type == b.Guest.Type && a.Guest.Mode&0o777 == b.Guest.Mode&0o777 && a.Guest.Hash == b.Guest.Hash && a.Guest.Target == b.Guest.Target
+}
+
+// Mergeable says which sessions' edits of the path can be taken hunk by hunk together: two
+// or more, each an edit of a text file the host has not changed.
+func (cp *ComparedPath) Mergeable() bool {
+	n := 0
+	for _, it := range cp.Items {
+		if it == nil {
+			continue
+		}
+		if !it.Text || it.Refused != "" || it.From != nil {
+			return false
+		}
+		n++
+	}
+	return n >= 2
+}
+
+// Session is the session of index i.
+func (c *Compared) Session(i int) *staging.Session { return c.sessions[i] }
+
+// Merge turns the picks into one changeset and its decisions, for Plan and for Apply through
+// the first session. A path without a pick is left: every session's change of it stays
+// pending. It refuses picks that would write one host path twice, hunks of several sessions
+// that change the same lines, and a version refused in its own session.
+func (c *Compared) Merge(picks []Pick) (*Changeset, []Decision, error) {
+	byPath := map[string]*ComparedPath{}
+	for _, cp := range c.Paths {
+		byPath[cp.Path] = cp
+	}
+	out := &Changeset{Workdir: c.Workdir, Rule: c.Sets[0].Rule}
+	var ds []Decision
+	writes := map[string]string{} // host path → the path picked that writes it
+	seen := map[string]bool{}
+	for _, p := range picks {
+		cp := byPath[p.Path]
+		if cp == nil {
+			return nil, nil, fmt.Errorf("no session changed %s", p.Path)
+		}
+		if seen[p.Path] {
+			return nil, nil, fmt.Errorf("%s is picked twice", cp.Display)
+		}
+		seen[p.Path] = true
+		var it *Item
+		var d Decision
+		switch {
+		case p.Hunks != nil:
+			var err error
+			if it, d, err = c.mergeHunks(cp, p.Hunks); err != nil {
+				return nil, nil, err
+			}
+			if it == nil {
+				continue // no hunk taken
+			}
+		case p.Session < 0:
+			continue
+		case p.Session >= len(c.Names) || cp.Items[p.Session] == nil:
+			return nil, nil, fmt.Errorf("%s: session %d did not change it", cp.Display, p.Session)
+		default:
+			it = c.taken(cp.Items[p.Session], p.Session)
+			d = Decision{Path: it.Path, Action: Accept}
+		}
+		if it.Refused != "" {
+			return nil, nil, fmt.Errorf("%s: not applied: %s", it.Display, it.Refused)
+		}
+		if it.Conflict {
+			d.Action = TakeGuest
+		}
+		for _, w := range []*Item{it, it.From} {
+			if w == nil {
+				continue
+			}
+			if o, ok := writes[w.Path]; ok {
+				return nil, nil, fmt.Errorf("%s and %s both write %s: pick one of them", o, it.Display, w.Display)
+			}
+			writes[w.Path] = it.Display
+		}
+		out.Items = append(out.Items, it)
+		ds = append(ds, d)
+	}
+	return out, ds, nil
+}
+
+// taken is the item of session i as the merged changeset holds it: the first session's own,
+// or a copy that reads its content from session i and leaves the baseline as it is.
+func (c *Compared) taken(it *Item, i int) *Item {
+	if i == 0 {
+		return it
+	}
+	cp := *it
+	cp.src, cp.keepBase = c.sessions[i], true
+	if it.From != nil {
+		from := *it.From
+		from.src, from.keepBase = c.sessions[i], true
+		cp.From = &from
+	}
+	return &cp
+}
+
+// change is a run of changed lines of a hunk, as positions in the base: the base lines
+// [start, start+n) become lines.
+type change struct {
+	session, hunk int
+	start, n      int
+	lines         []string
+}
+
+// changesOf splits a hunk into its runs of changed lines.
+func changesOf(h udiff.Hunk, session, hunk int) []change {
+	var out []change
+	old := h.OldStart - 1
+	if h.OldLines == 0 {
+		old = h.OldStart
+	}
+	var cur *change
+	flush := func() {
+		if cur != nil {
+			out = append(out, *cur)
+			cur = nil
+		}
+	}
+	for _, l := range h.Lines {
+		switch l.Op {
+		case udiff.Equal:
+			flush()
+			old++
+		case udiff.Delete:
+			if cur == nil {
+				cur = &change{session: session, hunk: hunk, start: old}
+			}
+			cur.n++
+			old++
+		case udiff.Insert:
+			if cur == nil {
+				cur = &change{session: session, hunk: hunk, start: old}
+			}
+			cur.lines = append(cur.lines, l.Text)
+		}
+	}
+	flush()
+	return out
+}
+
+// mergeHunks is the base of a path with the hunks taken of each session: an item of the first
+// session that changed it (a copy, whose content is the merge), and its decision. Only one
+// session's hunks taken is that session's own partial accept.
+func (c *Compared) mergeHunks(cp *ComparedPath, hunks [][]bool) (*Item, Decision, error) {
+	if len(hunks) != len(c.Names) {
+		return nil, Decision{}, fmt.Errorf("%s: hunk choices for %d sessions, there are %d", cp.Display, len(hunks), len(c.Names))
+	}
+	if !cp.Mergeable() {
+		return nil, Decision{}, fmt.Errorf("%s: hunks are taken of several sessions only for edits of a text file the host has not changed", cp.Display)
+	}
+	var from []int
+	var base string
+	for i, hs := range hunks {
+		it := cp.Items[i]
+		if hs == nil {
+			continue
+		}
+		if it == nil {
+			return nil, Decision{}, fmt.Errorf("%s: session %s did not change it", cp.Display, c.Names[i])
+		}
+		if len(hs) != len(it.Hunks) {
+			return nil, Decision{}, fmt.Errorf("%s: %d hunk choices for session %s's %d hunks", cp.Display, len(hs), c.Names[i], len(it.Hunks))
+		}
+		if len(from) > 0 && it.BaseText != base {
+			return nil, Decision{}, fmt.Errorf("%s: the sessions' edits start from different texts", cp.Display)
+		}
+		base = it.BaseText
+		for _, ok := range hs {
+			if ok {
+				from = append(from, i)
+				break
+			}
+		}
+	}
+	switch len(from) {
+	case 0:
+		return nil, Decision{}, nil
+	case 1:
+		i := from[0]
+		it := c.taken(cp.Items[i], i)
+		return it, Decision{Path: it.Path, Action: Accept, Hunks: append([]bool(nil), hunks[i]...)}, nil
+	}
+	var chs []change
+	for _, i := range from {
+		for k, h := range cp.Items[i].Hunks {
+			if hunks[i][k] {
+				chs = append(chs, changesOf(h, i, k)...)
+			}
+		}
+	}
+	sort.SliceStable(chs, func(a, b int) bool {
+		if chs[a].start != chs[b].start {
+			return chs[a].start < chs[b].start
+		}
+		return chs[a].n < chs[b].n // an insertion before a removal at the same line
+	})
+	// The same change taken of two sessions is one change.
+	var uniq []change
+	for _, ch := range chs {
+		if n := len(uniq); n > 0 && sameChange(uniq[n-1], ch) {
+			continue
+		}
+		uniq = append(uniq, ch)
+	}
+	for k := 1; k < len(uniq); k++ {
+		a, b := uniq[k-1], uniq[k]
+		if a.start+a.n > b.start || a.start == b.start && a.n == 0 && b.n == 0 {
+			return nil, Decision{}, fmt.Errorf("%s: hunk %d of %s and hunk %d of %s change the same lines: take one of them", cp.Display, a.hunk+1, c.Names[a.session], b.hunk+1, c.Names[b.session])
+		}
+	}
+	lines := splitKeep(base)
+	var b strings.Builder
+	write := func(s string) error {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			return fmt.Errorf("%s: %w", cp.Display, errNoNewline)
+		}
+		b.WriteString(s)
+		return nil
+	}
+	next := 0
+	for _, ch := range uniq {
+		for ; next < ch.start && next < len(lines); next++ {
+			if err := write(lines[next]); err != nil {
+				return nil, Decision{}, err
+			}
+		}
+		for _, l := range ch.lines {
+			if err := write(l); err != nil {
+				return nil, Decision{}, err
+			}
+		}
+		next = ch.start + ch.n
+	}
+	for ; next < len(lines); next++ {
+		if err := write(lines[next]); err != nil {
+			return nil, Decision{}, err
+		}
+	}
+	text := b.String()
+	// The item of the first session taken of, with the merge as its content: written from
+	// memory, and the baseline left as it is (no guest copy holds the merge).
+	first := cp.Items[from[0]]
+	it := *first
+	it.src, it.keepBase = c.sessions[from[0]], true
+	g := *first.Guest
+	g.Hash, g.Size, g.MTime = tree.Hash([]byte(text)), int64(len(text)), 0
+	it.Guest, it.GuestText = &g, text
+	d := udiff.Diff(it.BaseText, text)
+	it.Hunks, it.Added, it.Removed = d.Hunks, 0, 0
+	for _, h := range it.Hunks {
+		for _, l := range h.Lines {
+			switch l.Op {
+			case udiff.Insert:
+				it.Added++
+			case udiff.Delete:
+				it.Removed++
+			}
+		}
+	}
+	var parts []string
+	for _, i := range from {
+		n := 0
+		for _, ok := range hunks[i] {
+			if ok {
+				n++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d hunks of %s", n, len(cp.Items[i].Hunks), c.Names[i]))
+	}
+	it.Description = "merged: " + strings.Join(parts, ", ")
+	if text == it.BaseText {
+		return nil, Decision{}, nil
+	}
+	return &it, Decision{Path: it.Path, Action: Accept}, nil
+}
+
+func sameChange(a, b change) bool {
+	if a.start != b.start || a.n != b.n || len(a.lines) != len(b.lines) {
+		return false
+	}
+	for i := range a.lines {
+		if a.lines[i] != b.lines[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Source says which session a merged changeset's item comes from, for the confirmation:
+// "try2", or "try1 and try2" for a merge.
+func (c *Compared) Source(p Pick) string {
+	if p.Hunks == nil {
+		if p.Session >= 0 && p.Session < len(c.Names) {
+			return c.Names[p.Session]
+		}
+		return ""
+	}
+	var names []string
+	for i, hs := range p.Hunks {
+		for _, ok := range hs {
+			if ok {
+				names = append(names, c.Names[i])
+				break
+			}
+		}
+	}
+	return strings.Join(names, " and ")
+}
