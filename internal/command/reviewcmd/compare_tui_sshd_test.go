@@ -62,7 +62,7 @@ func compareHelper() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	opts := &reviewcmd.Options{
 		IO: iostreams.System(), Instance: sessiontest.Instance, Workdir: os.Getenv("LMCP_H_WORKDIR"),
-		Compare: strings.Split(os.Getenv("LMCP_H_COMPARE"), ","),
+		Compare: strings.Split(os.Getenv("LMCP_H_COMPARE"), ","), Accessible: os.Getenv("LMCP_H_ACCESSIBLE") == "1",
 		Open: func(_ context.Context, name string) (*sessionopen.Target, error) {
 			conn := guest.New(func(context.Context) (*sshlink.Target, error) { return target, nil }, guest.Options{Logger: log, NoLoginShell: true})
 			return &sessionopen.Target{Instance: &instance.Instance{Name: name, Status: "Running"}, Store: staging.Store{Dir: os.Getenv("LMCP_H_STORE")}, Conn: conn}, nil
@@ -77,14 +77,14 @@ func compareHelper() int {
 }
 
 // startCompare runs `review --compare list` in a width×height tmux pane.
-func startCompare(t *testing.T, f *sessiontest.Fixture, width, height int, list string) *tmuxtest.Session {
+func startCompare(t *testing.T, f *sessiontest.Fixture, width, height int, list string, env ...string) *tmuxtest.Session {
 	t.Helper()
-	env := []string{
+	env = append(env, []string{
 		compareHelperEnv + "=1", "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=",
 		"LMCP_H_ADDR=" + f.Srv.Addr, "LMCP_H_USER=" + f.Srv.User, "LMCP_H_KEY=" + f.Srv.ClientKeyPath,
 		"LMCP_H_HOSTKEY=" + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Srv.HostKey))),
 		"LMCP_H_WORKDIR=" + f.Workdir, "LMCP_H_STORE=" + f.Store.Dir, "LMCP_H_COMPARE=" + list,
-	}
+	}...)
 	args := append([]string{"env", "-u", "CI"}, env...)
 	args = append(args, "timeout", "--foreground", "120", os.Args[0], "-test.run=^$")
 	return tmuxtest.Start(t, width, height, tmuxtest.Quote(args...)+"; sleep 30")
@@ -170,5 +170,39 @@ func TestCompareTUINarrowAbort(t *testing.T) {
 	s.WaitFor(wait, "Aborted: nothing was applied", "review failed")
 	if f.ReadHost("b.txt") != bWith(nil) || f.ReadHost("c.txt") != "c\n" || f.ReadHost("one.txt") != "<missing>" {
 		t.Error("the host changed after an abort")
+	}
+}
+
+// The compare in accessible mode (plain numbered prompts, for screen readers): each path's
+// versions are printed whole before its question; hunks of two sessions are taken with y/n;
+// the confirmation is read as text; the host ends as picked.
+func TestCompareTUIAccessible(t *testing.T) {
+	f, _ := compareFixture(t)
+	s := startCompare(t, f, 100, 40, "try2,try1", "LMCP_H_ACCESSIBLE=1")
+	const wait = time.Minute
+	// try2 first: the apply goes through it. b.txt: A is try2's, B try1's.
+	s.WaitFor(wait, "[1/5] b.txt · compare", "── A: try2", "+TWO", "── B: try1", "+ONE", "3. choose hunks of each session", "Enter a number between 1 and 5")
+	s.TypeLine("3")
+	s.WaitFor(wait, "Take hunk 1 of 1 of try2? [y/N]")
+	s.TypeLine("y")
+	s.WaitFor(wait, "Take hunk 1 of 1 of try1? [y/N]")
+	s.TypeLine("y")
+	s.WaitFor(wait, "[2/5] bin.dat · compare", "1. take A: try2")
+	s.TypeLine("2") // try1's
+	s.WaitFor(wait, "[3/5] c.txt · compare", "4. take none")
+	s.TypeLine("4")
+	s.WaitFor(wait, "[4/5] d.txt · compare", "changed by try2 only")
+	s.TypeLine("1")
+	s.WaitFor(wait, "[5/5] one.txt · compare", "changed by try1 only")
+	s.TypeLine("2") // none
+	s.WaitFor(wait, "write b.txt (from try2 and try1)", "create bin.dat (from try1)", "delete d.txt (from try2)",
+		"left pending in every session (2): c.txt, one.txt", "Apply these changes? [y/N]")
+	s.TypeLine("y")
+	s.WaitFor(wait, "Applied: 3 paths written on the host, through session try2", "review done")
+	if got, want := f.ReadHost("b.txt"), bWith(map[int]string{2: "ONE", 13: "TWO"}); got != want {
+		t.Errorf("b.txt on the host:\n%s\nwant\n%s", got, want)
+	}
+	if f.ReadHost("bin.dat") != "one\x00" || f.ReadHost("c.txt") != "c\n" || f.ReadHost("one.txt") != "<missing>" || f.ReadHost("d.txt") != "<missing>" {
+		t.Errorf("host: bin.dat %q, c.txt %q, one.txt %q, d.txt %q", f.ReadHost("bin.dat"), f.ReadHost("c.txt"), f.ReadHost("one.txt"), f.ReadHost("d.txt"))
 	}
 }

@@ -122,21 +122,21 @@ func (r *reviewer) pickPath(c *review.Compared, cp *review.ComparedPath, k, tota
 		}
 		opts = append(opts, huh.NewOption("take none (every session's change stays pending)", pickLeave))
 		opts = append(opts, huh.NewOption("view every version", pickView))
-		desc := verdictLine(c, cp)
-		if hint := r.vHint(" · v: every version"); hint != "" {
-			desc += hint
-		}
 		sel := huh.NewSelect[int]().
 			Title("What should the host get?").
-			Description(desc).
 			Options(opts...).
 			Value(&choice)
-		fields := []huh.Field{sel}
-		if !r.accessible {
-			// Layout: group title 1, select (title, description, options), gap 1, note
-			// (title, blank, lines, blank), blank 1, help 1; one line spare.
-			fields = append(fields, huh.NewNote().Title("The versions").
-				Description(strings.Join(r.variantsPreview(c, cp, r.height()-10-len(opts)), "\n")))
+		if hint := r.vHint("v: every version, scrollable"); hint != "" {
+			sel.Description(hint)
+		}
+		// Layout: group title 1, select (title, description, options), gap 1, note (title,
+		// blank, lines, blank), blank 1, help 1; one line spare. In accessible mode the
+		// versions come first, whole, as text.
+		note := huh.NewNote().Title("The versions: " + verdictLine(c, cp)).
+			Description(strings.Join(r.variantsPreview(c, cp, r.height()-10-len(opts)), "\n"))
+		fields := []huh.Field{sel, note}
+		if r.accessible {
+			fields = []huh.Field{note, sel}
 		}
 		f := r.form(fmt.Sprintf("[%d/%d] %s · compare", k+1, total, cp.Display), fields...)
 		if err := r.runForm(f, func() *doc { return r.variantsDoc(c, cp) }); err != nil {
@@ -227,7 +227,7 @@ func (r *reviewer) variantsDoc(c *review.Compared, cp *review.ComparedPath) *doc
 func (r *reviewer) variantsPreview(c *review.Compared, cp *review.ComparedPath, n int) []string {
 	p := r.paint.forNote()
 	lines := r.variantsLines(p, c, cp, r.noteWidth())
-	if len(lines) > n {
+	if len(lines) > n && !r.accessible {
 		n = max(n, 2)
 		more := len(lines) - (n - 1)
 		lines = append(lines[:n-1], p.paint([]span{{text: fmt.Sprintf("… %d more lines: press v to see everything", more), meta: true}}))
