@@ -13,10 +13,10 @@ import (
 func textItem(path, base, now string) *Item {
 	d := udiff.Diff(base, now)
 	return &Item{Path: path, Display: path, Kind: staging.Modified, Text: true,
-		Base:      &tree.Entry{Path: tree.Name(path), Type: tree.File, Mode: 0o644, Hash: tree.Hash([]byte(base)), Size: int64(len(base))},
-		Guest:     &tree.Entry{Path: tree.Name(path), Type: tree.File, Mode: 0o644, Hash: tree.Hash([]byte(now)), Size: int64(len(now))},
-		Host:      &tree.Entry{Path: tree.Name(path), Type: tree.File, Mode: 0o644, Hash: tree.Hash([]byte(base)), Size: int64(len(base))},
-		BaseText:  base, GuestText: now, Hunks: d.Hunks}
+		Base:     &tree.Entry{Path: tree.Name(path), Type: tree.File, Mode: 0o644, Hash: tree.Hash([]byte(base)), Size: int64(len(base))},
+		Guest:    &tree.Entry{Path: tree.Name(path), Type: tree.File, Mode: 0o644, Hash: tree.Hash([]byte(now)), Size: int64(len(now))},
+		Host:     &tree.Entry{Path: tree.Name(path), Type: tree.File, Mode: 0o644, Hash: tree.Hash([]byte(base)), Size: int64(len(base))},
+		BaseText: base, GuestText: now, Hunks: d.Hunks}
 }
 
 // compared is a compare of one path edited by each session (now[i]; "" leaves it).
