@@ -155,6 +155,23 @@ func TestCompareApply(t *testing.T) {
 	if f.ReadHost("c.txt") != "host edit\n" || f.ReadHost("d.txt") != "<missing>" {
 		t.Errorf("host: c.txt %q, d.txt %q", f.ReadHost("c.txt"), f.ReadHost("d.txt"))
 	}
+
+	// Now c.txt is a conflict in both sessions: not merged hunk by hunk; taking a version
+	// overwrites the host's edit only because the person picked it.
+	picks = func(c *review.Compared) ([]review.Pick, error) {
+		cp := find(t, c, "c.txt")
+		if !cp.Items[0].Conflict || !cp.Items[1].Conflict || cp.Mergeable() {
+			t.Errorf("c.txt after a host edit: conflict %v %v, mergeable %v", cp.Items[0].Conflict, cp.Items[1].Conflict, cp.Mergeable())
+		}
+		if _, _, err := c.Merge([]review.Pick{{Path: "c.txt", Hunks: [][]bool{{true}, {true}}}}); err == nil {
+			t.Error("hunks of a conflict were merged")
+		}
+		return []review.Pick{{Path: "c.txt", Session: 0}}, nil
+	}
+	r = run(t, f, reviewcmd.Options{Compare: []string{"try1", "try2"}, DecideCompare: picks}, false)
+	if r.err != nil || f.ReadHost("c.txt") != "c1\n" {
+		t.Errorf("taking a conflict's version: %v, c.txt %q\n%s%s", r.err, f.ReadHost("c.txt"), r.out, r.errOut)
+	}
 }
 
 // A compare that cannot be made says why, and writes nothing.
