@@ -264,7 +264,7 @@ func (r *reviewer) variantsLines(p *painter, c *review.Compared, cp *review.Comp
 			}
 			out[row] = strings.Join(parts, sep)
 		}
-		return out
+		return append(out, r.unchangedLines(p, c, cp)...)
 	}
 	var out []string
 	for v := range cp.Variants {
@@ -273,6 +273,12 @@ func (r *reviewer) variantsLines(p *painter, c *review.Compared, cp *review.Comp
 		}
 		out = append(out, r.variantLines(p, c, cp, v, width)...)
 	}
+	return append(out, r.unchangedLines(p, c, cp)...)
+}
+
+// unchangedLines name the sessions that left the path unchanged.
+func (r *reviewer) unchangedLines(p *painter, c *review.Compared, cp *review.ComparedPath) []string {
+	var out []string
 	for i, it := range cp.Items {
 		if it == nil {
 			out = append(out, "", p.paint([]span{{text: "── " + termsafe.String(c.Names[i]) + ": unchanged", meta: true}}))
