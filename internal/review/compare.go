@@ -84,11 +84,15 @@ func BuildCompared(ctx context.Context, sessions []*staging.Session, names []str
 	}
 	// One baseline: every path changed (and a rename's old name) has one baseline entry.
 	var differ []string
+	bases := make([]map[tree.Name]*tree.Entry, len(sessions))
+	for i, s := range sessions {
+		bases[i] = s.Baseline.Index()
+	}
 	for _, cp := range c.Paths {
 		for _, p := range touched(cp) {
 			var first *tree.Entry
-			for i, s := range sessions {
-				e := s.Baseline.Index()[tree.Name(p)]
+			for i := range sessions {
+				e := bases[i][tree.Name(p)]
 				if i == 0 {
 					first = e
 				} else if !sameEntry(first, e) && !(first != nil && e != nil && first.Type == tree.Dir && e.Type == tree.Dir) {
@@ -241,11 +245,15 @@ func (c *Compared) taken(it *Item, i int) *Item {
 	if i == 0 {
 		return it
 	}
+	var src *staging.Session
+	if i < len(c.sessions) {
+		src = c.sessions[i]
+	}
 	cp := *it
-	cp.src, cp.keepBase = c.sessions[i], true
+	cp.src, cp.keepBase = src, true
 	if it.From != nil {
 		from := *it.From
-		from.src, from.keepBase = c.sessions[i], true
+		from.src, from.keepBase = src, true
 		cp.From = &from
 	}
 	return &cp
@@ -398,7 +406,10 @@ func (c *Compared) mergeHunks(cp *ComparedPath, hunks [][]bool) (*Item, Decision
 	// memory, and the baseline left as it is (no guest copy holds the merge).
 	first := cp.Items[from[0]]
 	it := *first
-	it.src, it.keepBase = c.sessions[from[0]], true
+	it.keepBase = true
+	if from[0] < len(c.sessions) {
+		it.src = c.sessions[from[0]]
+	}
 	g := *first.Guest
 	g.Hash, g.Size, g.MTime = tree.Hash([]byte(text)), int64(len(text)), 0
 	it.Guest, it.GuestText = &g, text
