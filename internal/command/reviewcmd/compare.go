@@ -113,6 +113,12 @@ func runCompare(ctx context.Context, opts *Options) error {
 		fmt.Fprintf(ios.Out, "Nothing to compare: none of %s changed anything.\n", termsafe.String(joinNames(labels)))
 		return nil
 	}
+	// What each agent did on the network is part of what the person weighs.
+	for i, s := range sessions {
+		if network := s.NetworkReport(ctx, nil); network.Policy != staging.OpenNetwork {
+			fmt.Fprintln(ios.Out, termsafe.String("Session "+labels[i]+": "+network.Line()+"."))
+		}
+	}
 	ask := opts.DecideCompare
 	if ask == nil {
 		ask = func(c *review.Compared) ([]review.Pick, error) {

@@ -97,10 +97,11 @@ func verdictLine(c *review.Compared, cp *review.ComparedPath) string {
 
 // pickPath asks what to take of one path.
 func (r *reviewer) pickPath(c *review.Compared, cp *review.ComparedPath, k, total int) (review.Pick, error) {
-	choice := 0
+	first := 0
 	if cp.Items[cp.Variants[0][0]].Refused != "" {
-		choice = pickLeave
+		first = pickLeave
 	}
+	choice := first
 	for {
 		var opts []huh.Option[int]
 		for v := range cp.Variants {
@@ -147,7 +148,7 @@ func (r *reviewer) pickPath(c *review.Compared, cp *review.ComparedPath, k, tota
 			if err := r.page(*r.variantsDoc(c, cp)); err != nil {
 				return review.Pick{}, err
 			}
-			choice = 0
+			choice = first
 			continue
 		case pickLeave:
 			return review.Pick{Path: cp.Path, Session: -1}, nil
