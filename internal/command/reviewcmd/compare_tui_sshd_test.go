@@ -145,7 +145,8 @@ func TestCompareTUI(t *testing.T) {
 	}
 }
 
-// On a narrow terminal the versions come one after another; hunks of two sessions that
+// On a narrow terminal the versions come one after another, and v shows them all in the
+// scrollable view; hunks of two sessions that
 // change the same lines are refused on the screen and chosen again; Esc aborts, and nothing
 // is written.
 func TestCompareTUINarrowAbort(t *testing.T) {
@@ -158,6 +159,11 @@ func TestCompareTUINarrowAbort(t *testing.T) {
 			t.Errorf("side by side on 80 columns:\n%s", scr)
 		}
 	}
+	// v: every version in the scrollable view; q comes back.
+	s.Keys("v")
+	s.WaitFor(wait, "b.txt · 2 versions", "── B: try3", "+THREE")
+	s.Keys("q")
+	s.WaitFor(wait, "[1/4] b.txt · compare", "What should the host get?")
 	s.Keys("Down", "Down", "Enter") // choose hunks of each session
 	s.WaitFor(wait, "Take hunk 1 of 1 of try1?")
 	s.Keys("y")
