@@ -146,9 +146,8 @@ func TestCompareTUI(t *testing.T) {
 }
 
 // On a narrow terminal the versions come one after another, and v shows them all in the
-// scrollable view; hunks of two sessions that
-// change the same lines are refused on the screen and chosen again; Esc aborts, and nothing
-// is written.
+// scrollable view; hunks of two sessions that change the same lines are refused on the screen
+// and chosen again; Esc aborts, and nothing is written.
 func TestCompareTUINarrowAbort(t *testing.T) {
 	f, _ := compareFixture(t)
 	s := startCompare(t, f, 80, 40, "try1,try3")
