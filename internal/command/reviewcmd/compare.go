@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
@@ -50,7 +51,7 @@ func runCompare(ctx context.Context, opts *Options) error {
 		seen[name], names[i], labels[i] = true, name, staging.SessionLabel(name)
 	}
 	if opts.DecideCompare == nil && !(ios.IsStdinTTY() && ios.IsStdoutTTY()) {
-		return exitcode.With(exitcode.Pending, fmt.Errorf("review --compare is chosen on a terminal, and there is none: nothing was applied. `limactl mcp compare %s %s` prints the comparison", termsafe.String(opts.Instance), termsafe.String(joinNames(labels))))
+		return exitcode.With(exitcode.Pending, fmt.Errorf("review --compare is chosen on a terminal, and there is none: nothing was applied. `limactl mcp compare %s %s` prints the comparison", termsafe.String(opts.Instance), termsafe.String(strings.Join(labels, " "))))
 	}
 	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "review", Instance: opts.Instance, Workdir: opts.Workdir, Session: names[0], Open: opts.Open})
 	if err != nil {
@@ -170,13 +171,4 @@ func runCompare(ctx context.Context, opts *Options) error {
 }
 
 // joinNames is names as --compare takes them.
-func joinNames(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ","
-		}
-		s += n
-	}
-	return s
-}
+func joinNames(names []string) string { return strings.Join(names, ",") }

@@ -197,7 +197,7 @@ func TestCompareRefusals(t *testing.T) {
 		}
 	}
 	// Without a terminal, nothing is asked nor applied.
-	if r := run(t, f, reviewcmd.Options{Compare: []string{"try1", "try2"}}, false); r.err == nil || !strings.Contains(r.err.Error(), "chosen on a terminal") {
+	if r := run(t, f, reviewcmd.Options{Compare: []string{"try1", "try2"}}, false); r.err == nil || !strings.Contains(r.err.Error(), "chosen on a terminal") || !strings.Contains(r.err.Error(), "`limactl mcp compare sshd-test try1 try2` prints the comparison") {
 		t.Errorf("no terminal: %v", r.err)
 	}
 	// Aborted: nothing written.
