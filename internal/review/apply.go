@@ -309,6 +309,9 @@ func (s *step) fetch(ctx context.Context, sess *staging.Session, dst string) err
 	if s.content != nil {
 		return os.WriteFile(dst, s.content, 0o600)
 	}
+	if s.it.src != nil {
+		sess = s.it.src // a version a compare took from another session
+	}
 	f, err := sess.OpenGuestFile(ctx, tree.Name(s.it.Path))
 	if err != nil {
 		return fmt.Errorf("reading it from the guest: %w", err)

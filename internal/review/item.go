@@ -57,6 +57,13 @@ type Item struct {
 	// Provenance says which recorded calls produced the change (set by Attribute; nil
 	// without a timeline).
 	Provenance *timeline.Provenance `json:",omitempty"`
+
+	// src is the session a compare took the item from when it is not the session applied
+	// through (compare.go): its content is read from src's guest copy.
+	src *staging.Session
+	// keepBase says an accepted item leaves the baseline as it is (compare.go: a version
+	// taken from another session, which the applied session's copy does not have).
+	keepBase bool
 }
 
 // Changeset is what a review shows.

@@ -160,6 +160,9 @@ func (s *step) acceptPlan() error {
 	s.hostOp, s.moveBase = true, true
 	if g == nil {
 		s.after, s.baseNext, s.what = nil, nil, "delete"
+		if it.keepBase {
+			s.baseNext = it.Base
+		}
 		return nil
 	}
 	e := *g
@@ -203,6 +206,9 @@ func (s *step) acceptPlan() error {
 				s.baseNext.Hash = e.Hash
 			}
 		}
+	}
+	if it.keepBase {
+		s.baseNext = it.Base
 	}
 	return nil
 }

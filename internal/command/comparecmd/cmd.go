@@ -19,7 +19,8 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 session share it), with each session's change and line counts, and whether the sessions that
 changed it agree (the same result) or differ. "default" is the unnamed session. Read-only:
 nothing is changed in the guest or on the host. Review the one you keep with
-"limactl mcp review INSTANCE --session NAME".`,
+"limactl mcp review INSTANCE --session NAME", or take a version per file or per hunk with
+"limactl mcp review INSTANCE --compare S1,S2[,...]".`,
 		Example:           `  limactl mcp compare agent try1 try2 try3`,
 		Args:              cobra.MinimumNArgs(3),
 		ValidArgsFunction: cmdutil.CompleteInstances,

@@ -104,7 +104,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return enc.Encode(JSON{SchemaVersion: 1, Instance: t.Instance.Name, Workdir: workdir, Comparison: cmp})
 	}
 	Print(ios.Out, workdir, cmp)
-	fmt.Fprintf(ios.Out, "\nReview and apply the one you keep: `limactl mcp review %s --session NAME`; then `limactl mcp discard %s --all-but NAME`.\n", t.Instance.Name, t.Instance.Name)
+	fmt.Fprintf(ios.Out, "\nReview and apply the one you keep: `limactl mcp review %s --session NAME`, or take a version per file or hunk: `limactl mcp review %s --compare %s`; then `limactl mcp discard %s --all-but NAME`.\n", t.Instance.Name, t.Instance.Name, strings.Join(labels(cmp), ","), t.Instance.Name)
 	return nil
 }
 
@@ -165,6 +165,15 @@ func Print(w io.Writer, workdir string, cmp *staging.Comparison) {
 		fmt.Fprintf(w, "\nNote: the sessions' baselines differ at %s (one of them applied or synced since they were forked), so their changes there are against different host states.\n", words.Count(n, "path"))
 	}
 	fmt.Fprintln(w, "\n· unchanged; A, B, …: the distinct results where the sessions differ; line counts against the baseline.")
+}
+
+// labels are the sessions' names as --compare takes them.
+func labels(cmp *staging.Comparison) []string {
+	var out []string
+	for _, s := range cmp.Sessions {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 // cellOf is a session's change in a column: a letter for its kind and the line counts.

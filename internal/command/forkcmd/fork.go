@@ -142,6 +142,7 @@ func Run(ctx context.Context, opts *Options) error {
 	all := strings.Join(made, " ")
 	fmt.Fprintf(ios.Out, "  limactl mcp compare %s %s       # how their changes differ\n", inst, all)
 	fmt.Fprintf(ios.Out, "  limactl mcp review %s --session NAME   # review and apply the one you keep\n", inst)
+	fmt.Fprintf(ios.Out, "  limactl mcp review %s --compare %s   # or take a version per file or hunk\n", inst, strings.Join(made, ","))
 	fmt.Fprintf(ios.Out, "  limactl mcp discard %s --all-but NAME  # remove the other sessions of this directory\n", inst)
 	return nil
 }

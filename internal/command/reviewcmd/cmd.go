@@ -27,7 +27,8 @@ conflict). PATH arguments (after the instance name) limit the review to those pa
   limactl mcp review agent --patch | git apply --check
   limactl mcp review agent src/ --yes      # accept everything under src/
   limactl mcp review agent --undo          # restore what the last apply changed
-  limactl mcp review agent --since 3       # what the agent changed in the guest since checkpoint 3`,
+  limactl mcp review agent --since 3       # what the agent changed in the guest since checkpoint 3
+  limactl mcp review agent --compare try1,try2,try3   # pick per file or hunk among forks`,
 		ValidArgsFunction: cmdutil.CompleteInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Instance = cmdutil.InstanceArg(args)
@@ -50,6 +51,10 @@ conflict). PATH arguments (after the instance name) limit the review to those pa
 	flags.BoolVar(&opts.Accessible, "accessible", false, "Plain prompts for screen readers instead of the full-screen interface")
 	flags.BoolVar(&opts.Undo, "undo", false, "Restore what the last apply overwrote or deleted")
 	flags.StringVar(&opts.Since, "since", "", "Show only what changed in the guest copy since this checkpoint (summary, --patch or --json), and write nothing")
+	flags.StringSliceVar(&opts.Compare, "compare", nil, "Compare sessions (comma-separated, e.g. try1,try2,try3) path by path, take one's version or hunks of several, and apply the picks through the first one (docs/sessions.md#compare-in-the-review)")
+	for _, other := range []string{"session", "yes", "dry-run", "patch", "json", "undo", "since"} {
+		cmd.MarkFlagsMutuallyExclusive("compare", other)
+	}
 	cmd.MarkFlagsMutuallyExclusive("since", "yes")
 	cmd.MarkFlagsMutuallyExclusive("since", "undo")
 	cmd.MarkFlagsMutuallyExclusive("since", "dry-run")

@@ -45,17 +45,26 @@ type Options struct {
 	Undo       bool
 	// Since shows what changed in the guest copy since this checkpoint (read-only).
 	Since string
+	// Compare is --compare: the sessions whose changes are compared and picked from (the
+	// first is the one applied through, compare.go).
+	Compare []string
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
 	// Decide asks a person on the terminal what to apply; ErrAborted when they abort
 	// (default: the interactive review, see tui.go).
 	Decide func(cs *review.Changeset) ([]review.Decision, error)
+	// DecideCompare asks a person what to take of a compare; ErrAborted when they abort
+	// (default: the compare mode of the review's TUI).
+	DecideCompare func(c *review.Compared) ([]review.Pick, error)
 }
 
 // Run runs a review.
 func Run(ctx context.Context, opts *Options) error {
 	ios := opts.IO
+	if opts.Compare != nil {
+		return runCompare(ctx, opts)
+	}
 	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "review", Instance: opts.Instance, Workdir: opts.Workdir, Session: opts.Session, Open: opts.Open})
 	if err != nil {
 		return err

@@ -65,13 +65,25 @@ func Run(cs *review.Changeset, in io.Reader, out io.Writer, opts Options) ([]rev
 	if cs == nil || len(cs.Items) == 0 {
 		return []review.Decision{}, nil
 	}
+	r, done := newReviewer(cs, in, out, opts)
+	defer done()
+	decs, err := r.run()
+	if err != nil {
+		return nil, err
+	}
+	return decs, nil
+}
+
+// newReviewer sets up the terminal's keys, theme and painter for a review of cs; done ends
+// what it started (accessible mode's input reader).
+func newReviewer(cs *review.Changeset, in io.Reader, out io.Writer, opts Options) (r *reviewer, done func()) {
 	if in == nil {
 		in = os.Stdin
 	}
 	if out == nil {
 		out = os.Stdout
 	}
-	r := &reviewer{cs: cs, in: in, out: out, opts: opts}
+	r = &reviewer{cs: cs, in: in, out: out, opts: opts}
 	r.accessible = opts.Accessible || os.Getenv("TERM") == "dumb"
 	r.keymap = huh.NewDefaultKeyMap()
 	// Esc is handled by formModel (it aborts unless it closes a filter); Ctrl-C by both.
@@ -90,20 +102,20 @@ func Run(cs *review.Changeset, in io.Reader, out io.Writer, opts Options) ([]rev
 	// would swallow a key typed at that moment (or wait for an answer bubbletea read).
 	// Ask now, before any screen is shown.
 	_ = lipgloss.HasDarkBackground()
+	done = func() {}
 	if r.accessible {
-		defer r.startAccessibleInput()()
+		stop := r.startAccessibleInput()
 		// Plain text for a screen reader: huh's accessible prompts render their titles with
 		// the theme's colours and bold through lipgloss's default renderer; without colour
 		// (as NO_COLOR makes it) they are plain.
 		prev := lipgloss.ColorProfile()
 		lipgloss.SetColorProfile(termenv.Ascii)
-		defer lipgloss.SetColorProfile(prev)
+		done = func() {
+			lipgloss.SetColorProfile(prev)
+			stop()
+		}
 	}
-	decs, err := r.run()
-	if err != nil {
-		return nil, err
-	}
-	return decs, nil
+	return r, done
 }
 
 type reviewer struct {

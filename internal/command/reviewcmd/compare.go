@@ -1,0 +1,174 @@
+package reviewcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
+	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
+	"github.com/limactl-mcp/limactl-mcp/internal/words"
+	"github.com/limactl-mcp/limactl-mcp/internal/workdirpath"
+)
+
+// maxCompared bounds the sessions of one compare (a version is named by a letter, and each is
+// a changeset held in memory).
+const maxCompared = 8
+
+// runCompare is `review --compare S1,S2[,…]`: the sessions' changes side by side, a pick per
+// path (a version, hunks of several, or none), and one apply of the picks through the first
+// session, with review's checks, backups and undo.
+func runCompare(ctx context.Context, opts *Options) error {
+	ios := opts.IO
+	for flag, set := range map[string]bool{"--session": opts.Session != "", "--yes": opts.Yes, "--dry-run": opts.DryRun, "--patch": opts.Patch, "--json": opts.JSON, "--undo": opts.Undo, "--since": opts.Since != ""} {
+		if set {
+			return fmt.Errorf("--compare and %s cannot be used together: a compare is chosen on a terminal (undo it with `review --session FIRST --undo`)", flag)
+		}
+	}
+	if len(opts.Compare) < 2 {
+		return fmt.Errorf("--compare needs two sessions or more, comma-separated (\"default\": the unnamed session), %d given", len(opts.Compare))
+	}
+	if len(opts.Compare) > maxCompared {
+		return fmt.Errorf("--compare: %d sessions, at most %d are compared at once", len(opts.Compare), maxCompared)
+	}
+	names := make([]string, len(opts.Compare))
+	labels := make([]string, len(opts.Compare))
+	seen := map[string]bool{}
+	for i, n := range opts.Compare {
+		name, err := staging.ParseSessionName(n)
+		if err != nil {
+			return fmt.Errorf("--compare: session %q: a session name is 1 to 32 letters, digits, '-' or '_' (\"default\": the unnamed session)", n)
+		}
+		if seen[name] {
+			return fmt.Errorf("--compare: session %q is named twice", n)
+		}
+		seen[name], names[i], labels[i] = true, name, staging.SessionLabel(name)
+	}
+	if opts.DecideCompare == nil && !(ios.IsStdinTTY() && ios.IsStdoutTTY()) {
+		return exitcode.With(exitcode.Pending, fmt.Errorf("review --compare is chosen on a terminal, and there is none: nothing was applied. `limactl mcp compare %s %s` prints the comparison", termsafe.String(opts.Instance), termsafe.String(strings.Join(labels, " "))))
+	}
+	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "review", Instance: opts.Instance, Workdir: opts.Workdir, Session: names[0], Open: opts.Open})
+	if err != nil {
+		return err
+	}
+	for _, p := range opts.Paths {
+		if _, err := workdirpath.Rel(ref.Workdir, p); err != nil {
+			return err
+		}
+	}
+	t, first, err := ref.OpenSession(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	workdir := first.State.Workdir
+	instance := t.Instance.Name
+	if ref.Inside(first) {
+		fmt.Fprintf(ios.ErrOut, "Comparing sessions of %s.\n", ref.Which(first))
+	}
+	sessions := []*staging.Session{first}
+	for _, name := range names[1:] {
+		s, err := t.Session(workdir, name)
+		if err != nil {
+			return err
+		}
+		sessions = append(sessions, s)
+	}
+	var paths []string
+	for _, p := range opts.Paths {
+		rel, err := workdirpath.Rel(workdir, p)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, rel)
+	}
+	// No review of any of them applies meanwhile: the apply goes through the first, and the
+	// others' versions are read as they were compared.
+	for i, s := range sessions {
+		unlock, err := s.Store().ReviewLock(s.State.ID)
+		if err != nil {
+			return busyError(err, instance+staging.SessionFlag(names[i]), workdir)
+		}
+		defer unlock()
+	}
+	if rep, rolled, err := review.RecoverInterrupted(first); err != nil {
+		return err
+	} else if rolled {
+		fmt.Fprintln(ios.ErrOut, "An earlier apply was interrupted: what it had written was rolled back.")
+		printRefused(ios.ErrOut, rep.Refused)
+	}
+	if ios.IsStdoutTTY() {
+		fmt.Fprintf(ios.ErrOut, "reading the changes of %s…\n", termsafe.String(joinNames(labels)))
+	}
+	c, err := review.BuildCompared(ctx, sessions, labels, paths)
+	if err != nil {
+		return err
+	}
+	if len(c.Paths) == 0 {
+		fmt.Fprintf(ios.Out, "Nothing to compare: none of %s changed anything.\n", termsafe.String(joinNames(labels)))
+		return nil
+	}
+	// What each agent did on the network is part of what the person weighs.
+	for i, s := range sessions {
+		if network := s.NetworkReport(ctx, nil); network.Policy != staging.OpenNetwork {
+			fmt.Fprintln(ios.Out, termsafe.String("Session "+labels[i]+": "+network.Line()+"."))
+		}
+	}
+	ask := opts.DecideCompare
+	if ask == nil {
+		ask = func(c *review.Compared) ([]review.Pick, error) {
+			picks, err := tui.RunCompare(c, ios.In, ios.RawOut(), tui.Options{Accessible: opts.Accessible})
+			if errors.Is(err, tui.ErrAborted) {
+				return nil, ErrAborted
+			}
+			return picks, err
+		}
+	}
+	picks, err := ask(c)
+	if errors.Is(err, ErrAborted) {
+		fmt.Fprintln(ios.ErrOut, "Aborted: nothing was applied, host and guests are untouched.")
+		return exitcode.With(exitcode.Error, exitcode.ErrSilent)
+	}
+	if err != nil {
+		return err
+	}
+	cs, ds, err := c.Merge(picks)
+	if err != nil {
+		return err
+	}
+	if ios.IsStdoutTTY() {
+		fmt.Fprintf(ios.ErrOut, "Applying to %s…\n", termsafe.String(workdir))
+	}
+	rep, err := review.Apply(ctx, first, cs, ds)
+	recordApply(first, timeline.Apply, rep, err)
+	if err != nil {
+		return err
+	}
+	name := instance + staging.SessionFlag(names[0])
+	if len(rep.Written) == 0 {
+		fmt.Fprintln(ios.Out, "Nothing was applied: the host is as it was.")
+	} else {
+		fmt.Fprintf(ios.Out, "Applied: %s written on the host, through session %s. Undo with `limactl mcp review %s --undo`.\n", words.Count(len(rep.Written), "path"), termsafe.String(labels[0]), name)
+	}
+	for _, w := range rep.Written {
+		fmt.Fprintf(ios.Out, "  wrote   %s\n", termsafe.String(w))
+	}
+	printRefused(ios.Out, rep.Refused)
+	if len(rep.Refused) > 0 {
+		fmt.Fprintf(ios.ErrOut, "%s not be applied: run `limactl mcp review %s --compare %s` again once the reason above is settled.\n", words.Count(len(rep.Refused), "change could", "changes could"), termsafe.String(instance), termsafe.String(joinNames(labels)))
+		return exitcode.With(exitcode.Error, exitcode.ErrSilent)
+	}
+	if len(rep.Written) > 0 {
+		fmt.Fprintf(ios.Out, "The sessions are as they were: keep one and discard the others with `limactl mcp discard %s --all-but NAME`.\n", termsafe.String(instance))
+	}
+	return nil
+}
+
+// joinNames is names as --compare takes them.
+func joinNames(names []string) string { return strings.Join(names, ",") }
