@@ -213,6 +213,36 @@ func TestNetworkPolicy(t *testing.T) {
 		}
 	})
 
+	t.Run("the timeline holds the agent's connections", func(t *testing.T) {
+		// serve copies the guest's record into the session's timeline shortly after each
+		// command: `log --json` has the refused and the reached host as network events.
+		var last string
+		deadline := time.Now().Add(45 * time.Second)
+		for {
+			out, stderr, code := plugin(t, dir, "log", instanceName, "--json")
+			if code != 0 {
+				t.Fatalf("log --json: exit %d: %s", code, stderr)
+			}
+			last = out
+			seen := map[string]bool{}
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				var e struct {
+					Kind, Host, Verdict string
+				}
+				if json.Unmarshal([]byte(line), &e) == nil && e.Kind == "network" {
+					seen[e.Host+" "+e.Verdict] = true
+				}
+			}
+			if seen["blocked.test blocked"] && seen["allowed.test allowed"] {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("log --json: want network events for blocked.test (blocked) and allowed.test (allowed); got %v\n%s", seen, last)
+			}
+			time.Sleep(2 * time.Second)
+		}
+	})
+
 	// A restarted server keeps the policy: it belongs to the session.
 	s.Session.Close()
 	s = startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
