@@ -227,7 +227,9 @@ time.sleep(300)
 		}
 	}
 	if n, _ := strconv.Atoi(strings.TrimSpace(guestShell(t, "sudo -n ss -Htl | wc -l"))); n < 10000 {
-		t.Fatalf("the flood holds %d listening sockets", n)
+		// Say what became of the helper (it held 4 once: to be understood next time).
+		diag, _ := guestRun(t, "cat /tmp/flood-$(id -u "+user+"); echo; pgrep -a -u "+user+" || echo 'no process of the agent'; sudo -n dmesg | tail -5; sudo -n journalctl -n 20 --no-pager 2>&1 | tail -20")
+		t.Fatalf("the flood holds %d listening sockets; the agent's processes and the guest's last messages:\n%s", n, diag)
 	}
 	var times []string
 	for i := 0; i < 5; i++ {

@@ -60,8 +60,12 @@ func hostServer(t *testing.T) int {
 // testHostNames gives host.lima.internal's address two more names in the guest's /etc/hosts.
 func testHostNames(t *testing.T, names ...string) {
 	t.Helper()
-	line := "$(getent hosts host.lima.internal | awk '{print $1; exit}') " + strings.Join(names, " ") + " # limactl-mcp-e2e"
-	guestShell(t, `grep -q '# limactl-mcp-e2e' /etc/hosts || echo "`+line+`" | sudo tee -a /etc/hosts >/dev/null`)
+	// Its own marker, and the names themselves looked for: another test's line ("#
+	// limactl-mcp-e2e-flood", "-hostile-agent", ... left by a cleanup that did not run) once
+	// made this skip its names, and every lookup of them failed.
+	tail := " " + strings.Join(names, " ") + " # limactl-mcp-e2e-names"
+	line := "$(getent hosts host.lima.internal | awk '{print $1; exit}')" + tail
+	guestShell(t, `grep -qF '`+tail+`' /etc/hosts || echo "`+line+`" | sudo tee -a /etc/hosts >/dev/null`)
 }
 
 // shellResult is what run_shell_command returns.
