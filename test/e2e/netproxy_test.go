@@ -207,19 +207,26 @@ func TestNetProxyRecordSurvivesFlood(t *testing.T) {
 	}
 	// The flood: 10,000 listening sockets of the first agent (a helper left running) while the
 	// other one works; under QEMU's emulation opening them takes a minute or more.
-	flood := `ulimit -n 25000 && rm -f /tmp/flood-$(id -u) && setsid nohup python3 -c '
+	// The helper says it is ready in a file of this run's: the guest's /tmp outlives a run,
+	// and /tmp/flood-UID of the last run (another user's, the same uid or not: sticky /tmp
+	// refuses its removal) was once taken for this one's, the test then finding 4 sockets.
+	tok := make([]byte, 8)
+	rand.Read(tok)
+	ready := "ready-" + hex.EncodeToString(tok)
+	readyFile := "/tmp/flood-" + hex.EncodeToString(tok)
+	flood := `ulimit -n 25000 && setsid nohup python3 -c '
 import os, socket, time
 socks = []
 for i in range(10000):
     s = socket.socket(); s.bind(("127.0.2.1", 0)); s.listen(1); socks.append(s)
-open("/tmp/flood-%d" % os.getuid(), "w").write("ready")
+open("` + readyFile + `", "w").write("` + ready + `")
 time.sleep(300)
 ' >/dev/null 2>&1 < /dev/null & echo started`
 	if out, _ := asAgent(t, user, res, flood); !strings.Contains(out, "started") {
 		t.Fatalf("the flood: %s", out)
 	}
 	for deadline := time.Now().Add(8 * time.Minute); ; time.Sleep(5 * time.Second) {
-		if out, _ := guestRun(t, "cat /tmp/flood-$(id -u "+user+")"); strings.Contains(out, "ready") {
+		if out, _ := guestRun(t, "cat "+readyFile); strings.Contains(out, ready) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -228,7 +235,7 @@ time.sleep(300)
 	}
 	if n, _ := strconv.Atoi(strings.TrimSpace(guestShell(t, "sudo -n ss -Htl | wc -l"))); n < 10000 {
 		// Say what became of the helper (it held 4 once: to be understood next time).
-		diag, _ := guestRun(t, "cat /tmp/flood-$(id -u "+user+"); echo; pgrep -a -u "+user+" || echo 'no process of the agent'; sudo -n dmesg | tail -5; sudo -n journalctl -n 20 --no-pager 2>&1 | tail -20")
+		diag, _ := guestRun(t, "cat "+readyFile+"; echo; pgrep -a -u "+user+" || echo 'no process of the agent'; sudo -n dmesg | tail -5; sudo -n journalctl -n 20 --no-pager 2>&1 | tail -20")
 		t.Fatalf("the flood holds %d listening sockets; the agent's processes and the guest's last messages:\n%s", n, diag)
 	}
 	var times []string
