@@ -220,8 +220,11 @@ socks = []
 for i in range(10000):
     s = socket.socket(); s.bind(("127.0.2.1", 0)); s.listen(1); socks.append(s)
 open("` + readyFile + `", "w").write("` + ready + `")
-time.sleep(300)
+time.sleep(1200)
 ' >/dev/null 2>&1 < /dev/null & echo started`
+	// It lives until the test ends it (a life of its own, 300 s, once ended before the test
+	// looked: "no process of the agent" on a fresh VM).
+	t.Cleanup(func() { guestRun(t, "sudo -n pkill -u "+user+" python3; sudo -n rm -f "+readyFile) })
 	if out, _ := asAgent(t, user, res, flood); !strings.Contains(out, "started") {
 		t.Fatalf("the flood: %s", out)
 	}
