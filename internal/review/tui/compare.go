@@ -336,18 +336,7 @@ func (r *reviewer) confirmPicks(c *review.Compared, picks []review.Pick) (bool, 
 	lines = append(lines, "Applied through session "+termsafe.String(c.Names[0])+": `review --session "+termsafe.String(c.Names[0])+" --undo` undoes it.")
 	r.cs = cs
 	all := lines
-	if !r.accessible {
-		var wrapped []string
-		for _, l := range lines {
-			wrapped = append(wrapped, r.paint.textLines(l, r.noteWidth())...)
-		}
-		lines = wrapped
-		if n := r.height() - 11; len(lines) > n {
-			n = max(n, 2)
-			more := len(lines) - (n - 1)
-			lines = append(lines[:n-1], fmt.Sprintf("… %d more lines: press v to see everything", more))
-		}
-	}
+	lines = r.confirmLines(lines)
 	ok := false
 	note := huh.NewNote().Title("This is what will be done").Description(r.noteText(lines))
 	conf := huh.NewConfirm().Title("Apply these changes?").

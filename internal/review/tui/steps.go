@@ -546,19 +546,7 @@ func (r *reviewer) confirm(decs []review.Decision) (bool, error) {
 		lines = append(lines, fmt.Sprintf("left pending in the guest (%d): %s", len(left), strings.Join(left, ", ")))
 	}
 	all := lines
-	if !r.accessible {
-		// Layout as in chooseHunks: 10 + lines; one line spare.
-		var wrapped []string
-		for _, l := range lines {
-			wrapped = append(wrapped, r.paint.textLines(l, r.noteWidth())...)
-		}
-		lines = wrapped
-		if n := r.height() - 11; len(lines) > n {
-			n = max(n, 2)
-			more := len(lines) - (n - 1)
-			lines = append(lines[:n-1], fmt.Sprintf("… %d more lines: press v to see everything", more))
-		}
-	}
+	lines = r.confirmLines(lines)
 	ok := false
 	note := huh.NewNote().Title("This is what will be done").Description(r.noteText(lines))
 	conf := huh.NewConfirm().Title("Apply these changes?").
@@ -578,4 +566,23 @@ func (r *reviewer) confirm(decs []review.Decision) (bool, error) {
 		}}
 	})
 	return ok, err
+}
+
+// confirmLines lays out a confirmation's lines for the full-screen form: wrapped to the note's
+// width and cut to the screen (10 lines of form around them, one spare) with a line saying
+// how to see the rest. Accessible mode prints them as they are.
+func (r *reviewer) confirmLines(lines []string) []string {
+	if r.accessible {
+		return lines
+	}
+	var wrapped []string
+	for _, l := range lines {
+		wrapped = append(wrapped, r.paint.textLines(l, r.noteWidth())...)
+	}
+	if n := r.height() - 11; len(wrapped) > n {
+		n = max(n, 2)
+		more := len(wrapped) - (n - 1)
+		wrapped = append(wrapped[:n-1], fmt.Sprintf("… %d more lines: press v to see everything", more))
+	}
+	return wrapped
 }
