@@ -224,29 +224,72 @@ func TestRoomsSessionsApart(t *testing.T) {
 	}
 }
 
-// secretReader is a root reader in the guest: until $1/stop exists, it sweeps every
-// process's cmdline and environ for the pattern in $1/pat and notes each hit with its chain of
-// parents' command lines ($1/hits). Once it has seen the value in the environment of the
-// command (a chain with the marker $2) in 3 sweeps, or after 4 minutes without, it writes to
-// the FIFO $1/go, which the command waits on, and goes on sweeping.
-const secretReader = `d=$1; m=$2; t0=$(date +%s); seen=0; went=
-while [ ! -e "$d/stop" ] && [ $(( $(date +%s) - t0 )) -lt 600 ]; do
-  own=
-  for f in $(grep -l -a -F -f "$d/pat" /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null); do
-    p=${f#/proc/}; p=${p%%/*}; chain=; q=$p; i=0
-    while [ -n "$q" ] && [ "$q" != 0 ] && [ $i -lt 40 ]; do
-      chain="$chain | $q:$(tr '\000\n' '  ' < /proc/$q/cmdline 2>/dev/null)"
-      q=$(awk '/^PPid:/{print $2}' /proc/$q/status 2>/dev/null); i=$((i+1))
-    done
-    echo "HIT $f$chain" >> "$d/hits"
-    case "$f$chain" in */environ*"$m"*) own=1 ;; esac
-  done
-  [ -n "$own" ] && seen=$((seen + 1))
-  if [ -z "$went" ] && { [ $seen -ge 3 ] || [ $(( $(date +%s) - t0 )) -gt 240 ]; }; then
-    went=1; echo "go after $seen" > "$d/went"; timeout 30 sh -c 'echo go > "$1"' sh "$d/go"
-  fi
-done
-echo done > "$d/finished"
+// secretReader is a root reader in the guest (python3: one process, no fork per file read):
+// until $1/stop exists, it sweeps every process's cmdline and environ for the value in
+// $1/pat and notes each hit with its chain of parents' command lines ($1/hits). A process's
+// command line and parent are read before its environment, so that a process gone by the
+// time the hit is noted (a login shell's short-lived children: /etc/profile's $(id -u)) is
+// still told; a process read no more is no hit. Once it has seen the value in the environment
+// of the command (a chain with the marker $2) in 3 sweeps, or after 4 minutes without, it
+// writes to the FIFO $1/go, which the command waits on, and goes on sweeping.
+const secretReader = `import os, subprocess, sys, time
+d, m = sys.argv[1], sys.argv[2].encode()
+with open(d + "/pat", "rb") as f:
+    pat = f.read().split(b"\n")[0]
+def read(p, name):
+    try:
+        with open("/proc/%s/%s" % (p, name), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+def info(p):
+    c, s = read(p, "cmdline"), read(p, "status")
+    if c is None or s is None:
+        return None
+    pp = "0"
+    for l in s.splitlines():
+        if l.startswith(b"PPid:"):
+            pp = l.split()[1].decode()
+    return pp, c.replace(b"\0", b" ").replace(b"\n", b" ")
+t0 = time.time(); seen = 0; went = None
+hits = open(d + "/hits", "ab", buffering=0)
+while not os.path.exists(d + "/stop") and time.time() - t0 < 600:
+    own = False
+    pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    known = {}
+    for p in pids:
+        i = info(p)
+        if i:
+            known[p] = i
+    for p in pids:
+        i = info(p)
+        if i is None:
+            continue
+        for kind in ("cmdline", "environ"):
+            data = read(p, kind)
+            if data is None or pat not in data:
+                continue
+            chain = b""; q = p; n = 0
+            while q != "0" and n < 40:
+                x = i if q == p else (known.get(q) or info(q))
+                if x is None:
+                    chain += b" | " + q.encode() + b":"
+                    break
+                chain += b" | " + q.encode() + b":" + x[1]
+                q = x[0]; n += 1
+            hits.write(b"HIT /proc/" + p.encode() + b"/" + kind.encode() + chain + b"\n")
+            if kind == "environ" and m in chain:
+                own = True
+    if own:
+        seen += 1
+    if went is None and (seen >= 3 or time.time() - t0 > 240):
+        with open(d + "/went", "w") as f:
+            f.write("go after %d\n" % seen)
+        went = subprocess.Popen(["timeout", "30", "sh", "-c", 'echo go > "$1"', "sh", d + "/go"])
+    if went is not None:
+        went.poll()
+with open(d + "/finished", "w") as f:
+    f.write("done\n")
 `
 
 // No value on any command line or in any log (issue 23, finding 2): `limactl mcp shell --env
@@ -285,7 +328,7 @@ func shellEnvValueNowhere(t *testing.T, network string) {
 	}
 	t.Cleanup(func() { guestShell(t, "sudo touch "+d+"/stop; sleep 2; sudo rm -rf "+d) })
 	reader := vm.Command(ctxT(t, 2*time.Minute), "limactl", "shell", "--workdir", "/", instanceName, "--", "sudo", "sh", "-c",
-		"nohup setsid sh -c "+shq(secretReader)+" reader "+d+" "+marker+" >/dev/null 2>&1 </dev/null &")
+		"nohup setsid python3 -c "+shq(secretReader)+" "+d+" "+marker+" >/dev/null 2>"+d+"/reader.err </dev/null &")
 	if out, err := reader.CombinedOutput(); err != nil {
 		t.Fatalf("starting the reader in the guest: %v\n%s", err, out)
 	}
@@ -359,7 +402,7 @@ func shellEnvValueNowhere(t *testing.T, network string) {
 		t.Errorf("in the guest, outside the command's environment: %s", h)
 	}
 	if len(own) == 0 {
-		t.Errorf("the reader never saw the value in the command's own environment: the check is blind\n%s", hits)
+		t.Errorf("the reader never saw the value in the command's own environment: the check is blind\n%s\nthe reader's errors:\n%s", hits, guestShell(t, "sudo cat "+d+"/reader.err; true"))
 	}
 
 	// The journal, and files anywhere we or the guest write.
