@@ -157,11 +157,8 @@ func (l *Log) append(line []byte) error {
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
 		return err
 	}
-	lock, err := l.openLock()
+	lock, err := l.holdLock(syscall.LOCK_SH)
 	if err != nil {
-		return err
-	}
-	if err := flock(lock, syscall.LOCK_SH); err != nil {
 		return err
 	}
 	defer flock(lock, syscall.LOCK_UN) //nolint:errcheck
@@ -187,9 +184,44 @@ func (l *Log) append(line []byte) error {
 	return nil
 }
 
-// openLock gives the timeline's lock file, opened once per Log (under l.mu) and kept: the lock
-// file is never renamed or removed while the session lives, and opening it for each event
-// doubled the cost of the append.
+// holdLock takes the timeline's lock (how: shared or exclusive) and gives its file. The file
+// kept open (openLock) is checked to be the one at its path once locked: a session directory
+// removed and made again (discard, then a new session of the same name) has a new lock file,
+// and a writer still locking the old one would exclude no one. Then it opens the new one.
+func (l *Log) holdLock(how int) (*os.File, error) {
+	for try := 0; ; try++ {
+		lock, err := l.openLock()
+		if err != nil {
+			return nil, err
+		}
+		if err := flock(lock, how); err != nil {
+			return nil, err
+		}
+		if try == 2 || l.lockIsCurrent(lock) { // a directory made again and again: write anyway
+			return lock, nil
+		}
+		flock(lock, syscall.LOCK_UN) //nolint:errcheck
+		lock.Close()
+		l.lock = nil
+		if err := os.MkdirAll(l.dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// lockIsCurrent says whether lock is still the file at the lock's path.
+func (l *Log) lockIsCurrent(lock *os.File) bool {
+	held, err := lock.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Lstat(filepath.Join(l.dir, lockName))
+	return err == nil && os.SameFile(held, now)
+}
+
+// openLock gives the timeline's lock file, opened once per Log (under l.mu) and kept (opening
+// it for each event doubled the cost of the append); holdLock opens it again when the session
+// directory was made again.
 func (l *Log) openLock() (*os.File, error) {
 	if l.lock != nil {
 		return l.lock, nil

@@ -317,3 +317,30 @@ func TestJSONStringSize(t *testing.T) {
 		}
 	}
 }
+
+// A session directory removed and made again (discard, then a new session of that name) has a
+// new lock file: a serve that wrote before locks the new one at its next event, so that it and
+// the new session's writers exclude each other again.
+func TestLockFollowsSessionDirectoryMadeAgain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "session")
+	old := Open(dir, "serve", nil)
+	old.Record(Event{Kind: Command, Command: "before"})
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	fresh := Open(dir, "shell", nil)
+	fresh.Record(Event{Kind: Command, Command: "new session"})
+	old.Record(Event{Kind: Command, Command: "after"})
+	for name, l := range map[string]*Log{"the earlier writer": old, "the new one": fresh} {
+		if l.lock == nil || !l.lockIsCurrent(l.lock) {
+			t.Errorf("%s holds a lock file that is no longer the session's", name)
+		}
+	}
+	tl, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Counts.Commands != 2 {
+		t.Errorf("%d commands in the new timeline, want 2 (the new session's and the later one)", tl.Counts.Commands)
+	}
+}
