@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"context"
+	"io"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
@@ -36,6 +37,8 @@ type Ref struct {
 	Session string
 
 	open sessionopen.Opener
+	// errOut is where notes for a person go (IO.ErrOut).
+	errOut io.Writer
 }
 
 // Resolve checks the working directory (workdirpath.Resolve), then the session name
@@ -60,11 +63,15 @@ func ResolveInstance(s Selector) (*Ref, error) {
 	if err != nil {
 		return nil, err
 	}
+	errOut := io.Discard
+	if s.IO != nil {
+		errOut = s.IO.ErrOut
+	}
 	open := s.Open
 	if open == nil {
-		open = sessionopen.HostOpener(s.IO.ErrOut)
+		open = sessionopen.HostOpener(errOut)
 	}
-	return &Ref{Verb: s.Verb, Instance: s.Instance, Session: session, open: open}, nil
+	return &Ref{Verb: s.Verb, Instance: s.Instance, Session: session, open: open, errOut: errOut}, nil
 }
 
 // OpenInstance opens the instance; the error of a misspelled one names the command meant on

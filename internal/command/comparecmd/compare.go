@@ -50,45 +50,20 @@ type JSON struct {
 // Run compares the sessions.
 func Run(ctx context.Context, opts *Options) error {
 	ios := opts.IO
-	if len(opts.Sessions) < 2 {
-		return fmt.Errorf("compare needs two sessions or more, %d given", len(opts.Sessions))
-	}
-	if len(opts.Sessions) > maxSessions {
-		return fmt.Errorf("%d sessions: compare reads at most %d", len(opts.Sessions), maxSessions)
-	}
-	names := make([]string, len(opts.Sessions))
-	seen := map[string]bool{}
-	for i, n := range opts.Sessions {
-		name, err := staging.ParseSessionName(n)
-		if err != nil {
-			return fmt.Errorf("session %q: a session name is 1 to 32 letters, digits, '-' or '_' (\"default\": the unnamed session)", n)
-		}
-		if seen[name] {
-			return fmt.Errorf("session %q is named twice", n)
-		}
-		seen[name], names[i] = true, name
+	names, err := cmdutil.Sessions{Verb: "compare", Names: opts.Sessions, Max: maxSessions}.Parse()
+	if err != nil {
+		return err
 	}
 	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "compare", Instance: opts.Instance, Workdir: opts.Workdir, Session: names[0], Open: opts.Open})
 	if err != nil {
 		return err
 	}
-	t, first, err := ref.OpenSession(ctx)
+	t, sessions, err := ref.OpenCompared(ctx, names[1:])
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	workdir := first.State.Workdir
-	if ref.Inside(first) {
-		fmt.Fprintf(ios.ErrOut, "Comparing sessions of %s.\n", ref.Which(first))
-	}
-	sessions := []*staging.Session{first}
-	for _, name := range names[1:] {
-		s, err := t.Session(workdir, name)
-		if err != nil {
-			return err
-		}
-		sessions = append(sessions, s)
-	}
+	workdir := sessions[0].State.Workdir
 	var cmp *staging.Comparison
 	err = sessions[0].Within(ctx, compareWait, "comparing the sessions", func(ctx context.Context) error {
 		var err error

@@ -23,9 +23,9 @@ func runAllBut(ctx context.Context, opts *Options) error {
 	if opts.Session != "" {
 		return errors.New("--all-but NAME and --session NAME cannot be used together: --all-but names the session to keep")
 	}
-	keepName, err := staging.ParseSessionName(opts.AllBut)
+	keepName, err := cmdutil.ParseSessionArg("--all-but", opts.AllBut)
 	if err != nil {
-		return fmt.Errorf("--all-but %q: a session name is 1 to 32 letters, digits, '-' or '_' (\"default\": the unnamed session)", opts.AllBut)
+		return err
 	}
 	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "discard", Instance: opts.Instance, Workdir: opts.Workdir, Session: keepName, Open: opts.Open})
 	if err != nil {

@@ -31,24 +31,13 @@ func runCompare(ctx context.Context, opts *Options) error {
 			return fmt.Errorf("--compare and %s cannot be used together: a compare is chosen on a terminal (undo it with `review --session FIRST --undo`)", flag)
 		}
 	}
-	if len(opts.Compare) < 2 {
-		return fmt.Errorf("--compare needs two sessions or more, comma-separated (\"default\": the unnamed session), %d given", len(opts.Compare))
+	names, err := cmdutil.Sessions{Verb: "review", Flag: "--compare", Names: opts.Compare, Max: maxCompared}.Parse()
+	if err != nil {
+		return err
 	}
-	if len(opts.Compare) > maxCompared {
-		return fmt.Errorf("--compare: %d sessions, at most %d are compared at once", len(opts.Compare), maxCompared)
-	}
-	names := make([]string, len(opts.Compare))
-	labels := make([]string, len(opts.Compare))
-	seen := map[string]bool{}
-	for i, n := range opts.Compare {
-		name, err := staging.ParseSessionName(n)
-		if err != nil {
-			return fmt.Errorf("--compare: session %q: a session name is 1 to 32 letters, digits, '-' or '_' (\"default\": the unnamed session)", n)
-		}
-		if seen[name] {
-			return fmt.Errorf("--compare: session %q is named twice", n)
-		}
-		seen[name], names[i], labels[i] = true, name, staging.SessionLabel(name)
+	labels := make([]string, len(names))
+	for i, name := range names {
+		labels[i] = staging.SessionLabel(name)
 	}
 	if opts.DecideCompare == nil && !(ios.IsStdinTTY() && ios.IsStdoutTTY()) {
 		return exitcode.With(exitcode.Pending, fmt.Errorf("review --compare is chosen on a terminal, and there is none: nothing was applied. `limactl mcp compare %s %s` prints the comparison", termsafe.String(opts.Instance), termsafe.String(strings.Join(labels, " "))))
@@ -62,24 +51,14 @@ func runCompare(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	t, first, err := ref.OpenSession(ctx)
+	t, sessions, err := ref.OpenCompared(ctx, names[1:])
 	if err != nil {
 		return err
 	}
 	defer t.Close()
+	first := sessions[0]
 	workdir := first.State.Workdir
 	instance := t.Instance.Name
-	if ref.Inside(first) {
-		fmt.Fprintf(ios.ErrOut, "Comparing sessions of %s.\n", ref.Which(first))
-	}
-	sessions := []*staging.Session{first}
-	for _, name := range names[1:] {
-		s, err := t.Session(workdir, name)
-		if err != nil {
-			return err
-		}
-		sessions = append(sessions, s)
-	}
 	var paths []string
 	for _, p := range opts.Paths {
 		rel, err := workdirpath.Rel(workdir, p)
