@@ -1,25 +1,14 @@
 package tui
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/screenshot"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
-
-// The screens of docs/review-screens, made by tuidemo (the real tui.Run) in tmux and turned
-// into HTML by aha (https://github.com/theZiz/aha; Debian's package "aha"):
-//
-//	LIMACTL_MCP_SCREENS=$PWD/docs/review-screens go test -count=1 -run TestReviewScreens ./internal/review/tui/
-//
-// Without LIMACTL_MCP_SCREENS the test is skipped: it makes documentation, it checks nothing
-// the other tests do not.
 
 const fetchOld = `package net
 
@@ -61,27 +50,14 @@ func screensTreeChangeset() *review.Changeset {
 	return cs
 }
 
+// TestReviewScreens makes the review's screens of docs/review-screens: tuidemo (the real
+// tui.Run) in tmux, saved by internal/testutil/screenshot, which says how to run it (the
+// compare's screens are internal/command/reviewcmd's TestReviewScreensCompare).
 func TestReviewScreens(t *testing.T) {
-	dir := os.Getenv("LIMACTL_MCP_SCREENS")
-	if dir == "" {
-		t.Skip("LIMACTL_MCP_SCREENS is not set: no screens to make")
-	}
-	aha, err := exec.LookPath("aha")
-	if err != nil {
-		t.Fatal("aha is needed to turn the captures into HTML: ", err)
-	}
+	shots := screenshot.New(t, "limactl mcp review: ")
 	save := func(s *tmuxSession, name, title string) {
 		t.Helper()
-		cmd := exec.Command(aha, "--black", "--title", "limactl mcp review: "+title)
-		cmd.Stdin = strings.NewReader(s.screenEsc())
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("aha: %v", err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+".html"), out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		shots.Save(name, title, s.screenEsc())
 	}
 	quit := func(s *tmuxSession) {
 		s.keys("C-c")
