@@ -2,6 +2,7 @@ package reviewcmd_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,7 +25,18 @@ func compareFixture(t *testing.T) (*sessiontest.Fixture, map[string]string) {
 	for i := 1; i <= 14; i++ {
 		b += "b" + string(rune('a'+i-1)) + "\n"
 	}
-	f := sessiontest.New(t, map[string]string{"b.txt": b, "c.txt": "c\n", "d.txt": "d\n"})
+	return forkFixture(t, map[string]string{"b.txt": b, "c.txt": "c\n", "d.txt": "d\n"},
+		"sed -i 's/^bb$/ONE/' b.txt && echo c1 > c.txt && echo one > one.txt && printf 'one\\0' > bin.dat",
+		"sed -i 's/^bm$/TWO/' b.txt && echo c2 > c.txt && rm d.txt && printf 'two\\0' > bin.dat",
+		"sed -i 's/^bb$/THREE/' b.txt")
+}
+
+// forkFixture is a working directory of files on a real sshd with a fork of its session per
+// script, try1, try2, …, each changed by its script (a scripted "agent", run in the fork's
+// guest copy); it returns the forks' guest paths by name.
+func forkFixture(t *testing.T, files map[string]string, scripts ...string) (*sessiontest.Fixture, map[string]string) {
+	t.Helper()
+	f := sessiontest.New(t, files)
 	target, err := f.Opener()(context.Background(), sessiontest.Instance)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +47,8 @@ func compareFixture(t *testing.T) (*sessiontest.Fixture, map[string]string) {
 		t.Fatal(err)
 	}
 	paths := map[string]string{}
-	for _, n := range []string{"try1", "try2", "try3"} {
+	for k := range scripts {
+		n := fmt.Sprintf("try%d", k+1)
 		id := staging.SessionIDOf(f.Workdir, n)
 		t.Cleanup(func() {
 			p, _ := staging.SessionGuestPath(f.Workdir, n, f.Srv.Home, id)
@@ -50,9 +63,9 @@ func compareFixture(t *testing.T) (*sessiontest.Fixture, map[string]string) {
 		}
 		paths[n] = s.State.GuestPath
 	}
-	f.GuestAt(paths["try1"], "sed -i 's/^bb$/ONE/' b.txt && echo c1 > c.txt && echo one > one.txt && printf 'one\\0' > bin.dat")
-	f.GuestAt(paths["try2"], "sed -i 's/^bm$/TWO/' b.txt && echo c2 > c.txt && rm d.txt && printf 'two\\0' > bin.dat")
-	f.GuestAt(paths["try3"], "sed -i 's/^bb$/THREE/' b.txt")
+	for k, script := range scripts {
+		f.GuestAt(paths[fmt.Sprintf("try%d", k+1)], script)
+	}
 	return f, paths
 }
 

@@ -1,25 +1,14 @@
 package tui
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/screenshot"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
-
-// The screens of docs/review-screens, made by tuidemo (the real tui.Run) in tmux and turned
-// into HTML by aha (https://github.com/theZiz/aha; Debian's package "aha"):
-//
-//	LIMACTL_MCP_SCREENS=$PWD/docs/review-screens go test -count=1 -run TestReviewScreens ./internal/review/tui/
-//
-// Without LIMACTL_MCP_SCREENS the test is skipped: it makes documentation, it checks nothing
-// the other tests do not.
 
 const fetchOld = `package net
 
@@ -61,27 +50,14 @@ func screensTreeChangeset() *review.Changeset {
 	return cs
 }
 
+// TestReviewScreens makes the review's screens of docs/review-screens: tuidemo (the real
+// tui.Run) in tmux, saved by internal/testutil/screenshot, which says how to run it (the
+// compare's screens are internal/command/reviewcmd's TestReviewScreensCompare).
 func TestReviewScreens(t *testing.T) {
-	dir := os.Getenv("LIMACTL_MCP_SCREENS")
-	if dir == "" {
-		t.Skip("LIMACTL_MCP_SCREENS is not set: no screens to make")
-	}
-	aha, err := exec.LookPath("aha")
-	if err != nil {
-		t.Fatal("aha is needed to turn the captures into HTML: ", err)
-	}
+	shots := screenshot.New(t, "limactl mcp review: ")
 	save := func(s *tmuxSession, name, title string) {
 		t.Helper()
-		cmd := exec.Command(aha, "--black", "--title", "limactl mcp review: "+title)
-		cmd.Stdin = strings.NewReader(s.screenEsc())
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("aha: %v", err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+".html"), out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		shots.Save(name, title, s.screenEsc())
 	}
 	quit := func(s *tmuxSession) {
 		s.keys("C-c")
@@ -138,15 +114,17 @@ func TestReviewScreens(t *testing.T) {
 	s.typeLine("n")
 	s.waitFor("Enter a number between 0 and 2")
 	s.typeLine("0")
-	s.waitFor("Choose lines within any of these files?")
+	// The answers on the screen saved are typed once their prompt is on it: typed before, the
+	// terminal echoes them above the prompt, and the screen differs from run to run.
+	s.waitFor("Choose lines within any of these files?", "1.   M README.md  +1 −1\n0.   Confirm selection\nEnter a number between 0 and 1:")
 	s.typeLine("1")
-	s.waitFor("1. ✓ M README.md")
+	s.waitFor("1. ✓ M README.md  +1 −1\n0.   Confirm selection\nEnter a number between 0 and 1:")
 	s.typeLine("0")
-	s.waitFor("Hunk 1 of 1: what should happen?")
+	s.waitFor("3. choose its lines one by one\nEnter a number between 1 and 3:")
 	s.typeLine("3")
-	s.waitFor("2. ✓ + brave new world")
+	s.waitFor("2. ✓ + brave new world\n0.   Confirm selection\nEnter a number between 0 and 2:")
 	s.typeLine("1")
-	s.waitFor("1.   − world")
+	s.waitFor("1.   − world\n2. ✓ + brave new world\n0.   Confirm selection\nEnter a number between 0 and 2:")
 	save(s, "accessible", "accessible mode")
 	quit(s)
 }
