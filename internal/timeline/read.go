@@ -1,13 +1,11 @@
 package timeline
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 )
 
 // Timeline is a session's timeline as read.
@@ -77,30 +75,8 @@ func Exists(dir string) bool {
 	return false
 }
 
-// Follow calls fn for each event appended to the timeline in dir after tl was read, until
-// ctx ends, looking every poll (500 ms when 0). A rotation is followed (the new file is read
-// from its start). It returns ctx's error, or the error reading the files.
-func (tl *Timeline) Follow(ctx context.Context, dir string, poll time.Duration, fn func(*Event)) error {
-	if poll <= 0 {
-		poll = 500 * time.Millisecond
-	}
-	f := tl.Follower(dir)
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		if err := f.Read(fn); err != nil {
-			return err
-		}
-	}
-}
-
-// Follower reads what is appended to a timeline after it was read, one look at a time (Read):
-// Follow is a Follower looked at every poll; a caller with its own clock calls Read itself.
+// Follower reads what is appended to a timeline after it was read, one look at a time (Read),
+// when its caller chooses (`log --follow` looks every poll).
 type Follower struct {
 	path, oldPath string
 	ino           uint64 // the current file followed (0: none yet)
