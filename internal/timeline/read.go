@@ -1,13 +1,11 @@
 package timeline
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 )
 
 // Timeline is a session's timeline as read.
@@ -77,65 +75,64 @@ func Exists(dir string) bool {
 	return false
 }
 
-// Follow calls fn for each event appended to the timeline in dir after tl was read, until
-// ctx ends, looking every poll (500 ms when 0). A rotation is followed (the new file is read
-// from its start). It returns ctx's error, or the error reading the files.
-func (tl *Timeline) Follow(ctx context.Context, dir string, poll time.Duration, fn func(*Event)) error {
-	if poll <= 0 {
-		poll = 500 * time.Millisecond
+// Follower reads what is appended to a timeline after it was read, one look at a time (Read),
+// when its caller chooses (`log --follow` looks every poll).
+type Follower struct {
+	path, oldPath string
+	ino           uint64 // the current file followed (0: none yet)
+	off           int64  // how far it was read
+	oldDone       uint64 // the OldName file read to its end
+}
+
+// Follower follows the timeline in dir from where tl's reading ended.
+func (tl *Timeline) Follower(dir string) *Follower {
+	f := &Follower{path: filepath.Join(dir, FileName), oldPath: filepath.Join(dir, OldName), off: tl.end}
+	if fi, err := os.Lstat(f.path); err == nil {
+		f.ino = inode(fi)
 	}
-	path := filepath.Join(dir, FileName)
-	var ino uint64
-	if fi, err := os.Lstat(path); err == nil {
-		ino = inode(fi)
+	if fi, err := os.Lstat(f.oldPath); err == nil {
+		f.oldDone = inode(fi)
 	}
-	off := tl.end
-	var oldDone uint64 // the OldName file read to its end
-	if fi, err := os.Lstat(filepath.Join(dir, OldName)); err == nil {
-		oldDone = inode(fi)
+	return f
+}
+
+// Read calls fn for each event appended since the last look, in the order written. A rotation
+// is followed (the new file is read from its start). It returns the error reading the files.
+func (f *Follower) Read(fn func(*Event)) error {
+	fi, err := os.Lstat(f.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		fi, err := os.Lstat(path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err != nil || inode(fi) != ino {
-			// Rotated: what the file we followed got after our last read is in OldName now
-			// (unless it rotated twice between two looks: 8 MiB in one poll).
-			// A file made and rotated between two looks (while we waited for one) is read
-			// from its start.
-			if ofi, oerr := os.Lstat(filepath.Join(dir, OldName)); oerr == nil && inode(ofi) != oldDone {
-				from := off
-				if inode(ofi) != ino {
-					from = 0
-				}
-				if ino != 0 || from == 0 {
-					_, _ = scanFrom(filepath.Join(dir, OldName), from, func(e *Event, _ []byte) { fn(e) }, nil)
-				}
-				oldDone = inode(ofi)
+	if err != nil || inode(fi) != f.ino {
+		// Rotated: what the file we followed got after our last read is in OldName now
+		// (unless it rotated twice between two looks: 8 MiB in one poll).
+		// A file made and rotated between two looks (while we waited for one) is read
+		// from its start.
+		if ofi, oerr := os.Lstat(f.oldPath); oerr == nil && inode(ofi) != f.oldDone {
+			from := f.off
+			if inode(ofi) != f.ino {
+				from = 0
 			}
-			ino, off = 0, 0
-			if err != nil {
-				continue // no current file yet
+			if f.ino != 0 || from == 0 {
+				_, _ = scanFrom(f.oldPath, from, func(e *Event, _ []byte) { fn(e) }, nil)
 			}
-			ino = inode(fi)
+			f.oldDone = inode(ofi)
 		}
-		if fi.Size() < off {
-			off = 0 // replaced in place: read it again
+		f.ino, f.off = 0, 0
+		if err != nil {
+			return nil // no current file yet
 		}
-		if fi.Size() == off {
-			continue
-		}
-		off, err = scanFrom(path, off, func(e *Event, _ []byte) { fn(e) }, nil)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
+		f.ino = inode(fi)
 	}
+	if fi.Size() < f.off {
+		f.off = 0 // replaced in place: read it again
+	}
+	if fi.Size() == f.off {
+		return nil
+	}
+	f.off, err = scanFrom(f.path, f.off, func(e *Event, _ []byte) { fn(e) }, nil)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }

@@ -37,10 +37,15 @@ type Options struct {
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
-	// Now is the clock (--since 10m, HH:MM); default time.Now.
+	// Now is the clock of --since (10m, HH:MM); default time.Now.
 	Now func() time.Time
 	// Poll is how often --follow looks (default 500 ms).
 	Poll time.Duration
+	// Ticks, when set, are when --follow looks instead of every Poll, each value the time of
+	// its look (a test's clock).
+	Ticks <-chan time.Time
+	// Settle is how long --follow holds an event it read (default DefaultSettle).
+	Settle time.Duration
 }
 
 // Validate checks the flags that exclude each other, before anything is opened.
@@ -125,17 +130,11 @@ func Run(ctx context.Context, opts *Options) error {
 	if !opts.Follow {
 		return nil
 	}
-	err = tl.Follow(ctx, dir, opts.Poll, func(e *timeline.Event) {
-		if opts.JSON {
-			_ = p.json(e)
-		} else {
-			p.line(e)
-		}
-	})
-	if ctx.Err() != nil {
-		return nil // interrupted: the way --follow ends
+	var last time.Time
+	if len(events) > 0 {
+		last = events[len(events)-1].Time
 	}
-	return err
+	return follow(ctx, opts, tl, dir, p, last)
 }
 
 // Summary says a timeline's totals in one line: "41 events: 30 calls (12 commands), 3
@@ -228,13 +227,16 @@ func (p *printer) json(e *timeline.Event) error {
 
 // line prints e as one line (after a date line when the date changes). Everything the
 // guest or the agent wrote is escaped (termsafe).
-func (p *printer) line(e *timeline.Event) {
+func (p *printer) line(e *timeline.Event) { p.markedLine(e, "") }
+
+// markedLine is line with mark before the event's words.
+func (p *printer) markedLine(e *timeline.Event, mark string) {
 	local := e.Time.Local()
 	if day := local.Format("2006-01-02"); day != p.day {
 		fmt.Fprintf(p.w, "— %s —\n", day)
 		p.day = day
 	}
-	fmt.Fprintf(p.w, "%s  %-7s %s\n", local.Format("15:04:05.000"), e.Source, termsafe.String(Describe(e)))
+	fmt.Fprintf(p.w, "%s  %-7s %s%s\n", local.Format("15:04:05.000"), e.Source, mark, termsafe.String(Describe(e)))
 }
 
 // Describe says an event in words, without its time (timeline.Describe).
