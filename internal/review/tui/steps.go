@@ -81,8 +81,14 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 	if r.accessible {
 		desc = ""
 	}
-	if n := r.opts.Notice; n != "" {
-		desc = strings.TrimSuffix(n+"\n"+desc, "\n")
+	// Above the keys: what the agent did on the network (the Notice), then what its requests
+	// carried of the session's secrets.
+	head := r.opts.Notice
+	if lines := review.SecretsLines(r.opts.Secrets); len(lines) > 0 {
+		head = strings.TrimPrefix(head+"\n"+strings.Join(lines, "\n"), "\n")
+	}
+	if head != "" {
+		desc = strings.TrimSuffix(head+"\n"+desc, "\n")
 	}
 	if !r.accessible {
 		// The progress line and its keys come first (listNav.description).

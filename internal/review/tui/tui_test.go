@@ -254,6 +254,34 @@ func TestTUINotice(t *testing.T) {
 	}
 }
 
+// The session's secrets' uses are on the screen where the person picks the files, under the
+// network line; a session without secrets shows no such line.
+func TestTUISecrets(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, basicChangeset(), "-notice", "Network policy allow:api.anthropic.com: the agent reached 1 host.",
+		"-secrets", "ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com", "-secrets", "OPENAI_API_KEY used 1 time, only with api.openai.com")
+	scr := s.waitFor("Secrets: ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com.", "Secrets: OPENAI_API_KEY used 1 time, only with api.openai.com.", "M README.md  +1 −1")
+	network, secret := strings.Index(scr, "Network policy allow"), strings.Index(scr, "Secrets: ANTHROPIC_API_KEY")
+	if network < 0 || secret < network || strings.Index(scr, "M README.md") < secret {
+		t.Errorf("want the network line, then the secrets, then the files:\n%s", scr)
+	}
+	s.keys("Enter")
+	s.waitFor("Apply these changes?")
+	s.keys("y")
+	if _, aborted := s.outcome(); aborted {
+		t.Fatal("aborted")
+	}
+
+	none := startTUI(t, basicChangeset())
+	if scr := none.waitFor("M README.md  +1 −1", "M logo.png"); strings.Contains(scr, "Secrets") {
+		t.Errorf("a session without secrets shows:\n%s", scr)
+	}
+	none.keys("Escape")
+	if _, aborted := none.outcome(); !aborted {
+		t.Error("esc did not abort")
+	}
+}
+
 func TestTUIDeselectOne(t *testing.T) {
 	t.Parallel()
 	s := startTUI(t, basicChangeset())
