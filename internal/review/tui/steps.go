@@ -123,6 +123,10 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 		fields = append(fields, huh.NewNote().Title("Refused (never applied)").
 			Description(r.refusedLines(refused, noteLines)))
 	}
+	if r.accessible && head != "" {
+		// huh's accessible mode prints no field's description: the notice is a note of its own.
+		fields = append([]huh.Field{huh.NewNote().Title(head)}, fields...)
+	}
 	if !r.accessible {
 		// Layout: group title 1, the field (title 1, description, options), the note (gap 1,
 		// title 1, blank 1, lines, blank 1), blank 1, help 1; one line spare.

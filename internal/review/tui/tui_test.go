@@ -282,6 +282,29 @@ func TestTUISecrets(t *testing.T) {
 	}
 }
 
+// In accessible mode (which prints no field's description) the network line and the uses
+// are over the list of files too.
+func TestTUISecretsAccessible(t *testing.T) {
+	t.Parallel()
+	s := startTUIAt(t, 100, 40, "", basicChangeset(), "-accessible", "-notice", "Network policy none: the agent reached 0 hosts.",
+		"-secrets", "ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com")
+	s.waitFor("Print the changes of every file first? [y/N]")
+	s.typeLine("n")
+	scr := s.waitFor("Network policy none: the agent reached 0 hosts.", "Secrets: ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com.", "Enter a number between 0 and 3")
+	network, secret := strings.Index(scr, "Network policy none"), strings.Index(scr, "Secrets: ANTHROPIC")
+	if secret < network || strings.Index(scr, "M README.md") < secret {
+		t.Errorf("want the network line, then the secrets, then the files:\n%s", scr)
+	}
+	s.typeLine("0")
+	s.waitFor("Choose lines within any of these files?", "Enter a number between 0 and 1")
+	s.typeLine("0")
+	s.waitFor("Apply these changes? [y/N]")
+	s.typeLine("y")
+	if _, aborted := s.outcome(); aborted {
+		t.Fatal("aborted")
+	}
+}
+
 func TestTUIDeselectOne(t *testing.T) {
 	t.Parallel()
 	s := startTUI(t, basicChangeset())
