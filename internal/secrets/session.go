@@ -99,6 +99,18 @@ func (f *FileLog) Record(u Use) {
 	_, _ = file.Write(append(line, '\n'))
 }
 
+// UsesSummary is what status and review show of the log of uses kept in a session's host
+// state directory dir: its Log.Summary lines ("ANTHROPIC_API_KEY used 212 times, only with
+// api.anthropic.com"), none when the session never used a secret, and one "unknown (…)" line
+// when the log cannot be read (a damaged log never fails the command that shows it).
+func UsesSummary(dir string) []string {
+	log, err := ReadUses(dir)
+	if err != nil {
+		return []string{"unknown (" + err.Error() + ")"}
+	}
+	return log.Summary()
+}
+
 // ReadUses reads the log of uses kept in dir (the rotated file first) into a Log; none is an
 // empty Log. Lines that are not a Use are skipped.
 func ReadUses(dir string) (*Log, error) {

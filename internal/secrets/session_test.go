@@ -65,3 +65,42 @@ func TestTestHook(t *testing.T) {
 		t.Errorf("a bad hook: %v", err)
 	}
 }
+
+// What status and review show of a session's log: its lines, nothing without one, and a
+// damaged log said as unknown, never an error.
+func TestUsesSummary(t *testing.T) {
+	if got := UsesSummary(filepath.Join(t.TempDir(), "no-session")); got != nil {
+		t.Errorf("no session directory: %q", got)
+	}
+	if got := UsesSummary(t.TempDir()); got != nil {
+		t.Errorf("no log: %q", got)
+	}
+	dir := t.TempDir()
+	f := &FileLog{Dir: dir}
+	for range 3 {
+		f.Record(Use{Time: time.Now(), Host: "api.anthropic.com:443", Secrets: []string{"ANTHROPIC_API_KEY"}})
+	}
+	f.Record(Use{Time: time.Now(), Host: "api.openai.com:443", Secrets: []string{"OPENAI_API_KEY"}})
+	f.Record(Use{Time: time.Now(), Host: "api.anthropic.com:443"}) // no secret: not a use
+	want := "ANTHROPIC_API_KEY used 3 times, only with api.anthropic.com\nOPENAI_API_KEY used 1 time, only with api.openai.com"
+	if got := strings.Join(UsesSummary(dir), "\n"); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// A log that is a link out of the directory is not followed: unknown, with the reason.
+	damaged := t.TempDir()
+	if err := os.Symlink(filepath.Join(dir, UsesFile), filepath.Join(damaged, UsesFile)); err != nil {
+		t.Fatal(err)
+	}
+	got := UsesSummary(damaged)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "unknown (") || !strings.HasSuffix(got[0], ")") || !strings.Contains(got[0], UsesFile) {
+		t.Errorf("a damaged log: %q", got)
+	}
+	// A session directory that is a file: unknown too.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := UsesSummary(file); len(got) != 1 || !strings.HasPrefix(got[0], "unknown (") {
+		t.Errorf("a session directory that is a file: %q", got)
+	}
+}

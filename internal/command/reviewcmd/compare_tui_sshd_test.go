@@ -35,8 +35,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// compareHelper runs `review INSTANCE --compare LIST` on the process's own terminal, with the
-// sshd and working directory the environment names.
+// compareHelper runs `review INSTANCE --compare LIST` (without LIST, `review INSTANCE`) on the
+// process's own terminal, with the sshd and working directory the environment names.
 func compareHelper() int {
 	// As the root command does: a second SIGINT after the TUI's handler is gone must not kill
 	// the process.
@@ -62,7 +62,7 @@ func compareHelper() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	opts := &reviewcmd.Options{
 		IO: iostreams.System(), Instance: sessiontest.Instance, Workdir: os.Getenv("LMCP_H_WORKDIR"),
-		Compare: strings.Split(os.Getenv("LMCP_H_COMPARE"), ","), Accessible: os.Getenv("LMCP_H_ACCESSIBLE") == "1",
+		Compare: compareList(os.Getenv("LMCP_H_COMPARE")), Accessible: os.Getenv("LMCP_H_ACCESSIBLE") == "1",
 		Open: func(_ context.Context, name string) (*sessionopen.Target, error) {
 			conn := guest.New(func(context.Context) (*sshlink.Target, error) { return target, nil }, guest.Options{Logger: log, NoLoginShell: true})
 			return &sessionopen.Target{Instance: &instance.Instance{Name: name, Status: "Running"}, Store: staging.Store{Dir: os.Getenv("LMCP_H_STORE")}, Conn: conn}, nil
@@ -76,7 +76,15 @@ func compareHelper() int {
 	return 0
 }
 
-// startCompare runs `review --compare list` in a width×height tmux pane.
+// compareList is --compare's sessions; none (a plain review) when list is empty.
+func compareList(list string) []string {
+	if list == "" {
+		return nil
+	}
+	return strings.Split(list, ",")
+}
+
+// startCompare runs `review --compare list` (list "": `review`) in a width×height tmux pane.
 func startCompare(t *testing.T, f *sessiontest.Fixture, width, height int, list string, env ...string) *tmuxtest.Session {
 	t.Helper()
 	env = append(env, []string{

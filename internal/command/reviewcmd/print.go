@@ -91,6 +91,9 @@ type changesetDoc struct {
 	Ignored []itemDoc  `json:"ignored"`
 	// Network is the session's network policy and what the agent did on the network.
 	Network *staging.NetworkReport `json:"network"`
+	// Secrets are the lines of the session's log of secrets' uses (secrets.UsesSummary), left
+	// out when it used none.
+	Secrets []string `json:"secrets,omitempty"`
 	// Timeline is the totals of the session's timeline (limactl mcp log; docs/log.md), left
 	// out when it cannot be read.
 	Timeline *timeline.Counts `json:"timeline,omitempty"`
@@ -125,7 +128,7 @@ type itemDoc struct {
 }
 
 // changesetJSON is the changeset for scripts.
-func changesetJSON(cs *review.Changeset, session string, network *staging.NetworkReport, tl *timeline.Timeline) changesetDoc {
+func changesetJSON(cs *review.Changeset, session string, network *staging.NetworkReport, uses []string, tl *timeline.Timeline) changesetDoc {
 	s := cs.Summary()
 	doc := changesetDoc{
 		SchemaVersion: jsonSchemaVersion,
@@ -135,6 +138,7 @@ func changesetJSON(cs *review.Changeset, session string, network *staging.Networ
 		Items:         []itemDoc{},
 		Ignored:       []itemDoc{},
 		Network:       network,
+		Secrets:       uses,
 	}
 	if tl != nil && tl.Counts.Events > 0 {
 		doc.Timeline = &tl.Counts

@@ -17,6 +17,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -159,6 +160,8 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	// What the agent did on the network is part of what the person reviews.
 	network := sess.NetworkReport(ctx, nil)
+	// And how its requests used the session's secrets (none: nothing is shown).
+	uses := secrets.UsesSummary(sess.Store().SessionDir(sess.State.ID))
 	// And which calls produced each change (the session's timeline).
 	tl, err := review.Attribute(sess, cs, time.Now())
 	if err != nil {
@@ -168,13 +171,16 @@ func Run(ctx context.Context, opts *Options) error {
 	case opts.JSON:
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(changesetJSON(cs, session, network, tl))
+		return enc.Encode(changesetJSON(cs, session, network, uses, tl))
 	case opts.Patch:
 		_, err := io.WriteString(ios.Out, review.Patch(cs))
 		return err
 	}
 	if network.Policy != staging.OpenNetwork && !opts.Patch {
 		fmt.Fprintln(ios.Out, termsafe.String(capitalize(network.Line())+"."))
+	}
+	for _, line := range review.SecretsLines(uses) {
+		fmt.Fprintln(ios.Out, line)
 	}
 	if len(cs.Items) == 0 {
 		fmt.Fprintln(ios.Out, nothingToReview(ctx, sess, paths, name))
@@ -188,7 +194,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if line := timelineNotice(tl, name); line != "" {
 		notice = strings.TrimPrefix(notice+"\n"+line, "\n")
 	}
-	decisions, err := decide(opts, name, cs, paths, notice, tl)
+	decisions, err := decide(opts, name, cs, paths, notice, uses, tl)
 	if err != nil {
 		return err
 	}
@@ -309,7 +315,7 @@ func busyError(err error, instance, workdir string) error {
 // decide gets the decisions for a changeset with items. --yes and --dry-run accept every
 // change that is not a conflict; otherwise a person decides on a terminal; without one,
 // nothing is applied and the exit code says consent is pending.
-func decide(opts *Options, instance string, cs *review.Changeset, paths []string, notice string, tl *timeline.Timeline) ([]review.Decision, error) {
+func decide(opts *Options, instance string, cs *review.Changeset, paths []string, notice string, uses []string, tl *timeline.Timeline) ([]review.Decision, error) {
 	ios := opts.IO
 	switch {
 	case opts.Yes || opts.DryRun:
@@ -318,7 +324,7 @@ func decide(opts *Options, instance string, cs *review.Changeset, paths []string
 		ask := opts.Decide
 		if ask == nil {
 			ask = func(cs *review.Changeset) ([]review.Decision, error) {
-				return interactive(cs, ios, opts.Accessible, notice, tl)
+				return interactive(cs, ios, opts.Accessible, notice, uses, tl)
 			}
 		}
 		decisions, err := ask(cs)

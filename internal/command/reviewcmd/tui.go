@@ -15,8 +15,8 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 
 // interactive lets a person decide on the terminal of ios, with the interactive review. This
 // is the only place that calls the review's TUI.
-func interactive(cs *review.Changeset, ios *iostreams.IOStreams, accessible bool, notice string, tl *timeline.Timeline) ([]review.Decision, error) {
-	decisions, err := tui.Run(cs, ios.In, ios.RawOut(), tui.Options{Accessible: accessible, Notice: notice, Timeline: tl})
+func interactive(cs *review.Changeset, ios *iostreams.IOStreams, accessible bool, notice string, uses []string, tl *timeline.Timeline) ([]review.Decision, error) {
+	decisions, err := tui.Run(cs, ios.In, ios.RawOut(), tui.Options{Accessible: accessible, Notice: notice, Secrets: uses, Timeline: tl})
 	if errors.Is(err, tui.ErrAborted) {
 		return nil, ErrAborted
 	}

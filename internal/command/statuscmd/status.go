@@ -73,19 +73,10 @@ func Run(ctx context.Context, opts *Options) error {
 		return nil
 	}
 	recs, _ := portscmd.Records(t.Store) // the previews: the host's own record (best effort)
-	printStatus(ios.Out, t.Instance.Name, sts, tls, recs, func(s staging.SessionStatus) []string { return SecretsUses(t.Store, s.Workdir, s.Session) })
+	printStatus(ios.Out, t.Instance.Name, sts, tls, recs, func(s staging.SessionStatus) []string {
+		return secrets.UsesSummary(t.Store.SessionDir(staging.SessionIDOf(s.Workdir, s.Session)))
+	})
 	return nil
-}
-
-// SecretsUses are the lines of a session's log of secrets' uses (kept on the host by the
-// relay: internal/secrets), "ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com";
-// none when the session never had secrets.
-func SecretsUses(store staging.Store, workdir, session string) []string {
-	log, err := secrets.ReadUses(store.SessionDir(staging.SessionIDOf(workdir, session)))
-	if err != nil {
-		return []string{"unknown (" + err.Error() + ")"}
-	}
-	return log.Summary()
 }
 
 func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts, recs []preview.Record, secretsUses func(staging.SessionStatus) []string) {

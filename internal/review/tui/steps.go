@@ -81,8 +81,14 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 	if r.accessible {
 		desc = ""
 	}
-	if n := r.opts.Notice; n != "" {
-		desc = strings.TrimSuffix(n+"\n"+desc, "\n")
+	// Above the keys: what the agent did on the network (the Notice), then what its requests
+	// carried of the session's secrets.
+	head := r.opts.Notice
+	if lines := review.SecretsLines(r.opts.Secrets); len(lines) > 0 {
+		head = strings.TrimPrefix(head+"\n"+strings.Join(lines, "\n"), "\n")
+	}
+	if head != "" {
+		desc = strings.TrimSuffix(head+"\n"+desc, "\n")
 	}
 	if !r.accessible {
 		// The progress line and its keys come first (listNav.description).
@@ -116,6 +122,10 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 		noteLines = min(len(refused), max(2, h/4))
 		fields = append(fields, huh.NewNote().Title("Refused (never applied)").
 			Description(r.refusedLines(refused, noteLines)))
+	}
+	if r.accessible && head != "" {
+		// huh's accessible mode prints no field's description: the notice is a note of its own.
+		fields = append([]huh.Field{huh.NewNote().Title(head)}, fields...)
 	}
 	if !r.accessible {
 		// Layout: group title 1, the field (title 1, description, options), the note (gap 1,

@@ -28,6 +28,9 @@ type Options struct {
 	// Notice is a line shown above the list of files: what the agent did on the network under
 	// its policy, which the person weighs with the changes.
 	Notice string
+	// Secrets are the session's lines of secrets' uses (secrets.UsesSummary), shown under the
+	// Notice as review.SecretsLines; none: nothing shown.
+	Secrets []string
 	// Timeline is the session's timeline (nil: none): the file list's "l" shows all of it.
 	Timeline *timeline.Timeline
 }

@@ -254,6 +254,57 @@ func TestTUINotice(t *testing.T) {
 	}
 }
 
+// The session's secrets' uses are on the screen where the person picks the files, under the
+// network line; a session without secrets shows no such line.
+func TestTUISecrets(t *testing.T) {
+	t.Parallel()
+	s := startTUI(t, basicChangeset(), "-notice", "Network policy allow:api.anthropic.com: the agent reached 1 host.",
+		"-secrets", "ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com", "-secrets", "OPENAI_API_KEY used 1 time, only with api.openai.com")
+	scr := s.waitFor("Secrets: ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com.", "Secrets: OPENAI_API_KEY used 1 time, only with api.openai.com.", "M README.md  +1 −1")
+	network, secret := strings.Index(scr, "Network policy allow"), strings.Index(scr, "Secrets: ANTHROPIC_API_KEY")
+	if network < 0 || secret < network || strings.Index(scr, "M README.md") < secret {
+		t.Errorf("want the network line, then the secrets, then the files:\n%s", scr)
+	}
+	s.keys("Enter")
+	s.waitFor("Apply these changes?")
+	s.keys("y")
+	if _, aborted := s.outcome(); aborted {
+		t.Fatal("aborted")
+	}
+
+	none := startTUI(t, basicChangeset())
+	if scr := none.waitFor("M README.md  +1 −1", "M logo.png"); strings.Contains(scr, "Secrets") {
+		t.Errorf("a session without secrets shows:\n%s", scr)
+	}
+	none.keys("Escape")
+	if _, aborted := none.outcome(); !aborted {
+		t.Error("esc did not abort")
+	}
+}
+
+// In accessible mode (which prints no field's description) the network line and the uses
+// are over the list of files too.
+func TestTUISecretsAccessible(t *testing.T) {
+	t.Parallel()
+	s := startTUIAt(t, 100, 40, "", basicChangeset(), "-accessible", "-notice", "Network policy none: the agent reached 0 hosts.",
+		"-secrets", "ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com")
+	s.waitFor("Print the changes of every file first? [y/N]")
+	s.typeLine("n")
+	scr := s.waitFor("Network policy none: the agent reached 0 hosts.", "Secrets: ANTHROPIC_API_KEY used 212 times, only with api.anthropic.com.", "Enter a number between 0 and 3")
+	network, secret := strings.Index(scr, "Network policy none"), strings.Index(scr, "Secrets: ANTHROPIC")
+	if secret < network || strings.Index(scr, "M README.md") < secret {
+		t.Errorf("want the network line, then the secrets, then the files:\n%s", scr)
+	}
+	s.typeLine("0")
+	s.waitFor("Choose lines within any of these files?", "Enter a number between 0 and 1")
+	s.typeLine("0")
+	s.waitFor("Apply these changes? [y/N]")
+	s.typeLine("y")
+	if _, aborted := s.outcome(); aborted {
+		t.Fatal("aborted")
+	}
+}
+
 func TestTUIDeselectOne(t *testing.T) {
 	t.Parallel()
 	s := startTUI(t, basicChangeset())

@@ -1,6 +1,6 @@
 // Command tuidemo runs the review TUI on a changeset read from a JSON file, for tests:
 //
-//	tuidemo [-accessible] [-width N -height N] [-notice LINE] [-timeline DIR] changeset.json result.json
+//	tuidemo [-accessible] [-width N -height N] [-notice LINE] [-secrets LINE]... [-timeline DIR] changeset.json result.json
 //
 // It writes the decisions as JSON to result.json, or the JSON string "aborted", or
 // {"error": "..."} for any other error.
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
@@ -24,6 +25,8 @@ func main() {
 	width := flag.Int("width", 0, "width (0: terminal)")
 	height := flag.Int("height", 0, "height (0: terminal)")
 	notice := flag.String("notice", "", "a line above the list of files")
+	var secretLines lines
+	flag.Var(&secretLines, "secrets", "a line of the session's secrets' uses (repeat for more)")
 	tlDir := flag.String("timeline", "", "the session directory whose timeline the l key shows")
 	flag.Parse()
 
@@ -53,7 +56,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	decs, err := tui.Run(&cs, os.Stdin, os.Stdout, tui.Options{Accessible: *accessible, Width: *width, Height: *height, Notice: *notice, Timeline: tl})
+	decs, err := tui.Run(&cs, os.Stdin, os.Stdout, tui.Options{Accessible: *accessible, Width: *width, Height: *height, Notice: *notice, Secrets: secretLines, Timeline: tl})
 	var result any = decs
 	switch {
 	case errors.Is(err, tui.ErrAborted):
@@ -76,4 +79,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// lines is a flag given once per line.
+type lines []string
+
+func (l *lines) String() string { return strings.Join(*l, "\n") }
+
+func (l *lines) Set(s string) error {
+	*l = append(*l, s)
+	return nil
 }
