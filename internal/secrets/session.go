@@ -131,17 +131,42 @@ func ReadUses(dir string) (*Log, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc := bufio.NewScanner(io.LimitReader(file, MaxUsesFile+64<<10))
-		sc.Buffer(make([]byte, 0, 64<<10), 64<<10)
-		for sc.Scan() {
+		err = readUseLines(io.LimitReader(file, MaxUsesFile+64<<10), l)
+		file.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+	}
+	return l, nil
+}
+
+// maxUseLine bounds one line of the log of uses; a longer one is no Use and is skipped.
+const maxUseLine = 64 << 10
+
+// readUseLines records into l every line of r that is a Use, skipping longer lines than
+// maxUseLine whole (a bufio.Scanner would stop at the first, and the counts would come out low
+// without a word).
+func readUseLines(r io.Reader, l *Log) error {
+	br := bufio.NewReaderSize(r, maxUseLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			for err == bufio.ErrBufferFull {
+				_, err = br.ReadSlice('\n')
+			}
+		} else if len(line) > 0 {
 			var u Use
-			if json.Unmarshal(sc.Bytes(), &u) == nil && u.Host != "" {
+			if json.Unmarshal(line, &u) == nil && u.Host != "" {
 				l.Record(u)
 			}
 		}
-		file.Close()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return l, nil
 }
 
 // The test hook (e2e only: there is no internet where the tests run). When set, the relay

@@ -104,3 +104,24 @@ func TestUsesSummary(t *testing.T) {
 		t.Errorf("a session directory that is a file: %q", got)
 	}
 }
+
+// A line longer than any use (a damaged log) is skipped whole: the uses after it still count.
+func TestReadUsesSkipsAnOverlongLine(t *testing.T) {
+	dir := t.TempDir()
+	f := &FileLog{Dir: dir}
+	f.Record(Use{Time: time.Now(), Host: "api.anthropic.com:443", Secrets: []string{"ANTHROPIC_API_KEY"}})
+	long := append([]byte(`{"host":"`+strings.Repeat("x", 200<<10)+`"}`), '\n')
+	file, err := os.OpenFile(filepath.Join(dir, UsesFile), os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.Write(long); err != nil {
+		t.Fatal(err)
+	}
+	file.Close()
+	f.Record(Use{Time: time.Now(), Host: "api.anthropic.com:443", Secrets: []string{"ANTHROPIC_API_KEY"}})
+	want := "ANTHROPIC_API_KEY used 2 times, only with api.anthropic.com"
+	if got := strings.Join(UsesSummary(dir), "\n"); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
