@@ -39,6 +39,9 @@ type SessionJSON struct {
 	CheckpointsError string           `json:"checkpoints_error,omitempty"`
 	// Timeline is the session's timeline totals (limactl mcp log), left out when it has none.
 	Timeline *timeline.Counts `json:"timeline,omitempty"`
+	// Secrets are the lines of the session's log of secrets' uses (secrets.UsesSummary: "NAME
+	// used N times, only with HOST"), left out when it used none.
+	Secrets []string `json:"secrets,omitempty"`
 	// Fork is what the session was forked from (`limactl mcp fork`); left out for a session
 	// staged from the host.
 	Fork *staging.ForkOrigin `json:"fork,omitempty"`
@@ -55,7 +58,7 @@ type CheckpointJSON struct {
 	StoredBytes int64  `json:"stored_bytes"`
 }
 
-func toJSON(instance string, sts []staging.SessionStatus, tls []*timeline.Counts) JSON {
+func toJSON(instance string, sts []staging.SessionStatus, tls []*timeline.Counts, secretsUses func(staging.SessionStatus) []string) JSON {
 	out := JSON{SchemaVersion: 1, Instance: instance, Sessions: make([]SessionJSON, 0, len(sts))}
 	for i, s := range sts {
 		pending := s.Pending
@@ -71,7 +74,7 @@ func toJSON(instance string, sts []staging.SessionStatus, tls []*timeline.Counts
 		out.Sessions = append(out.Sessions, SessionJSON{
 			Workdir: s.Workdir, Session: s.Session, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
 			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error, Network: s.Network,
-			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError, Timeline: tls[i], Fork: s.Fork,
+			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError, Timeline: tls[i], Secrets: secretsUses(s), Fork: s.Fork,
 		})
 	}
 	return out

@@ -62,10 +62,13 @@ func Run(ctx context.Context, opts *Options) error {
 		sts = slices.DeleteFunc(sts, func(s staging.SessionStatus) bool { return s.Session != only })
 	}
 	tls := timelineCounts(t.Store, sts)
+	uses := func(s staging.SessionStatus) []string {
+		return secrets.UsesSummary(t.Store.SessionDir(staging.SessionIDOf(s.Workdir, s.Session)))
+	}
 	if opts.JSON {
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(toJSON(t.Instance.Name, sts, tls))
+		return enc.Encode(toJSON(t.Instance.Name, sts, tls, uses))
 	}
 	if opts.Session != "" && len(sts) == 0 {
 		fmt.Fprintf(ios.Out, "No session called %q in instance %q. An agent running `limactl mcp serve%s %s` in a project directory creates one; `limactl mcp status %s` lists every session.\n",
@@ -73,9 +76,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return nil
 	}
 	recs, _ := portscmd.Records(t.Store) // the previews: the host's own record (best effort)
-	printStatus(ios.Out, t.Instance.Name, sts, tls, recs, func(s staging.SessionStatus) []string {
-		return secrets.UsesSummary(t.Store.SessionDir(staging.SessionIDOf(s.Workdir, s.Session)))
-	})
+	printStatus(ios.Out, t.Instance.Name, sts, tls, recs, uses)
 	return nil
 }
 
