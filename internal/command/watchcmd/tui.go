@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -49,6 +50,8 @@ type model struct {
 	// busy: a decision is being applied (keys that decide wait for it).
 	busy  bool
 	reads int
+	// width is the terminal's (0 until told): long lines wrap, not cut.
+	width int
 	fatal error
 }
 
@@ -89,6 +92,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.policy = policyOf(m.w)
 		m.refresh()
 		return m, nil
+	case tea.WindowSizeMsg:
+		m.width = msg.Width
 	case tea.KeyMsg:
 		return m.key(msg)
 	}
@@ -140,7 +145,7 @@ func (m *model) View() string {
 		which += " [session " + m.w.st.Session + "]"
 	}
 	fmt.Fprintf(&b, "Blocked attempts of %s (instance %s)\n", termsafe.String(which), termsafe.String(m.w.t.Instance.Name))
-	fmt.Fprintf(&b, "policy: %s\n\n", termsafe.String(m.policy))
+	b.WriteString(m.wrap("policy: "+termsafe.String(m.policy)) + "\n\n")
 	switch {
 	case m.reads == 0:
 		b.WriteString("  reading the agent's network record ...\n")
@@ -157,11 +162,19 @@ func (m *model) View() string {
 	}
 	b.WriteString("\n")
 	if m.readErr != "" {
-		b.WriteString("reading the record failed (trying again): " + termsafe.String(m.readErr) + "\n")
+		b.WriteString(m.wrap("reading the record failed (trying again): "+termsafe.String(m.readErr)) + "\n")
 	}
 	if m.status != "" {
-		b.WriteString(termsafe.String(m.status) + "\n")
+		b.WriteString(m.wrap(termsafe.String(m.status)) + "\n")
 	}
-	b.WriteString("a allow for the session   s allow and save as the project's policy   d deny   up/down choose   q quit\n")
+	b.WriteString(m.wrap("a allow for the session   s allow and save as the project's policy   d deny   up/down choose   q quit") + "\n")
 	return b.String()
+}
+
+// wrap breaks a line of safe text (termsafe's) to the terminal's width.
+func (m *model) wrap(s string) string {
+	if m.width <= 0 {
+		return s
+	}
+	return ansi.Wrap(s, m.width, " ,")
 }
