@@ -23,7 +23,7 @@ func (w *watcher) tui(ctx context.Context) error {
 	_, err := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(w.opts.IO.In), tea.WithOutput(w.opts.IO.RawOut()), tea.WithAltScreen()).Run()
 	switch {
 	case err == nil, errors.Is(err, tea.ErrInterrupted), errors.Is(err, tea.ErrProgramKilled):
-		return m.fatal
+		return nil
 	default:
 		return fmt.Errorf("watch: terminal UI: %w", err)
 	}
