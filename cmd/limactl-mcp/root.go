@@ -25,6 +25,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/shellcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/statuscmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/synccmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/watchcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/version"
 )
@@ -79,6 +80,7 @@ on a staged copy of the working directory; nothing reaches the host until a pers
 		reviewcmd.NewCmd(f, nil),
 		logcmd.NewCmd(f, nil),
 		networkcmd.NewCmd(f, nil),
+		watchcmd.NewCmd(f, nil),
 		shellcmd.NewCmd(f, nil),
 		newGenerateDocCmd(),
 		newGenDocsCmd(ios),

@@ -5,8 +5,9 @@
 // terminal through them passes termsafe's Writer, which escapes every character a terminal
 // would not show as itself (escape sequences, C1 controls, carriage returns and backspaces,
 // bidi controls, invisible characters) whether it came from our own words or from the guest.
-// Only three things write to the terminal raw, through RawOut and RawErrOut: the review's TUI
-// (which draws with escape sequences of its own and escapes guest text itself, with termsafe),
+// Only four things write to the terminal raw, through RawOut and RawErrOut: the review's TUI
+// and watch's (which draw with escape sequences of their own and escape guest text
+// themselves, with termsafe),
 // the guest command that `shell` runs on the person's terminal (as `limactl shell` does), and
 // the MCP protocol on stdio.
 package iostreams
@@ -84,7 +85,7 @@ func (s *IOStreams) setStdoutTTY(tty bool) {
 	}
 }
 
-// RawOut is standard output without escaping: only for the review's TUI, the terminal of a
+// RawOut is standard output without escaping: only for the review's and watch's TUIs, the terminal of a
 // `shell` command and the MCP protocol on stdio (see the package's comment).
 func (s *IOStreams) RawOut() io.Writer {
 	if s.rawOut != nil {

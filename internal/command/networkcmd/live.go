@@ -243,12 +243,33 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 		}
 		return printLive(opts, res)
 	}
-	flagsHint := ref.Flag()
+	if err := change(ctx, t, st, opts.Action, opts.Args, opts.Save, ref.Flag(), res); err != nil {
+		return err
+	}
+	return printLive(opts, res)
+}
+
+// Change makes action (allow, deny or set) with args on the running session st of t at once,
+// as `network INSTANCE allow|deny|set` does: recorded with the session under its lock, put in
+// place in the guest when the instance runs (else at the session's next connect), and, with
+// save, kept as the project's policy. flagsHint is the --workdir/--session flags that name the
+// session, for the restart an error may suggest. It returns the policy before and after and
+// whether the guest took it now. `watch` allows a blocked destination through it.
+func Change(ctx context.Context, t *sessionopen.Target, st *staging.State, action string, args []string, save bool, flagsHint string) (previous, policy string, applied bool, err error) {
+	res := &liveResult{Instance: t.Instance.Name, Workdir: st.Workdir, Session: st.Session, Previous: staging.NetworkOf(st)}
+	if err := change(ctx, t, st, action, args, save, flagsHint, res); err != nil {
+		return "", "", false, err
+	}
+	return res.Previous, res.Policy, res.Applied, nil
+}
+
+// change is Change, filling res.
+func change(ctx context.Context, t *sessionopen.Target, st *staging.State, action string, args []string, save bool, flagsHint string, res *liveResult) error {
 	user := staging.AgentUser(st.ID)
 	held := ""
 	old, err := t.Store.ChangeNetwork(st.ID, func(old *staging.State) (string, error) {
 		held = staging.NetworkOf(old) // read under the session's lock
-		return nextPolicy(held, opts.Action, opts.Args, flagsHint)
+		return nextPolicy(held, action, args, flagsHint)
 	}, func(network string) error {
 		res.Policy = network
 		if t.Conn == nil || network == held {
@@ -267,14 +288,14 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 	if res.Policy == res.Previous {
 		res.Applied = t.Conn != nil
 	}
-	if opts.Save {
+	if save {
 		if err := saveProjectPolicy(res, st.Workdir, res.Policy); err != nil {
 			return fmt.Errorf("the session's policy is %s now, but %w", res.Policy, err)
 		}
 	} else {
 		readProjectPolicy(res, st.Workdir)
 	}
-	return printLive(opts, res)
+	return nil
 }
 
 // saveProjectPolicy keeps network as the project's policy on the host.

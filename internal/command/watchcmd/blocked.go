@@ -1,0 +1,123 @@
+package watchcmd
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+)
+
+// Destination is one host and port the agent was refused, counted over the record's entries
+// the watch has read (guest data: shown only through termsafe).
+type Destination struct {
+	Host     string    `json:"host"`
+	Port     int       `json:"port"`
+	Attempts int       `json:"attempts"`
+	First    time.Time `json:"first"`
+	Last     time.Time `json:"last"`
+	// Via is how the last attempt was refused: netpolicy.ViaProxy or ViaDirect.
+	Via    string `json:"via"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Entry is the destination as a policy names it: HOST:PORT (HOST when the port is unknown).
+func (d Destination) Entry() string {
+	if d.Port <= 0 {
+		return d.Host
+	}
+	return d.Host + ":" + strconv.Itoa(d.Port)
+}
+
+// blocked counts the blocked entries of the record as the watch reads it again and again:
+// each read brings the raw log's last entries, oldest first, and only those not counted yet
+// are added (after the newest time counted, or at that time beyond the ones counted at it).
+type blocked struct {
+	byEntry map[string]*Destination
+	// seen is the time of the newest entry counted; atSeen how many entries at that time.
+	seen   time.Time
+	atSeen int
+	// hidden are the destinations the person decided on: denied stays hidden; an allowed one
+	// comes back when it is refused again.
+	denied, allowed map[string]bool
+}
+
+func newBlocked() *blocked {
+	return &blocked{byEntry: map[string]*Destination{}, denied: map[string]bool{}, allowed: map[string]bool{}}
+}
+
+// add counts the entries not counted yet and returns the destinations they changed, in the
+// order of their last attempt, hidden ones left out.
+func (b *blocked) add(entries []netpolicy.Entry) []Destination {
+	changed := map[string]bool{}
+	at := 0
+	newest, atNewest := b.seen, b.atSeen
+	for _, e := range entries {
+		if e.Time.Equal(b.seen) {
+			at++
+			if at <= b.atSeen {
+				continue
+			}
+		} else if e.Time.Before(b.seen) {
+			continue
+		}
+		switch {
+		case e.Time.After(newest):
+			newest, atNewest = e.Time, 1
+		case e.Time.Equal(newest):
+			atNewest++
+		}
+		if e.Verdict != netpolicy.VerdictBlocked {
+			continue
+		}
+		d := Destination{Host: e.Host, Port: e.Port}
+		key := d.Entry()
+		cur := b.byEntry[key]
+		if cur == nil {
+			cur = &Destination{Host: e.Host, Port: e.Port, First: e.Time}
+			b.byEntry[key] = cur
+		}
+		cur.Attempts++
+		if !e.Time.Before(cur.Last) {
+			cur.Last, cur.Via, cur.Reason = e.Time, e.Via, e.Reason
+		}
+		delete(b.allowed, key)
+		changed[key] = true
+	}
+	b.seen, b.atSeen = newest, atNewest
+	var out []Destination
+	for key := range changed {
+		if !b.denied[key] {
+			out = append(out, *b.byEntry[key])
+		}
+	}
+	sortNewestFirst(out)
+	return out
+}
+
+// list is the destinations to decide on, newest first.
+func (b *blocked) list() []Destination {
+	var out []Destination
+	for key, d := range b.byEntry {
+		if !b.denied[key] && !b.allowed[key] {
+			out = append(out, *d)
+		}
+	}
+	sortNewestFirst(out)
+	return out
+}
+
+func sortNewestFirst(ds []Destination) {
+	slices.SortFunc(ds, func(a, b Destination) int {
+		if c := b.Last.Compare(a.Last); c != 0 {
+			return c
+		}
+		if a.Entry() < b.Entry() {
+			return -1
+		}
+		if a.Entry() > b.Entry() {
+			return 1
+		}
+		return 0
+	})
+}

@@ -1,0 +1,163 @@
+package watchcmd_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/command/watchcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
+	"github.com/limactl-mcp/limactl-mcp/internal/instance"
+	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/projectpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/tmuxtest"
+)
+
+// watchHelperEnv makes the test binary run `watch` on its terminal (TestMain): the real
+// command, its TUI on a tmux pane, reading the record from a real sshd.
+const watchHelperEnv = "LMCP_WATCH_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(watchHelperEnv) == "1" {
+		os.Exit(watchHelper())
+	}
+	os.Exit(m.Run())
+}
+
+// watchHelper runs `watch INSTANCE` on the process's own terminal. The record is read from the
+// sshd the environment names; the instance is opened without a connection of its own, as a
+// stopped one is: the sshd's user has no sudo to put a policy in place in the "guest", so a
+// decision is recorded with the session (in force at its next connect), by the same change
+// `network allow` makes.
+func watchHelper() int {
+	signal.Notify(make(chan os.Signal, 1), os.Interrupt)
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 2
+	}
+	key, err := os.ReadFile(os.Getenv("LMCP_W_KEY"))
+	if err != nil {
+		return fail(err)
+	}
+	signer, err := ssh.ParsePrivateKey(key)
+	if err != nil {
+		return fail(err)
+	}
+	hostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(os.Getenv("LMCP_W_HOSTKEY")))
+	if err != nil {
+		return fail(err)
+	}
+	target := &sshlink.Target{Name: sessiontest.Instance, Addr: os.Getenv("LMCP_W_ADDR"), User: os.Getenv("LMCP_W_USER"),
+		Signers: []ssh.Signer{signer}, HostKeyCallback: ssh.FixedHostKey(hostKey), Arch: runtime.GOARCH}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	conn := guest.New(func(context.Context) (*sshlink.Target, error) { return target, nil }, guest.Options{Logger: log, NoLoginShell: true})
+	defer conn.Close()
+	record := os.Getenv("LMCP_W_RECORD")
+	opts := &watchcmd.Options{
+		IO: iostreams.System(), Instance: sessiontest.Instance, Workdir: os.Getenv("LMCP_W_WORKDIR"), Interval: 100 * time.Millisecond,
+		Open: func(_ context.Context, name string) (*sessionopen.Target, error) {
+			return &sessionopen.Target{Instance: &instance.Instance{Name: name, Status: "Running"}, Store: staging.Store{Dir: os.Getenv("LMCP_W_STORE")}}, nil
+		},
+		ReadRecord: func(ctx context.Context, _ *sessionopen.Target, _ string) ([]byte, error) {
+			return conn.ReadFile(ctx, record, netpolicy.MaxRecordBytes)
+		},
+	}
+	if err := watchcmd.Run(context.Background(), opts); err != nil {
+		fmt.Println("watch failed:", err)
+		return 1
+	}
+	fmt.Println("watch done")
+	return 0
+}
+
+// watch in a real terminal: the blocked destinations newest first with their counts, a
+// hostile host name escaped; a allows the chosen one for the session (the session's policy
+// has it after), s allows one and saves the project's policy, a destination whose name no
+// policy can hold is refused with the reason, d hides one; a new attempt shows live, and an
+// allowed destination refused again comes back.
+func TestWatchTUI(t *testing.T) {
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	setStoredNetwork(t, f, "allow:a.test")
+	writer := guesttest.Connect(t, f.Srv, guest.Options{NoLoginShell: true})
+	t0 := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
+	entries := []netpolicy.Entry{
+		blockedEntry(t0.Add(1*time.Second), "b.test", 443),
+		blockedEntry(t0.Add(2*time.Second), "evil\x1b[2J.test", 443),
+		blockedEntry(t0.Add(3*time.Second), "c.test", 8080),
+		blockedEntry(t0.Add(4*time.Second), "c.test", 8080),
+	}
+	writeRecord(t, f, writer, entries...)
+
+	env := []string{
+		watchHelperEnv + "=1", "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=", "XDG_CONFIG_HOME=" + config,
+		"LMCP_W_ADDR=" + f.Srv.Addr, "LMCP_W_USER=" + f.Srv.User, "LMCP_W_KEY=" + f.Srv.ClientKeyPath,
+		"LMCP_W_HOSTKEY=" + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Srv.HostKey))),
+		"LMCP_W_WORKDIR=" + f.Workdir, "LMCP_W_STORE=" + f.Store.Dir, "LMCP_W_RECORD=" + recordPath(f),
+	}
+	args := append([]string{"env", "-u", "CI"}, env...)
+	args = append(args, "timeout", "--foreground", "120", os.Args[0], "-test.run=^$")
+	s := tmuxtest.Start(t, 120, 30, tmuxtest.Quote(args...)+"; sleep 30")
+	const wait = time.Minute
+	stored := func() string {
+		t.Helper()
+		st, _, err := f.Store.Load(f.Workdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return staging.NetworkOf(st)
+	}
+
+	scr := s.WaitFor(wait, "policy: allow:a.test", "c.test:8080", "2 attempts", `evil\x1b[2J.test:443`, "b.test:443")
+	c, evil, b := strings.Index(scr, "> c.test:8080"), strings.Index(scr, `  evil\x1b[2J.test:443`), strings.Index(scr, "  b.test:443")
+	if c < 0 || evil < c || b < evil {
+		t.Errorf("not newest first, the newest chosen:\n%s", scr)
+	}
+	s.Keys("a")
+	s.WaitFor(wait, "allowed c.test:8080: policy allow:a.test,c.test:8080 (was allow:a.test), recorded", "policy: allow:a.test,c.test:8080")
+	if got := stored(); got != "allow:a.test,c.test:8080" {
+		t.Errorf("the session's policy after a: %q", got)
+	}
+	s.WaitFor(wait, `> evil\x1b[2J.test:443`)
+	s.Keys("a")
+	s.WaitFor(wait, `refused: allow evil\x1b[2J.test:443: `)
+	if got := stored(); got != "allow:a.test,c.test:8080" {
+		t.Errorf("the session's policy after a refused allow: %q", got)
+	}
+	s.Keys("d")
+	s.WaitFor(wait, `denied evil\x1b[2J.test:443: it stays blocked`, "> b.test:443")
+	s.Keys("s")
+	s.WaitFor(wait, "allowed b.test:443: policy allow:a.test,c.test:8080,b.test:443 (was allow:a.test,c.test:8080), recorded", "saved as the project's policy")
+	if file, _, ok, err := projectpolicy.Load(f.Workdir); err != nil || !ok || file.Network != "allow:a.test,c.test:8080,b.test:443" {
+		t.Errorf("the project's policy after s: %+v %v %v", file, ok, err)
+	}
+	scr = s.WaitFor(wait, "no blocked attempt (yet)")
+	if strings.Contains(scr, "evil") && !strings.Contains(scr, "denied evil") {
+		t.Errorf("the denied destination is listed again:\n%s", scr)
+	}
+	// The agent tries c.test:8080 again (refused: say, before the guest took the change) and
+	// a new host: both show, with their counts.
+	entries = append(entries, blockedEntry(t0.Add(5*time.Second), "d.test", 443), blockedEntry(t0.Add(6*time.Second), "c.test", 8080))
+	writeRecord(t, f, writer, entries...)
+	scr = s.WaitFor(wait, "> c.test:8080", "3 attempts", "  d.test:443")
+	if strings.Contains(scr, "  evil") {
+		t.Errorf("the denied destination is listed again:\n%s", scr)
+	}
+	s.Keys("q")
+	s.WaitFor(wait, "watch done")
+}
