@@ -9,10 +9,11 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
-// Hunks of several sessions' edits of one text file, taken into one file (a compare's pick
-// "hunks of each session"): each hunk is split into its runs of changed lines, as positions in
-// the base the sessions share; the runs taken are applied to the base in order, and two that
-// change the same lines are refused rather than guessed at.
+// Hunks of several sessions' edits of one text file, or lines within them, taken into one
+// file (a compare's pick "hunks of each session"): each hunk is split into its runs of the
+// changed lines taken (as a review takes lines, lines.go), as positions in the base the
+// sessions share; the runs are applied to the base in order, and two that change the same
+// lines are refused rather than guessed at.
 
 // change is a run of changed lines of a hunk, as positions in the base: the base lines
 // [start, start+n) become lines. part says only some lines of the hunk were taken.
@@ -90,7 +91,7 @@ func (p Pick) takes(it *Item, i int) bool {
 
 // mergeHunks is the base of a path with the hunks (and lines) p takes of each session: an
 // item of the first session that changed it (a copy, whose content is the merge), and its
-// decision. Only one session's taken of is that session's own partial accept.
+// decision. Hunks or lines taken of one session only are that session's own partial accept.
 func (c *Compared) mergeHunks(cp *ComparedPath, p Pick) (*Item, Decision, error) {
 	hunks := p.Hunks
 	if len(hunks) != len(c.Names) {
