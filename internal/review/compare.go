@@ -51,6 +51,11 @@ type Pick struct {
 	// Hunks takes hunks of several sessions' edits of a text file: one entry per session,
 	// nil for a session none are taken of, else one per hunk of its change.
 	Hunks [][]bool `json:",omitempty"`
+	// Lines, with Hunks, takes lines within hunks, as a review's Decision.Lines does
+	// (lines.go): one entry per session, nil or one per hunk of its change, nil or one mark
+	// per line of the hunk; a hunk's lines, when given, say what is taken of it, whatever
+	// Hunks says.
+	Lines [][][]bool `json:",omitempty"`
 }
 
 // BuildCompared builds the changeset of every session (Build) and lines them up by path.
@@ -201,9 +206,9 @@ func (c *Compared) Merge(picks []Pick) (*Changeset, []Decision, error) {
 		var it *Item
 		var d Decision
 		switch {
-		case p.Hunks != nil:
+		case p.Hunks != nil || p.Lines != nil:
 			var err error
-			if it, d, err = c.mergeHunks(cp, p.Hunks); err != nil {
+			if it, d, err = c.mergeHunks(cp, p); err != nil {
 				return nil, nil, err
 			}
 			if it == nil {
@@ -261,18 +266,20 @@ func (c *Compared) taken(it *Item, i int) *Item {
 // Source says which session a merged changeset's item comes from, for the confirmation:
 // "try2", or "try1 and try2" for a merge.
 func (c *Compared) Source(p Pick) string {
-	if p.Hunks == nil {
+	if p.Hunks == nil && p.Lines == nil {
 		if p.Session >= 0 && p.Session < len(c.Names) {
 			return c.Names[p.Session]
 		}
 		return ""
 	}
 	var names []string
-	for i, hs := range p.Hunks {
-		for _, ok := range hs {
-			if ok {
+	for _, cp := range c.Paths {
+		if cp.Path != p.Path {
+			continue
+		}
+		for i := range c.Names {
+			if i < len(cp.Items) && cp.Items[i] != nil && p.takes(cp.Items[i], i) {
 				names = append(names, c.Names[i])
-				break
 			}
 		}
 	}

@@ -50,7 +50,13 @@ func numbered(n int, edit map[int]string) string {
 // mergedText merges the hunks of the sessions and returns the content Apply would write.
 func mergedText(t *testing.T, c *Compared, hunks [][]bool) (string, error) {
 	t.Helper()
-	cs, ds, err := c.Merge([]Pick{{Path: "f.txt", Hunks: hunks}})
+	return pickedText(t, c, Pick{Path: "f.txt", Hunks: hunks})
+}
+
+// pickedText merges a pick of f.txt and returns the content Apply would write.
+func pickedText(t *testing.T, c *Compared, p Pick) (string, error) {
+	t.Helper()
+	cs, ds, err := c.Merge([]Pick{p})
 	if err != nil {
 		return "", err
 	}
@@ -169,5 +175,96 @@ func TestMergeRefuses(t *testing.T) {
 		if it := cs.Items[0]; it.keepBase != wantKeep || it.src != wantSrc {
 			t.Errorf("session %d: keepBase %v, src %p", i, it.keepBase, it.src)
 		}
+	}
+}
+
+// marks chooses the lines of hunk h of session i's change whose sign and text are in take
+// ("-le", "+P"): one mark per line of the hunk, as the review's line choice gives them.
+func marks(t *testing.T, c *Compared, i, h int, take ...string) []bool {
+	t.Helper()
+	hunk := c.Paths[0].Items[i].Hunks[h]
+	out := make([]bool, len(hunk.Lines))
+	found := 0
+	for j, l := range hunk.Lines {
+		sign := map[udiff.Op]string{udiff.Insert: "+", udiff.Delete: "-"}[l.Op]
+		for _, s := range take {
+			if sign != "" && s == sign+strings.TrimSuffix(l.Text, "\n") {
+				out[j] = true
+				found++
+			}
+		}
+	}
+	if found != len(take) {
+		t.Fatalf("session %d hunk %d: %d of %q found in %+v", i, h, found, take, hunk.Lines)
+	}
+	return out
+}
+
+// Lines chosen within a session's hunk, as the review chooses them (a chosen + line written,
+// a chosen − line removed, the others left), merged with other sessions' hunks or lines
+// against the one baseline: the result is exactly the chosen lines; two sessions' chosen
+// lines that change the same base lines are refused.
+func TestMergeLines(t *testing.T) {
+	base := numbered(20, nil)
+	// p replaces le, lf by P5, P6; q replaces le, lf by Q, R and lr by S.
+	p := numbered(20, map[int]string{5: "P5\nP6\n", 6: ""})
+	q := numbered(20, map[int]string{5: "Q\n", 6: "R\n", 18: "S\n"})
+	for _, tc := range []struct {
+		name string
+		pick func(c *Compared) Pick
+		want string // "error: ..." for a refusal
+		from string // Source's answer
+	}{
+		{"lines of one, a hunk of another", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{{true}, {false, true}}, Lines: [][][]bool{{marks(t, c, 0, 0, "-le", "+P5")}, nil}}
+		}, numbered(20, map[int]string{5: "", 6: "lf\nP5\n", 18: "S\n"}), "p and q"},
+		// p's P5 is added where p's hunk ends (after lf): q's R, replacing lf, comes first.
+		{"lines apart of two overlapping hunks", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{{true}, {true, false}}, Lines: [][][]bool{{marks(t, c, 0, 0, "-le", "+P5")}, {marks(t, c, 1, 0, "-lf", "+R"), nil}}}
+		}, numbered(20, map[int]string{5: "", 6: "R\nP5\n"}), "p and q"},
+		// Both remove le (the same change, taken once) and add after lf.
+		{"lines that change the same line", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{{true}, {true, false}}, Lines: [][][]bool{{marks(t, c, 0, 0, "-le", "+P5")}, {marks(t, c, 1, 0, "-le", "+Q"), nil}}}
+		}, "error: the lines chosen of hunk 1 of p and the lines chosen of hunk 1 of q change the same lines (at line 7 of the baseline): take one of them", ""},
+		{"lines and a whole hunk that change the same line", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{{true}, {true, false}}, Lines: [][][]bool{nil, {marks(t, c, 1, 0, "-lf", "+R"), nil}}}
+		}, "error: hunk 1 of p and the lines chosen of hunk 1 of q change the same lines (at line 6 of the baseline)", ""},
+		{"one session's lines only: its own partial accept", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{{true}, {false, false}}, Lines: [][][]bool{{marks(t, c, 0, 0, "+P6")}, nil}}
+		}, numbered(20, map[int]string{6: "lf\nP6\n"}), "p"},
+		{"no line chosen takes nothing of the session", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{{true}, {false, true}}, Lines: [][][]bool{{marks(t, c, 0, 0)}, nil}}
+		}, numbered(20, map[int]string{18: "S\n"}), "q"},
+		{"all lines chosen is the hunk", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{{true}, {false, true}}, Lines: [][][]bool{{marks(t, c, 0, 0, "-le", "-lf", "+P5", "+P6")}, nil}}
+		}, numbered(20, map[int]string{5: "P5\nP6\n", 6: "", 18: "S\n"}), "p and q"},
+		{"line choices of the wrong shape", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{{true}, {false, true}}, Lines: [][][]bool{{{true}}, nil}}
+		}, "error: session p: f.txt: hunk 1: 1 line choices for 10 lines", ""},
+		{"line choices for too few sessions", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{{true}, {false, true}}, Lines: [][][]bool{nil}}
+		}, "error: line choices for 1 sessions, there are 2", ""},
+		{"lines without hunks", func(c *Compared) Pick {
+			return Pick{Hunks: [][]bool{nil, {false, true}}, Lines: [][][]bool{{marks(t, c, 0, 0, "+P6")}, nil}}
+		}, "error: lines of session p chosen without its hunks", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := compared(base, p, q)
+			pick := tc.pick(c)
+			pick.Path = "f.txt"
+			got, err := pickedText(t, c, pick)
+			if want, ok := strings.CutPrefix(tc.want, "error: "); ok {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("err %v, want %q (merged %q)", err, want, got)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("merged %q, %v\nwant %q", got, err, tc.want)
+			}
+			if s := c.Source(pick); s != tc.from {
+				t.Errorf("from %q, want %q", s, tc.from)
+			}
+		})
 	}
 }

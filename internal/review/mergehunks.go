@@ -9,25 +9,33 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
-// Hunks of several sessions' edits of one text file, taken into one file (a compare's pick
-// "hunks of each session"): each hunk is split into its runs of changed lines, as positions in
-// the base the sessions share; the runs taken are applied to the base in order, and two that
-// change the same lines are refused rather than guessed at.
+// Hunks of several sessions' edits of one text file, or lines within them, taken into one
+// file (a compare's pick "hunks of each session"): each hunk is split into its runs of the
+// changed lines taken (as a review takes lines, lines.go), as positions in the base the
+// sessions share; the runs are applied to the base in order, and two that change the same
+// lines are refused rather than guessed at.
 
 // change is a run of changed lines of a hunk, as positions in the base: the base lines
-// [start, start+n) become lines.
+// [start, start+n) become lines. part says only some lines of the hunk were taken.
 type change struct {
 	session, hunk int
+	part          bool
 	start, n      int
 	lines         []string
 }
 
-// changesOf splits a hunk into its runs of changed lines.
-func changesOf(h udiff.Hunk, session, hunk int) []change {
+// changesOf splits a hunk into its runs of changed lines, of the lines taken (chosen, one
+// mark per line, as hunkChosen says them): a removed line not taken is kept, as a context
+// line is, and an added line not taken is left out.
+func changesOf(h udiff.Hunk, chosen []bool, session, hunk int) []change {
 	var out []change
 	old := h.OldStart - 1
 	if h.OldLines == 0 {
 		old = h.OldStart
+	}
+	part := false
+	for j, l := range h.Lines {
+		part = part || l.Op != udiff.Equal && !chosen[j]
 	}
 	var cur *change
 	flush := func() {
@@ -36,20 +44,20 @@ func changesOf(h udiff.Hunk, session, hunk int) []change {
 			cur = nil
 		}
 	}
-	for _, l := range h.Lines {
-		switch l.Op {
-		case udiff.Equal:
+	for j, l := range h.Lines {
+		switch {
+		case l.Op == udiff.Equal, l.Op == udiff.Delete && !chosen[j]:
 			flush()
 			old++
-		case udiff.Delete:
+		case l.Op == udiff.Delete:
 			if cur == nil {
-				cur = &change{session: session, hunk: hunk, start: old}
+				cur = &change{session: session, hunk: hunk, part: part, start: old}
 			}
 			cur.n++
 			old++
-		case udiff.Insert:
+		case l.Op == udiff.Insert && chosen[j]:
 			if cur == nil {
-				cur = &change{session: session, hunk: hunk, start: old}
+				cur = &change{session: session, hunk: hunk, part: part, start: old}
 			}
 			cur.lines = append(cur.lines, l.Text)
 		}
@@ -58,12 +66,39 @@ func changesOf(h udiff.Hunk, session, hunk int) []change {
 	return out
 }
 
-// mergeHunks is the base of a path with the hunks taken of each session: an item of the first
-// session that changed it (a copy, whose content is the merge), and its decision. Only one
-// session's hunks taken is that session's own partial accept.
-func (c *Compared) mergeHunks(cp *ComparedPath, hunks [][]bool) (*Item, Decision, error) {
+// decision is what p takes of session i's change it, as a review's decision of it says it:
+// its hunks, and its lines where they were chosen.
+func (p Pick) decision(it *Item, i int) Decision {
+	d := Decision{Path: it.Path, Action: Accept}
+	if i < len(p.Hunks) {
+		d.Hunks = p.Hunks[i]
+	}
+	if i < len(p.Lines) {
+		d.Lines = p.Lines[i]
+	}
+	return d
+}
+
+// takes says whether p takes a changed line of session i's change it.
+func (p Pick) takes(it *Item, i int) bool {
+	d := p.decision(it, i)
+	if d.Hunks == nil && d.Lines == nil {
+		return false // nothing chosen of this session
+	}
+	n, _, _, _ := choiceCount(it, d)
+	return n > 0
+}
+
+// mergeHunks is the base of a path with the hunks (and lines) p takes of each session: an
+// item of the first session that changed it (a copy, whose content is the merge), and its
+// decision. Hunks or lines taken of one session only are that session's own partial accept.
+func (c *Compared) mergeHunks(cp *ComparedPath, p Pick) (*Item, Decision, error) {
+	hunks := p.Hunks
 	if len(hunks) != len(c.Names) {
 		return nil, Decision{}, fmt.Errorf("%s: hunk choices for %d sessions, there are %d", cp.Display, len(hunks), len(c.Names))
+	}
+	if p.Lines != nil && len(p.Lines) != len(c.Names) {
+		return nil, Decision{}, fmt.Errorf("%s: line choices for %d sessions, there are %d", cp.Display, len(p.Lines), len(c.Names))
 	}
 	if !cp.Mergeable() {
 		return nil, Decision{}, fmt.Errorf("%s: hunks are taken of several sessions only for edits of a text file the host has not changed", cp.Display)
@@ -73,6 +108,9 @@ func (c *Compared) mergeHunks(cp *ComparedPath, hunks [][]bool) (*Item, Decision
 	for i, hs := range hunks {
 		it := cp.Items[i]
 		if hs == nil {
+			if p.Lines != nil && p.Lines[i] != nil {
+				return nil, Decision{}, fmt.Errorf("%s: lines of session %s chosen without its hunks", cp.Display, c.Names[i])
+			}
 			continue
 		}
 		if it == nil {
@@ -81,15 +119,15 @@ func (c *Compared) mergeHunks(cp *ComparedPath, hunks [][]bool) (*Item, Decision
 		if len(hs) != len(it.Hunks) {
 			return nil, Decision{}, fmt.Errorf("%s: %d hunk choices for session %s's %d hunks", cp.Display, len(hs), c.Names[i], len(it.Hunks))
 		}
+		if err := checkChoice(it, p.decision(it, i)); err != nil {
+			return nil, Decision{}, fmt.Errorf("session %s: %w", c.Names[i], err)
+		}
 		if len(from) > 0 && it.BaseText != base {
 			return nil, Decision{}, fmt.Errorf("%s: the sessions' edits start from different texts", cp.Display)
 		}
 		base = it.BaseText
-		for _, ok := range hs {
-			if ok {
-				from = append(from, i)
-				break
-			}
+		if p.takes(it, i) {
+			from = append(from, i)
 		}
 	}
 	switch len(from) {
@@ -98,14 +136,19 @@ func (c *Compared) mergeHunks(cp *ComparedPath, hunks [][]bool) (*Item, Decision
 	case 1:
 		i := from[0]
 		it := c.taken(cp.Items[i], i)
-		return it, Decision{Path: it.Path, Action: Accept, Hunks: append([]bool(nil), hunks[i]...)}, nil
+		d := p.decision(it, i)
+		d.Hunks = append([]bool(nil), d.Hunks...)
+		if d.Lines != nil {
+			d.Lines = append([][]bool(nil), d.Lines...)
+		}
+		return it, d, nil
 	}
 	var chs []change
 	for _, i := range from {
-		for k, h := range cp.Items[i].Hunks {
-			if hunks[i][k] {
-				chs = append(chs, changesOf(h, i, k)...)
-			}
+		it := cp.Items[i]
+		d := p.decision(it, i)
+		for k, h := range it.Hunks {
+			chs = append(chs, changesOf(h, hunkChosen(it, d, k), i, k)...)
 		}
 	}
 	sort.SliceStable(chs, func(a, b int) bool {
@@ -125,7 +168,7 @@ func (c *Compared) mergeHunks(cp *ComparedPath, hunks [][]bool) (*Item, Decision
 	for k := 1; k < len(uniq); k++ {
 		a, b := uniq[k-1], uniq[k]
 		if a.start+a.n > b.start || a.start == b.start && a.n == 0 && b.n == 0 {
-			return nil, Decision{}, fmt.Errorf("%s: hunk %d of %s and hunk %d of %s change the same lines: take one of them", cp.Display, a.hunk+1, c.Names[a.session], b.hunk+1, c.Names[b.session])
+			return nil, Decision{}, fmt.Errorf("%s: %s and %s change the same lines (at line %d of the baseline): take one of them", cp.Display, c.changeName(a), c.changeName(b), b.start+1)
 		}
 	}
 	lines := splitKeep(base)
@@ -182,19 +225,24 @@ func (c *Compared) mergeHunks(cp *ComparedPath, hunks [][]bool) (*Item, Decision
 	}
 	var parts []string
 	for _, i := range from {
-		n := 0
-		for _, ok := range hunks[i] {
-			if ok {
-				n++
-			}
-		}
-		parts = append(parts, fmt.Sprintf("%d of %d hunks of %s", n, len(cp.Items[i].Hunks), c.Names[i]))
+		n, total, unit, _ := choiceCount(cp.Items[i], p.decision(cp.Items[i], i))
+		parts = append(parts, fmt.Sprintf("%d of %d %s of %s", n, total, unit, c.Names[i]))
 	}
 	it.Description = "merged: " + strings.Join(parts, ", ")
 	if text == it.BaseText {
 		return nil, Decision{}, nil
 	}
 	return &it, Decision{Path: it.Path, Action: Accept}, nil
+}
+
+// changeName names the hunk a change is of: "hunk 2 of try1", "the lines chosen of hunk 2
+// of try1".
+func (c *Compared) changeName(ch change) string {
+	s := fmt.Sprintf("hunk %d of %s", ch.hunk+1, c.Names[ch.session])
+	if ch.part {
+		s = "the lines chosen of " + s
+	}
+	return s
 }
 
 func sameChange(a, b change) bool {

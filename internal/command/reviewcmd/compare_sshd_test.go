@@ -13,6 +13,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
+	"github.com/limactl-mcp/limactl-mcp/internal/udiff"
 )
 
 // compareFixture is a working directory on a real sshd with three forks of its session, each
@@ -239,4 +240,87 @@ func find(t *testing.T, c *review.Compared, p string) *review.ComparedPath {
 	}
 	t.Fatalf("%s is not compared", p)
 	return nil
+}
+
+// linesFixture is p.txt (16 lines, l1 … l16) forked twice: try1 changes lines 3 and 5 (one
+// hunk), try2 lines 5 and 13 (two hunks).
+func linesFixture(t *testing.T) *sessiontest.Fixture {
+	t.Helper()
+	f, _ := forkFixture(t, map[string]string{"p.txt": pWith(nil)},
+		"sed -i -e 's/^l3$/X3/' -e 's/^l5$/X5/' p.txt",
+		"sed -i -e 's/^l5$/Y5/' -e 's/^l13$/Y13/' p.txt")
+	return f
+}
+
+// pWith is p.txt with lines replaced (1-based line → text).
+func pWith(edit map[int]string) string {
+	s := ""
+	for i := 1; i <= 16; i++ {
+		if e, ok := edit[i]; ok {
+			s += e + "\n"
+			continue
+		}
+		s += fmt.Sprintf("l%d\n", i)
+	}
+	return s
+}
+
+// lineMarks chooses the lines of a hunk whose sign and text are in take ("-l3", "+X3"), one
+// mark per line of the hunk, as the review's line choice gives them.
+func lineMarks(t *testing.T, it *review.Item, h int, take ...string) []bool {
+	t.Helper()
+	out := make([]bool, len(it.Hunks[h].Lines))
+	n := 0
+	for j, l := range it.Hunks[h].Lines {
+		sign := map[udiff.Op]string{udiff.Insert: "+", udiff.Delete: "-"}[l.Op]
+		for _, s := range take {
+			if sign != "" && s == sign+strings.TrimSuffix(l.Text, "\n") {
+				out[j], n = true, n+1
+			}
+		}
+	}
+	if n != len(take) {
+		t.Fatalf("hunk %d of %s: %d of %q found", h+1, it.Display, n, take)
+	}
+	return out
+}
+
+// Lines within a session's hunk, taken with another session's hunks, through the command on
+// forks on a real sshd: the host file gets exactly the chosen lines against the baseline;
+// chosen lines that change a line another session's hunk changes are refused; undo restores.
+func TestCompareApplyLines(t *testing.T) {
+	f := linesFixture(t)
+	picks := func(c *review.Compared) ([]review.Pick, error) {
+		p := find(t, c, "p.txt")
+		if len(p.Items[0].Hunks) != 1 || len(p.Items[1].Hunks) != 2 {
+			t.Fatalf("hunks: try1 %d, try2 %d", len(p.Items[0].Hunks), len(p.Items[1].Hunks))
+		}
+		x5 := review.Pick{Path: "p.txt", Hunks: [][]bool{{true}, {true, true}}, Lines: [][][]bool{{lineMarks(t, p.Items[0], 0, "-l5", "+X5")}, nil}}
+		if _, _, err := c.Merge([]review.Pick{x5}); err == nil || !strings.Contains(err.Error(), "p.txt: the lines chosen of hunk 1 of try1 and hunk 1 of try2 change the same lines (at line 5 of the baseline)") {
+			t.Errorf("overlapping lines: %v", err)
+		}
+		return []review.Pick{{Path: "p.txt", Hunks: [][]bool{{true}, {true, true}}, Lines: [][][]bool{{lineMarks(t, p.Items[0], 0, "-l3", "+X3")}, nil}}}, nil
+	}
+	r := run(t, f, reviewcmd.Options{Compare: []string{"try1", "try2"}, DecideCompare: picks}, false)
+	if r.err != nil {
+		t.Fatalf("review --compare: %v\n%s%s", r.err, r.out, r.errOut)
+	}
+	wantLines(t, "review --compare", r.out, "Applied: 1 path written on the host, through session try1.", "wrote   p.txt")
+	if got, want := f.ReadHost("p.txt"), pWith(map[int]string{3: "X3", 5: "Y5", 13: "Y13"}); got != want {
+		t.Errorf("p.txt on the host:\n%s\nwant\n%s", got, want)
+	}
+	if r := run(t, f, reviewcmd.Options{Session: "try1", Undo: true}, false); r.err != nil || f.ReadHost("p.txt") != pWith(nil) {
+		t.Errorf("undo: %v, p.txt %q", r.err, f.ReadHost("p.txt"))
+	}
+	// try1's lines alone: its own partial accept (X5 stays pending in try1).
+	picks = func(c *review.Compared) ([]review.Pick, error) {
+		p := find(t, c, "p.txt")
+		return []review.Pick{{Path: "p.txt", Hunks: [][]bool{{true}, {false, false}}, Lines: [][][]bool{{lineMarks(t, p.Items[0], 0, "-l3", "+X3")}, nil}}}, nil
+	}
+	if r := run(t, f, reviewcmd.Options{Compare: []string{"try1", "try2"}, DecideCompare: picks}, false); r.err != nil {
+		t.Fatalf("review --compare: %v\n%s%s", r.err, r.out, r.errOut)
+	}
+	if got, want := f.ReadHost("p.txt"), pWith(map[int]string{3: "X3"}); got != want {
+		t.Errorf("p.txt on the host:\n%s\nwant\n%s", got, want)
+	}
 }

@@ -187,7 +187,8 @@ func TestCompareTUINarrowAbort(t *testing.T) {
 }
 
 // The compare in accessible mode (plain numbered prompts, for screen readers): each path's
-// versions are printed whole before its question; hunks of two sessions are taken with y/n;
+// versions are printed whole before its question; hunks of two sessions are taken by their
+// question (take, leave, or choose its lines);
 // the confirmation is read as text; the host ends as picked.
 func TestCompareTUIAccessible(t *testing.T) {
 	f, _ := compareFixture(t)
@@ -196,10 +197,10 @@ func TestCompareTUIAccessible(t *testing.T) {
 	// try2 first: the apply goes through it. b.txt: A is try2's, B try1's.
 	s.WaitFor(wait, "[1/5] b.txt · compare", "── A: try2", "+TWO", "── B: try1", "+ONE", "3. choose hunks of each session", "Enter a number between 1 and 5")
 	s.TypeLine("3")
-	s.WaitFor(wait, "Take hunk 1 of 1 of try2? [y/N]")
-	s.TypeLine("y")
-	s.WaitFor(wait, "Take hunk 1 of 1 of try1? [y/N]")
-	s.TypeLine("y")
+	s.WaitFor(wait, "try2: hunk 1 of 1: what should happen?", "1. take the hunk", "2. leave the hunk (it stays pending in the guest)", "3. choose its lines one by one")
+	s.TypeLine("1")
+	s.WaitFor(wait, "try1: hunk 1 of 1: what should happen?")
+	s.TypeLine("1")
 	s.WaitFor(wait, "[2/5] bin.dat · compare", "1. take A: try2")
 	s.TypeLine("2") // try1's
 	s.WaitFor(wait, "[3/5] c.txt · compare", "4. take none")

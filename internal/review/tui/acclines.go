@@ -1,7 +1,7 @@
 package tui
 
 import (
-	"fmt"
+	"strings"
 
 	"github.com/charmbracelet/huh"
 
@@ -22,29 +22,33 @@ const (
 	hunkLines  = "lines"
 )
 
-// accessibleHunk asks what to do with hunk h of it: accept it (true, nil), reject it (false,
-// nil), or choose its lines (linesVerdict's answer and the lines, when only some were taken).
-func (r *reviewer) accessibleHunk(it *review.Item, h int) (ok bool, lines []bool, err error) {
+// accessibleHunk asks what to do with hunk h of it (q: how its question reads): accept
+// (take) it (true, nil), reject (leave) it (false, nil), or choose its lines (linesVerdict's
+// answer and the lines, when only some were taken).
+func (r *reviewer) accessibleHunk(it *review.Item, h int, q hunkQuestion) (ok bool, lines []bool, err error) {
 	choice := hunkAccept
+	if !q.take {
+		choice = hunkReject
+	}
 	note := huh.NewNote().
-		Title(fmt.Sprintf("Hunk %d of %d", h+1, len(it.Hunks))).
+		Title(q.heading).
 		Description(r.preview(it, h, 0))
 	sel := huh.NewSelect[string]().
-		Title(fmt.Sprintf("Hunk %d of %d: what should happen?", h+1, len(it.Hunks))).
+		Title(q.heading+": what should happen?").
 		Options(
-			huh.NewOption("accept the hunk", hunkAccept),
-			huh.NewOption("reject the hunk (it stays pending in the guest)", hunkReject),
+			huh.NewOption(strings.ToLower(q.yes)+" the hunk", hunkAccept),
+			huh.NewOption(strings.ToLower(q.no)+" the hunk (it stays pending in the guest)", hunkReject),
 			huh.NewOption("choose its lines one by one", hunkLines),
 		).
 		Value(&choice)
-	if err := r.runForm(r.form(label(it), note, sel), nil); err != nil {
+	if err := r.runForm(r.form(q.group, note, sel), nil); err != nil {
 		return false, nil, err
 	}
 	switch choice {
 	case hunkReject:
 		return false, nil, nil
 	case hunkLines:
-		split, err := r.chooseLines(it, h)
+		split, err := r.chooseLines(it, h, q)
 		if err != nil {
 			return false, nil, err
 		}
@@ -84,7 +88,7 @@ func (r *reviewer) lineFiles(items []*review.Item, selected []bool, pre map[int]
 			continue
 		}
 		it := items[i]
-		ok, lines, err := r.accessibleHunk(it, 0)
+		ok, lines, err := r.accessibleHunk(it, 0, reviewHunk(it, 0))
 		if err != nil {
 			return err
 		}

@@ -167,30 +167,31 @@ func (r *reviewer) pickPath(c *review.Compared, cp *review.ComparedPath, k, tota
 // errChooseAgain sends the person back to a path's choice.
 var errChooseAgain = errors.New("choose again")
 
-// pickHunks asks, for every session's edit of the path, which of its hunks to take; hunks of
-// several sessions that change the same lines are refused, and the person chooses again.
+// pickHunks asks, for every session's edit of the path, which of its hunks to take, and,
+// with "s" as in a review (chooseHunks), which lines of a hunk; hunks or lines of several
+// sessions that change the same lines are refused, and the person chooses again.
 func (r *reviewer) pickHunks(c *review.Compared, cp *review.ComparedPath) (review.Pick, error) {
 	p := review.Pick{Path: cp.Path, Session: -1, Hunks: make([][]bool, len(c.Names))}
 	for i, it := range cp.Items {
 		if it == nil {
 			continue
 		}
-		p.Hunks[i] = make([]bool, len(it.Hunks))
-		for h := range it.Hunks {
-			ok := false
-			note := huh.NewNote().
-				Title(fmt.Sprintf("%s: hunk %d of %d", termsafe.String(c.Names[i]), h+1, len(it.Hunks)) + r.vHint(" (v: the whole diff)")).
-				Description(r.preview(it, h, r.height()-11))
-			conf := huh.NewConfirm().
-				Title(fmt.Sprintf("Take hunk %d of %d of %s?", h+1, len(it.Hunks), termsafe.String(c.Names[i]))).
-				Affirmative("Take").Negative("Leave").
-				Value(&ok)
-			f := r.form(cp.Display+" · hunks of "+termsafe.String(c.Names[i]), note, conf)
-			hunk := h
-			if err := r.runForm(f, func() *doc { return r.itemDoc(it, hunk) }); err != nil {
-				return review.Pick{}, err
+		name := termsafe.String(c.Names[i])
+		mask, lines, err := r.chooseHunks(it, func(h int) hunkQuestion {
+			return hunkQuestion{group: cp.Display + " · hunks of " + name,
+				heading: fmt.Sprintf("%s: hunk %d of %d", name, h+1, len(it.Hunks)),
+				title:   fmt.Sprintf("Take hunk %d of %d of %s?", h+1, len(it.Hunks), name),
+				yes:     "Take", no: "Leave"}
+		})
+		if err != nil {
+			return review.Pick{}, err
+		}
+		p.Hunks[i] = mask
+		if lines != nil {
+			if p.Lines == nil {
+				p.Lines = make([][][]bool, len(c.Names))
 			}
-			p.Hunks[i][h] = ok
+			p.Lines[i] = lines
 		}
 	}
 	if _, _, err := c.Merge([]review.Pick{p}); err != nil {

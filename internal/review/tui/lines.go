@@ -21,9 +21,9 @@ import (
 // errLinesChosen ends a hunk's form when its lines were chosen instead.
 var errLinesChosen = errors.New("lines chosen")
 
-// chooseLines asks which changed lines of hunk h of it to take: one mark per line of the
-// hunk (context lines: false).
-func (r *reviewer) chooseLines(it *review.Item, h int) ([]bool, error) {
+// chooseLines asks which changed lines of hunk h of it to take (q: how its hunk's question
+// reads): one mark per line of the hunk (context lines: false).
+func (r *reviewer) chooseLines(it *review.Item, h int, q hunkQuestion) ([]bool, error) {
 	hunk := it.Hunks[h]
 	var opts []huh.Option[int]
 	var chosen []int
@@ -48,7 +48,7 @@ func (r *reviewer) chooseLines(it *review.Item, h int) ([]bool, error) {
 		desc += "\n" + hint
 	}
 	ms := huh.NewMultiSelect[int]().
-		Title(fmt.Sprintf("Lines of hunk %d of %d to accept", h+1, len(it.Hunks))).
+		Title(fmt.Sprintf("Lines of hunk %d of %d to %s", h+1, len(it.Hunks), strings.ToLower(q.yes))).
 		Description(desc).
 		Options(opts...).
 		Value(&chosen)
@@ -59,10 +59,10 @@ func (r *reviewer) chooseLines(it *review.Item, h int) ([]bool, error) {
 			ms.Height(max(4, avail+1))
 		}
 	}
-	f := r.form(label(it), ms)
+	f := r.form(q.group, ms)
 	if r.accessible {
 		// huh's accessible list does not print its description: a note says it.
-		f = r.form(label(it), huh.NewNote().Description(desc+" Type a line's number to leave it out or take it back; 0 when done."), ms)
+		f = r.form(q.group, huh.NewNote().Description(desc+" Type a line's number to leave it out or take it back; 0 when done."), ms)
 	}
 	if err := r.runForm(f, func() *doc { return r.itemDoc(it, h) }); err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func (r *reviewer) hunksFromList(n *listNav, pre map[int]review.Decision) error 
 		return nil
 	}
 	it := n.items[i]
-	mask, lines, err := r.chooseHunks(it)
+	mask, lines, err := r.chooseHunks(it, func(h int) hunkQuestion { return reviewHunk(it, h) })
 	if err != nil {
 		return err
 	}

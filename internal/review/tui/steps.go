@@ -304,7 +304,7 @@ func (r *reviewer) perFile(it *review.Item, idx, total int) (review.Decision, er
 	case choiceRevert:
 		d.Action = review.RejectRevert
 	case choiceHunks:
-		mask, lines, err := r.chooseHunks(it)
+		mask, lines, err := r.chooseHunks(it, func(h int) hunkQuestion { return reviewHunk(it, h) })
 		if err != nil {
 			return review.Decision{}, err
 		}
@@ -313,66 +313,83 @@ func (r *reviewer) perFile(it *review.Item, idx, total int) (review.Decision, er
 	return d, nil
 }
 
-// chooseHunks asks accept/reject for every hunk of it; "s" splits a hunk into its lines
-// (chooseLines). lines is nil unless some hunk was split and only some of its lines taken.
-func (r *reviewer) chooseHunks(it *review.Item) (mask []bool, lines [][]bool, err error) {
+// hunkQuestion is how the question of one hunk reads: a review's "Accept hunk 1 of 3?"
+// (Accept or Reject, Accept first), a compare's "Take hunk 1 of 3 of try2?" (Take or Leave,
+// Leave first).
+type hunkQuestion struct {
+	group   string // the form's title
+	heading string // the hunk's: "Hunk 1 of 3"
+	title   string // the question
+	yes, no string
+	take    bool // the answer the question starts on
+}
+
+// reviewHunk is a review's question of hunk h of it.
+func reviewHunk(it *review.Item, h int) hunkQuestion {
+	return hunkQuestion{group: label(it), heading: fmt.Sprintf("Hunk %d of %d", h+1, len(it.Hunks)),
+		title: fmt.Sprintf("Accept hunk %d of %d?", h+1, len(it.Hunks)), yes: "Accept", no: "Reject", take: true}
+}
+
+// chooseHunks asks, for every hunk of it, whether to take it (ask says how the question
+// reads); "s" splits a hunk into its lines (chooseLines). lines is nil unless some hunk was
+// split and only some of its lines taken. A review and a compare choose hunks and lines by it.
+func (r *reviewer) chooseHunks(it *review.Item, ask func(h int) hunkQuestion) (mask []bool, lines [][]bool, err error) {
 	mask = make([]bool, len(it.Hunks))
 	for i := range it.Hunks {
-		if r.accessible {
-			// No keys here: accept, reject or split is one question (acclines.go).
-			ok, split, err := r.accessibleHunk(it, i)
-			if err != nil {
-				return nil, nil, err
-			}
-			mask[i] = ok
-			if split != nil {
-				if lines == nil {
-					lines = make([][]bool, len(it.Hunks))
-				}
-				lines[i] = split
-			}
-			continue
-		}
-		ok := true
-		// Layout: group title 1, note (title, blank, lines, blank), gap 1, confirm (title,
-		// blank, buttons), blank 1, help 1: 10 + lines; one line spare.
-		note := huh.NewNote().
-			Title(fmt.Sprintf("Hunk %d of %d", i+1, len(it.Hunks)) + r.vHint(" (v: the whole diff · s: split into lines)")).
-			Description(r.preview(it, i, r.height()-11))
-		conf := huh.NewConfirm().
-			Title(fmt.Sprintf("Accept hunk %d of %d?", i+1, len(it.Hunks))).
-			Affirmative("Accept").Negative("Reject").
-			Value(&ok)
-		f := r.form(label(it), note, conf)
-		hunk := i
-		var split []bool
-		keys := map[string]formKey{"s": {run: func() error {
-			var err error
-			split, err = r.chooseLines(it, hunk)
-			if err == nil {
-				// Chosen: the form is done (huh has no call to complete it; the keys do).
-				err = errLinesChosen
-			}
-			return err
-		}}}
-		err := r.runFormKeys(f, func() *doc { return r.itemDoc(it, hunk) }, nil, keys)
-		switch {
-		case errors.Is(err, errLinesChosen):
-			var some bool
-			mask[i], some = linesVerdict(it.Hunks[i], split)
-			if some {
-				if lines == nil {
-					lines = make([][]bool, len(it.Hunks))
-				}
-				lines[i] = split
-			}
-			continue
-		case err != nil:
+		ok, split, err := r.chooseHunk(it, i, ask(i))
+		if err != nil {
 			return nil, nil, err
 		}
 		mask[i] = ok
+		if split != nil {
+			if lines == nil {
+				lines = make([][]bool, len(it.Hunks))
+			}
+			lines[i] = split
+		}
 	}
 	return mask, lines, nil
+}
+
+// chooseHunk asks whether to take hunk h of it: ok says something of it is taken, split
+// the lines taken when only some were ("s", chooseLines; nil otherwise).
+func (r *reviewer) chooseHunk(it *review.Item, h int, q hunkQuestion) (ok bool, split []bool, err error) {
+	if r.accessible {
+		// No keys here: take, leave or split is one question (acclines.go).
+		return r.accessibleHunk(it, h, q)
+	}
+	ok = q.take
+	// Layout: group title 1, note (title, blank, lines, blank), gap 1, confirm (title,
+	// blank, buttons), blank 1, help 1: 10 + lines; one line spare.
+	note := huh.NewNote().
+		Title(q.heading + r.vHint(" (v: the whole diff · s: split into lines)")).
+		Description(r.preview(it, h, r.height()-11))
+	conf := huh.NewConfirm().
+		Title(q.title).
+		Affirmative(q.yes).Negative(q.no).
+		Value(&ok)
+	f := r.form(q.group, note, conf)
+	keys := map[string]formKey{"s": {run: func() error {
+		var err error
+		split, err = r.chooseLines(it, h, q)
+		if err == nil {
+			// Chosen: the form is done (huh has no call to complete it; the keys do).
+			err = errLinesChosen
+		}
+		return err
+	}}}
+	err = r.runFormKeys(f, func() *doc { return r.itemDoc(it, h) }, nil, keys)
+	switch {
+	case errors.Is(err, errLinesChosen):
+		ok, some := linesVerdict(it.Hunks[h], split)
+		if !some {
+			split = nil
+		}
+		return ok, split, nil
+	case err != nil:
+		return false, nil, err
+	}
+	return ok, nil, nil
 }
 
 // conflict is step 3 for one selected conflict.
