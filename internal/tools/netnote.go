@@ -34,6 +34,6 @@ func (ts *Toolset) networkNote(ctx context.Context, since time.Time) string {
 	if policy == "none" {
 		what = "no host outside the VM is reachable (its own loopback is)"
 	}
-	return fmt.Sprintf("network policy %s: %s refused while the command ran: %s. Under this policy %s; if the task needs another host, ask the person to allow it (limactl mcp network INSTANCE allow HOST:PORT, from the project's directory on the host: it applies at once, no restart) and run the command again",
+	return fmt.Sprintf("network policy %s: %s refused while the command ran: %s. Under this policy %s; if the task needs another host, ask the person to allow it (limactl mcp network INSTANCE allow HOST:PORT from the project's directory on the host, or `a` in limactl mcp watch INSTANCE, which lists what was refused: either applies at once, no restart) and run the command again",
 		policy, words.Count(len(blocked), "connection was", "connections were"), strings.Join(targets, ", "), what)
 }
