@@ -3,8 +3,11 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,6 +251,44 @@ func TestNetworkPolicy(t *testing.T) {
 		}
 	})
 
+	t.Run("watch --json streams the refused host", func(t *testing.T) {
+		// `limactl mcp watch --json` reads the guest's record as status does and prints each
+		// refused destination: blocked.test is there, allowed.test never.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := vm.Command(ctx, "limactl-mcp", "watch", instanceName, "--json")
+		cmd.Dir = dir
+		found := make(chan struct{})
+		var stdout, stderr lockedBuffer
+		lines := &lineFunc{f: func(line string) {
+			var b struct {
+				Host     string
+				Attempts int
+			}
+			if json.Unmarshal([]byte(line), &b) == nil && b.Host == "blocked.test" && b.Attempts >= 1 {
+				select {
+				case <-found:
+				default:
+					close(found)
+				}
+			}
+		}}
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, lines), &stderr
+		mustT(t, cmd.Start())
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case <-found:
+			cancel()
+			<-exited
+		case err := <-exited:
+			t.Fatalf("watch --json ended (%v) without blocked.test:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		}
+		if strings.Contains(stdout.String(), "allowed.test") {
+			t.Errorf("watch --json lists the allowed host:\n%s", stdout.String())
+		}
+	})
+
 	// A restarted server keeps the policy: it belongs to the session.
 	s.Session.Close()
 	s = startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
@@ -311,4 +353,25 @@ func vmGID(t *testing.T) int {
 	}
 	n, _ := strconv.Atoi(u.Gid)
 	return n
+}
+
+// lineFunc is a writer that calls f with each whole line written to it (without its newline).
+type lineFunc struct {
+	mu   sync.Mutex
+	rest []byte
+	f    func(string)
+}
+
+func (l *lineFunc) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rest = append(l.rest, p...)
+	for {
+		i := bytes.IndexByte(l.rest, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.f(string(l.rest[:i]))
+		l.rest = l.rest[i+1:]
+	}
 }
