@@ -51,6 +51,13 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 		return netpolicy.EnsureResult{}, err
 	}
 	if !policy.Restricted() {
+		if st, err := os.Lstat(l.ConfigDir); err == nil && st.IsDir() { // else no policy to drop
+			unlock, err := lockUser(ctx, l.ConfigDir, o.User)
+			if err != nil {
+				return netpolicy.EnsureResult{}, err
+			}
+			defer unlock()
+		}
 		if err := dropUserPolicy(ctx, l, o.User); err != nil {
 			return netpolicy.EnsureResult{}, err
 		}
@@ -64,6 +71,11 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 			return netpolicy.EnsureResult{}, fmt.Errorf("making %s: %w", dir, err)
 		}
 	}
+	unlock, err := lockUser(ctx, l.ConfigDir, o.User)
+	if err != nil {
+		return netpolicy.EnsureResult{}, err
+	}
+	defer unlock()
 	u, err := ensureAgentUser(ctx, o.User, l.HomeBase)
 	if err != nil {
 		return netpolicy.EnsureResult{}, err
