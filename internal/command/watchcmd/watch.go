@@ -9,13 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/netwatch"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -45,9 +45,10 @@ const (
 	DefaultInterval = time.Second
 	minInterval     = 50 * time.Millisecond
 	maxInterval     = time.Minute
-	// readTimeout bounds one read of the record.
-	readTimeout = 30 * time.Second
 )
+
+// Destination is one host and port the agent was refused (netwatch's).
+type Destination = netwatch.Destination
 
 // readRecord is the default Options.ReadRecord.
 func readRecord(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error) {
@@ -64,8 +65,7 @@ type watcher struct {
 	st        *staging.State
 	flagsHint string
 
-	mu sync.Mutex // b: the reads and the decisions run in goroutines of their own
-	b  *blocked
+	nw *netwatch.Watch
 }
 
 // Run watches the session's blocked attempts until the person quits (or, with --json, until
@@ -110,17 +110,32 @@ func Run(ctx context.Context, opts *Options) error {
 	if staging.NetworkOf(st) == staging.OpenNetwork {
 		return fmt.Errorf("the session's network policy is open: nothing is blocked, so there is nothing to watch. Put the agent under a policy by restarting its server with one: limactl mcp serve --network=none%s (or --network=allow:@go,example.com; limactl mcp configure --network=... for the agent's configuration); then blocked attempts show here", ref.Flag())
 	}
-	w := &watcher{opts: opts, t: t, st: st, flagsHint: ref.Flag(), b: newBlocked()}
+	w := &watcher{opts: opts, t: t, st: st, flagsHint: ref.Flag()}
+	w.nw = netwatch.New(w.source())
 	if opts.JSON {
 		return w.stream(ctx)
 	}
 	return w.tui(ctx)
 }
 
-// read reads the record once (bounded) and counts what is new: the destinations it changed.
-func (w *watcher) read(ctx context.Context) ([]Destination, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
+// source is what netwatch needs of the session: its record read through the instance, an
+// allow through networkcmd.Change, its policy as recorded now.
+func (w *watcher) source() netwatch.Source {
+	which := w.st.Workdir
+	if w.st.Session != "" {
+		which += " [session " + w.st.Session + "]"
+	}
+	return netwatch.Source{
+		Read:     w.readRecord,
+		Allow:    w.allow,
+		Policy:   w.policy,
+		Title:    fmt.Sprintf("%s (instance %s)", which, w.t.Instance.Name),
+		Interval: w.opts.Interval,
+	}
+}
+
+// readRecord reads the agent's record once and checks it as guest output.
+func (w *watcher) readRecord(ctx context.Context) (*netpolicy.Record, error) {
 	user := staging.AgentUser(w.st.ID)
 	data, err := w.opts.ReadRecord(ctx, w.t, user)
 	if err != nil {
@@ -130,9 +145,16 @@ func (w *watcher) read(ctx context.Context) ([]Destination, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.add(rec.Entries), nil
+	return &rec, nil
+}
+
+// policy is the session's policy as recorded now (after the decisions of this watch, or a
+// `network` command run meanwhile).
+func (w *watcher) policy() string {
+	if st, err := w.t.Lookup(w.st.Workdir, w.st.Session); err == nil && st != nil {
+		return staging.NetworkOf(st)
+	}
+	return staging.NetworkOf(w.st)
 }
 
 // stream prints every new or changed destination as a JSON line until ctx ends. A read that
@@ -145,7 +167,7 @@ func (w *watcher) stream(ctx context.Context) error {
 	tick := time.NewTicker(w.opts.Interval)
 	defer tick.Stop()
 	for {
-		changed, err := w.read(ctx)
+		changed, err := w.nw.Read(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -173,38 +195,8 @@ func (w *watcher) stream(ctx context.Context) error {
 	}
 }
 
-// list is the destinations to decide on, newest first.
-func (w *watcher) list() []Destination {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.list()
-}
-
-// deny hides d from the list for the rest of the watch: it is refused already.
-func (w *watcher) deny(d Destination) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.b.denied[d.Entry()] = true
-}
-
-// allow applies the person's decision on d: allow for the session (save: and keep it as the
+// allow is the person's decision on entry: allow for the session (save: and keep it as the
 // project's policy), the change `network INSTANCE allow` makes; it returns what to say.
-func (w *watcher) allow(ctx context.Context, d Destination, save bool) (string, error) {
-	prev, policy, applied, err := networkcmd.Change(ctx, w.t, w.st, "allow", []string{d.Entry()}, save, w.flagsHint)
-	if err != nil {
-		return "", fmt.Errorf("allow %s: %w", termsafe.String(d.Entry()), err)
-	}
-	w.mu.Lock()
-	w.b.allowed[d.Entry()] = true
-	w.mu.Unlock()
-	msg := fmt.Sprintf("allowed %s: policy %s (was %s)", termsafe.String(d.Entry()), policy, prev)
-	if applied {
-		msg += ", in force now"
-	} else {
-		msg += ", recorded: put in place when the session next connects"
-	}
-	if save {
-		msg += "; saved as the project's policy"
-	}
-	return msg, nil
+func (w *watcher) allow(ctx context.Context, entry string, save bool) (string, error) {
+	return networkcmd.Allow(ctx, w.t, w.st, entry, save, w.flagsHint)
 }
