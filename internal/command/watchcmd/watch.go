@@ -14,7 +14,6 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
-	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/netwatch"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -35,9 +34,9 @@ type Options struct {
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
-	// ReadRecord reads `net report`'s answer for the agent user (default: the instance's
-	// connection, NetRecord, which asks root's runner); the answer is checked as guest output.
-	ReadRecord func(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error)
+	// ReadRecord reads `net report`'s answer for the agent user (nil: networkcmd.ReadRecord,
+	// root's runner through the instance's connection); the answer is checked as guest output.
+	ReadRecord networkcmd.RecordReader
 }
 
 const (
@@ -50,22 +49,10 @@ const (
 // Destination is one host and port the agent was refused (netwatch's).
 type Destination = netwatch.Destination
 
-// readRecord is the default Options.ReadRecord.
-func readRecord(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error) {
-	if t.Conn == nil {
-		return nil, fmt.Errorf("instance %s is not running (%v): the agent makes no connection to watch", t.Instance.Name, t.ConnErr)
-	}
-	return t.Conn.NetRecord(ctx, user, netpolicy.MaxReportEntries)
-}
-
 // watcher is one watch of one session.
 type watcher struct {
-	opts      *Options
-	t         *sessionopen.Target
-	st        *staging.State
-	flagsHint string
-
-	nw *netwatch.Watch
+	opts *Options
+	nw   *netwatch.Watch
 }
 
 // Run watches the session's blocked attempts until the person quits (or, with --json, until
@@ -76,9 +63,6 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if opts.Interval < minInterval || opts.Interval > maxInterval {
 		return fmt.Errorf("watch: the interval %v is not between %v and %v", opts.Interval, minInterval, maxInterval)
-	}
-	if opts.ReadRecord == nil {
-		opts.ReadRecord = readRecord
 	}
 	if !opts.JSON && !(opts.IO.IsStdinTTY() && opts.IO.IsStdoutTTY()) {
 		return errors.New("watch needs a terminal to ask on; for a script, stream the blocked attempts with --json")
@@ -110,51 +94,11 @@ func Run(ctx context.Context, opts *Options) error {
 	if staging.NetworkOf(st) == staging.OpenNetwork {
 		return fmt.Errorf("the session's network policy is open: nothing is blocked, so there is nothing to watch. Put the agent under a policy by restarting its server with one: limactl mcp serve --network=none%s (or --network=allow:@go,example.com; limactl mcp configure --network=... for the agent's configuration); then blocked attempts show here", ref.Flag())
 	}
-	w := &watcher{opts: opts, t: t, st: st, flagsHint: ref.Flag()}
-	w.nw = netwatch.New(w.source())
+	w := &watcher{opts: opts, nw: netwatch.New(networkcmd.WatchSource(t, st, ref.Flag(), opts.ReadRecord, opts.Interval))}
 	if opts.JSON {
 		return w.stream(ctx)
 	}
 	return w.tui(ctx)
-}
-
-// source is what netwatch needs of the session: its record read through the instance, an
-// allow through networkcmd.Change, its policy as recorded now.
-func (w *watcher) source() netwatch.Source {
-	which := w.st.Workdir
-	if w.st.Session != "" {
-		which += " [session " + w.st.Session + "]"
-	}
-	return netwatch.Source{
-		Read:     w.readRecord,
-		Allow:    w.allow,
-		Policy:   w.policy,
-		Title:    fmt.Sprintf("%s (instance %s)", which, w.t.Instance.Name),
-		Interval: w.opts.Interval,
-	}
-}
-
-// readRecord reads the agent's record once and checks it as guest output.
-func (w *watcher) readRecord(ctx context.Context) (*netpolicy.Record, error) {
-	user := staging.AgentUser(w.st.ID)
-	data, err := w.opts.ReadRecord(ctx, w.t, user)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := netpolicy.ParseRecord(data, user)
-	if err != nil {
-		return nil, err
-	}
-	return &rec, nil
-}
-
-// policy is the session's policy as recorded now (after the decisions of this watch, or a
-// `network` command run meanwhile).
-func (w *watcher) policy() string {
-	if st, err := w.t.Lookup(w.st.Workdir, w.st.Session); err == nil && st != nil {
-		return staging.NetworkOf(st)
-	}
-	return staging.NetworkOf(w.st)
 }
 
 // stream prints every new or changed destination as a JSON line until ctx ends. A read that
@@ -193,10 +137,4 @@ func (w *watcher) stream(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// allow is the person's decision on entry: allow for the session (save: and keep it as the
-// project's policy), the change `network INSTANCE allow` makes; it returns what to say.
-func (w *watcher) allow(ctx context.Context, entry string, save bool) (string, error) {
-	return networkcmd.Allow(ctx, w.t, w.st, entry, save, w.flagsHint)
 }
