@@ -26,8 +26,12 @@ type Source struct {
 	Interval time.Duration
 }
 
-// ReadTimeout bounds one read of the record.
-const ReadTimeout = 30 * time.Second
+const (
+	// ReadTimeout bounds one read of the record.
+	ReadTimeout = 30 * time.Second
+	// DefaultInterval is how often a watch reads the record.
+	DefaultInterval = time.Second
+)
 
 // Watch is one watch of one session: its counted destinations and the person's decisions.
 // The reads and the decisions may run in goroutines of their own.

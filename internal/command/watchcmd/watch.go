@@ -41,7 +41,7 @@ type Options struct {
 
 const (
 	// DefaultInterval is how often watch reads the record.
-	DefaultInterval = time.Second
+	DefaultInterval = netwatch.DefaultInterval
 	minInterval     = 50 * time.Millisecond
 	maxInterval     = time.Minute
 )
