@@ -18,6 +18,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
@@ -67,6 +68,13 @@ func compareHelper() int {
 			conn := guest.New(func(context.Context) (*sshlink.Target, error) { return target, nil }, guest.Options{Logger: log, NoLoginShell: true})
 			return &sessionopen.Target{Instance: &instance.Instance{Name: name, Status: "Running"}, Store: staging.Store{Dir: os.Getenv("LMCP_H_STORE")}, Conn: conn}, nil
 		},
+	}
+	if record := os.Getenv("LMCP_H_RECORD"); record != "" {
+		// The agent's network record for w, in a file of the "guest" (the sshd's user has no
+		// sudo to ask root's runner for it), read through the review's own connection.
+		opts.ReadRecord = func(ctx context.Context, t *sessionopen.Target, _ string) ([]byte, error) {
+			return t.Conn.ReadFile(ctx, record, netpolicy.MaxRecordBytes)
+		}
 	}
 	if err := reviewcmd.Run(context.Background(), opts); err != nil {
 		fmt.Println("review failed:", err)

@@ -15,8 +15,11 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
+	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/netwatch"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -58,6 +61,9 @@ type Options struct {
 	// DecideCompare asks a person what to take of a compare; ErrAborted when they abort
 	// (default: the compare mode of the review's TUI).
 	DecideCompare func(c *review.Compared) ([]review.Pick, error)
+	// ReadRecord reads the agent's network record for the interactive review's "w" (nil:
+	// networkcmd.ReadRecord, root's runner through the instance's connection).
+	ReadRecord networkcmd.RecordReader
 }
 
 // Run runs a review.
@@ -194,7 +200,14 @@ func Run(ctx context.Context, opts *Options) error {
 	if line := timelineNotice(tl, name); line != "" {
 		notice = strings.TrimPrefix(notice+"\n"+line, "\n")
 	}
-	decisions, err := decide(opts, name, cs, paths, notice, uses, tl)
+	topts := tui.Options{Accessible: opts.Accessible, Notice: notice, Secrets: uses, Timeline: tl}
+	if network.Policy == staging.OpenNetwork {
+		topts.NoWatch = "The session's network policy is open: nothing is refused, so there is nothing to watch. Put the agent under a policy by restarting its server with one (limactl mcp serve --network=none" + ref.Flag() + ", or --network=allow:@go,example.com); then its refused destinations show here."
+	} else {
+		src := networkcmd.WatchSource(t, sess.State, ref.Flag(), opts.ReadRecord, netwatch.DefaultInterval)
+		topts.Watch = &src
+	}
+	decisions, err := decide(opts, name, cs, paths, topts)
 	if err != nil {
 		return err
 	}
@@ -315,7 +328,7 @@ func busyError(err error, instance, workdir string) error {
 // decide gets the decisions for a changeset with items. --yes and --dry-run accept every
 // change that is not a conflict; otherwise a person decides on a terminal; without one,
 // nothing is applied and the exit code says consent is pending.
-func decide(opts *Options, instance string, cs *review.Changeset, paths []string, notice string, uses []string, tl *timeline.Timeline) ([]review.Decision, error) {
+func decide(opts *Options, instance string, cs *review.Changeset, paths []string, topts tui.Options) ([]review.Decision, error) {
 	ios := opts.IO
 	switch {
 	case opts.Yes || opts.DryRun:
@@ -324,7 +337,7 @@ func decide(opts *Options, instance string, cs *review.Changeset, paths []string
 		ask := opts.Decide
 		if ask == nil {
 			ask = func(cs *review.Changeset) ([]review.Decision, error) {
-				return interactive(cs, ios, opts.Accessible, notice, uses, tl)
+				return interactive(cs, ios, topts)
 			}
 		}
 		decisions, err := ask(cs)

@@ -9,13 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
-	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/netwatch"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -35,37 +34,25 @@ type Options struct {
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
-	// ReadRecord reads `net report`'s answer for the agent user (default: the instance's
-	// connection, NetRecord, which asks root's runner); the answer is checked as guest output.
-	ReadRecord func(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error)
+	// ReadRecord reads `net report`'s answer for the agent user (nil: networkcmd.ReadRecord,
+	// root's runner through the instance's connection); the answer is checked as guest output.
+	ReadRecord networkcmd.RecordReader
 }
 
 const (
 	// DefaultInterval is how often watch reads the record.
-	DefaultInterval = time.Second
+	DefaultInterval = netwatch.DefaultInterval
 	minInterval     = 50 * time.Millisecond
 	maxInterval     = time.Minute
-	// readTimeout bounds one read of the record.
-	readTimeout = 30 * time.Second
 )
 
-// readRecord is the default Options.ReadRecord.
-func readRecord(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error) {
-	if t.Conn == nil {
-		return nil, fmt.Errorf("instance %s is not running (%v): the agent makes no connection to watch", t.Instance.Name, t.ConnErr)
-	}
-	return t.Conn.NetRecord(ctx, user, netpolicy.MaxReportEntries)
-}
+// Destination is one host and port the agent was refused (netwatch's).
+type Destination = netwatch.Destination
 
 // watcher is one watch of one session.
 type watcher struct {
-	opts      *Options
-	t         *sessionopen.Target
-	st        *staging.State
-	flagsHint string
-
-	mu sync.Mutex // b: the reads and the decisions run in goroutines of their own
-	b  *blocked
+	opts *Options
+	nw   *netwatch.Watch
 }
 
 // Run watches the session's blocked attempts until the person quits (or, with --json, until
@@ -76,9 +63,6 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if opts.Interval < minInterval || opts.Interval > maxInterval {
 		return fmt.Errorf("watch: the interval %v is not between %v and %v", opts.Interval, minInterval, maxInterval)
-	}
-	if opts.ReadRecord == nil {
-		opts.ReadRecord = readRecord
 	}
 	if !opts.JSON && !(opts.IO.IsStdinTTY() && opts.IO.IsStdoutTTY()) {
 		return errors.New("watch needs a terminal to ask on; for a script, stream the blocked attempts with --json")
@@ -110,29 +94,11 @@ func Run(ctx context.Context, opts *Options) error {
 	if staging.NetworkOf(st) == staging.OpenNetwork {
 		return fmt.Errorf("the session's network policy is open: nothing is blocked, so there is nothing to watch. Put the agent under a policy by restarting its server with one: limactl mcp serve --network=none%s (or --network=allow:@go,example.com; limactl mcp configure --network=... for the agent's configuration); then blocked attempts show here", ref.Flag())
 	}
-	w := &watcher{opts: opts, t: t, st: st, flagsHint: ref.Flag(), b: newBlocked()}
+	w := &watcher{opts: opts, nw: netwatch.New(networkcmd.WatchSource(t, st, ref.Flag(), opts.ReadRecord, opts.Interval))}
 	if opts.JSON {
 		return w.stream(ctx)
 	}
 	return w.tui(ctx)
-}
-
-// read reads the record once (bounded) and counts what is new: the destinations it changed.
-func (w *watcher) read(ctx context.Context) ([]Destination, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
-	user := staging.AgentUser(w.st.ID)
-	data, err := w.opts.ReadRecord(ctx, w.t, user)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := netpolicy.ParseRecord(data, user)
-	if err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.add(rec.Entries), nil
 }
 
 // stream prints every new or changed destination as a JSON line until ctx ends. A read that
@@ -145,7 +111,7 @@ func (w *watcher) stream(ctx context.Context) error {
 	tick := time.NewTicker(w.opts.Interval)
 	defer tick.Stop()
 	for {
-		changed, err := w.read(ctx)
+		changed, err := w.nw.Read(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -171,40 +137,4 @@ func (w *watcher) stream(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// list is the destinations to decide on, newest first.
-func (w *watcher) list() []Destination {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.list()
-}
-
-// deny hides d from the list for the rest of the watch: it is refused already.
-func (w *watcher) deny(d Destination) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.b.denied[d.Entry()] = true
-}
-
-// allow applies the person's decision on d: allow for the session (save: and keep it as the
-// project's policy), the change `network INSTANCE allow` makes; it returns what to say.
-func (w *watcher) allow(ctx context.Context, d Destination, save bool) (string, error) {
-	prev, policy, applied, err := networkcmd.Change(ctx, w.t, w.st, "allow", []string{d.Entry()}, save, w.flagsHint)
-	if err != nil {
-		return "", fmt.Errorf("allow %s: %w", termsafe.String(d.Entry()), err)
-	}
-	w.mu.Lock()
-	w.b.allowed[d.Entry()] = true
-	w.mu.Unlock()
-	msg := fmt.Sprintf("allowed %s: policy %s (was %s)", termsafe.String(d.Entry()), policy, prev)
-	if applied {
-		msg += ", in force now"
-	} else {
-		msg += ", recorded: put in place when the session next connects"
-	}
-	if save {
-		msg += "; saved as the project's policy"
-	}
-	return msg, nil
 }

@@ -73,11 +73,15 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 		nav.tree.on = len(items) > treeFrom && len(nav.tree.root.children)+min(1, len(nav.tree.root.files)) > 1
 	}
 	opts := nav.options()
-	desc := "space: toggle · v: view diff · enter: continue · esc: abort"
 	tlDoc := r.timelineDoc()
+	desc := "space: toggle · v: view diff · "
 	if tlDoc != nil {
-		desc = "space: toggle · v: view diff · l: timeline · enter: continue · esc: abort"
+		desc += "l: timeline · "
 	}
+	if r.opts.Watch != nil {
+		desc += "w: blocked · "
+	}
+	desc += "enter: continue · esc: abort"
 	if r.accessible {
 		desc = ""
 	}
@@ -165,6 +169,7 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 		if tlDoc != nil {
 			keys["l"] = formKey{run: func() error { return r.page(*tlDoc) }}
 		}
+		keys["w"] = formKey{run: r.watchBlocked}
 	}
 	err := r.runFormKeys(f, func() *doc {
 		i, ok := ms.Hovered()

@@ -16,6 +16,7 @@ import (
 	"github.com/muesli/termenv"
 	"golang.org/x/term"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/netwatch"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
@@ -33,6 +34,12 @@ type Options struct {
 	Secrets []string
 	// Timeline is the session's timeline (nil: none): the file list's "l" shows all of it.
 	Timeline *timeline.Timeline
+	// Watch is how to watch the session's refused destinations (nil: none to watch): the file
+	// list's "w" shows them live, to allow or dismiss, as `limactl mcp watch` does.
+	Watch *netwatch.Source
+	// NoWatch is what "w" says when Watch is nil (why there is nothing to watch; "": that
+	// the session has no network policy to watch).
+	NoWatch string
 }
 
 // ErrAborted is returned when the person pressed Ctrl-C or Esc: nothing must be applied.
@@ -52,7 +59,8 @@ var ErrAborted = errors.New("review aborted: nothing was applied")
 //
 // Keys of the full-screen UI: ↑/↓ or j/k move; space or x toggle a file, ctrl+a all/none, /
 // filters the list; n goes to the next unviewed file, c to the next conflict, m marks a file
-// viewed (listnav.go); l shows the session's whole timeline (timeline.go); t shows the list as
+// viewed (listnav.go); l shows the session's whole timeline (timeline.go), w its refused
+// destinations to allow or dismiss (watch.go); t shows the list as
 // a tree by directory, ←/→ fold and unfold, space on a directory's row selects or leaves out
 // all of it (filetree.go); h chooses the hunks and
 // lines of the file at the cursor, s on a hunk its lines (lines.go); enter goes on; y/n
@@ -131,6 +139,9 @@ type reviewer struct {
 	keymap     *huh.KeyMap
 	theme      *huh.Theme
 	paint      *painter
+	// watch is the session's watch of refused destinations, made at the first "w" and kept
+	// (what was dismissed stays so) for the rest of the review.
+	watch *netwatch.Watch
 }
 
 // size is the size of the screen: the options, else the terminal's, else 80×24.

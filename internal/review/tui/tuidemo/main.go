@@ -1,20 +1,29 @@
 // Command tuidemo runs the review TUI on a changeset read from a JSON file, for tests:
 //
-//	tuidemo [-accessible] [-width N -height N] [-notice LINE] [-secrets LINE]... [-timeline DIR] changeset.json result.json
+//	tuidemo [-accessible] [-width N -height N] [-notice LINE] [-secrets LINE]... [-timeline DIR] [-watch DIR] [-nowatch LINE] changeset.json result.json
+//
+// With -watch, w shows the refused destinations of DIR/record.json (`net report`'s answer for
+// the user "demo"), and an allow adds the destination to the policy in DIR/policy, as the
+// session's policy is changed by the review command.
 //
 // It writes the decisions as JSON to result.json, or the JSON string "aborted", or
 // {"error": "..."} for any other error.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/netwatch"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
 	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
@@ -28,6 +37,8 @@ func main() {
 	var secretLines lines
 	flag.Var(&secretLines, "secrets", "a line of the session's secrets' uses (repeat for more)")
 	tlDir := flag.String("timeline", "", "the session directory whose timeline the l key shows")
+	watchDir := flag.String("watch", "", "the directory of the record and the policy the w key watches")
+	noWatch := flag.String("nowatch", "", "what w says without -watch")
 	flag.Parse()
 
 	// As limactl-mcp's root command does, this process handles SIGINT for its whole life:
@@ -56,7 +67,11 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	decs, err := tui.Run(&cs, os.Stdin, os.Stdout, tui.Options{Accessible: *accessible, Width: *width, Height: *height, Notice: *notice, Secrets: secretLines, Timeline: tl})
+	opts := tui.Options{Accessible: *accessible, Width: *width, Height: *height, Notice: *notice, Secrets: secretLines, Timeline: tl, NoWatch: *noWatch}
+	if *watchDir != "" {
+		opts.Watch = watchSource(*watchDir)
+	}
+	decs, err := tui.Run(&cs, os.Stdin, os.Stdout, opts)
 	var result any = decs
 	switch {
 	case errors.Is(err, tui.ErrAborted):
@@ -78,6 +93,43 @@ func main() {
 	if err := os.Rename(tmp, flag.Arg(1)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+}
+
+// watchSource watches the record in dir and changes the policy in dir (see the package's
+// comment).
+func watchSource(dir string) *netwatch.Source {
+	policyFile := filepath.Join(dir, "policy")
+	policy := func() string {
+		b, err := os.ReadFile(policyFile)
+		if err != nil {
+			return "unreadable: " + err.Error()
+		}
+		return strings.TrimSpace(string(b))
+	}
+	return &netwatch.Source{
+		Read: func(context.Context) (*netpolicy.Record, error) {
+			data, err := os.ReadFile(filepath.Join(dir, "record.json"))
+			if err != nil {
+				return nil, err
+			}
+			rec, err := netpolicy.ParseRecord(data, "demo")
+			if err != nil {
+				return nil, err
+			}
+			return &rec, nil
+		},
+		Allow: func(_ context.Context, entry string, save bool) (string, error) {
+			prev := policy()
+			next := prev + "," + entry
+			if err := os.WriteFile(policyFile, []byte(next+"\n"), 0o644); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("allowed %s: policy %s (was %s), save %v", entry, next, prev, save), nil
+		},
+		Policy:   policy,
+		Title:    "the demo session",
+		Interval: 100 * time.Millisecond,
 	}
 }
 

@@ -1,4 +1,8 @@
-package watchcmd
+// Package netwatch is the destinations an agent under a network policy was refused, counted
+// from its network record as it is read again and again (blocked.go), one watch of them with
+// the person's decisions (watch.go), and the screen that shows them live and decides (screen.go):
+// used by `limactl mcp watch` and by the review TUI's "w".
+package netwatch
 
 import (
 	"slices"

@@ -1,4 +1,4 @@
-package watchcmd
+package netwatch
 
 import (
 	"testing"

@@ -1,0 +1,63 @@
+package networkcmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/netwatch"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
+	"github.com/limactl-mcp/limactl-mcp/internal/staging"
+)
+
+// RecordReader reads `net report`'s answer for the agent user of a session of t.
+type RecordReader func(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error)
+
+// ReadRecord is the RecordReader of a running instance: root's runner answers through the
+// instance's connection.
+func ReadRecord(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error) {
+	if t.Conn == nil {
+		return nil, fmt.Errorf("instance %s is not running (%v): the agent makes no connection to watch", t.Instance.Name, t.ConnErr)
+	}
+	return t.Conn.NetRecord(ctx, user, netpolicy.MaxReportEntries)
+}
+
+// WatchSource is what netwatch needs to watch the session st of t (`watch`, and the review
+// TUI's w): its record read by read (nil: ReadRecord) and checked as guest output, a refused
+// destination allowed by Allow, its policy as recorded now, read every interval.
+func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, read RecordReader, interval time.Duration) netwatch.Source {
+	if read == nil {
+		read = ReadRecord
+	}
+	which := st.Workdir
+	if st.Session != "" {
+		which += " [session " + st.Session + "]"
+	}
+	user := staging.AgentUser(st.ID)
+	return netwatch.Source{
+		Read: func(ctx context.Context) (*netpolicy.Record, error) {
+			data, err := read(ctx, t, user)
+			if err != nil {
+				return nil, err
+			}
+			rec, err := netpolicy.ParseRecord(data, user)
+			if err != nil {
+				return nil, err
+			}
+			return &rec, nil
+		},
+		Allow: func(ctx context.Context, entry string, save bool) (string, error) {
+			return Allow(ctx, t, st, entry, save, flagsHint)
+		},
+		// After the decisions of this watch, or a `network` command run meanwhile.
+		Policy: func() string {
+			if cur, err := t.Lookup(st.Workdir, st.Session); err == nil && cur != nil {
+				return staging.NetworkOf(cur)
+			}
+			return staging.NetworkOf(st)
+		},
+		Title:    fmt.Sprintf("%s (instance %s)", which, t.Instance.Name),
+		Interval: interval,
+	}
+}
