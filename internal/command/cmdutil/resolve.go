@@ -91,6 +91,28 @@ func (r *Ref) OpenSession(ctx context.Context) (*sessionopen.Target, *staging.Se
 	return sessionopen.OpenSession(ctx, r.open, r.Verb, r.Instance, r.Workdir, r.Session)
 }
 
+// OpenState opens the instance and reads the stored state of the session the command is about
+// (the working directory's own, or that of the staged project holding it: Target.Find),
+// without opening the session: nil when it is not staged. It gives the working directory the
+// session is of. The caller closes the Target, also when the state is nil.
+func (r *Ref) OpenState(ctx context.Context) (*sessionopen.Target, string, *staging.State, error) {
+	t, err := r.OpenInstance(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	workdir, err := t.Find(r.Verb, r.Workdir, r.Session)
+	if err != nil {
+		t.Close()
+		return nil, "", nil, err
+	}
+	st, err := t.Lookup(workdir, r.Session)
+	if err != nil {
+		t.Close()
+		return nil, "", nil, err
+	}
+	return t, workdir, st, nil
+}
+
 // Flag is --session as the commands we suggest spell it ("" for the unnamed session).
 func (r *Ref) Flag() string {
 	return staging.SessionFlag(r.Session)

@@ -199,19 +199,11 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := ref.OpenInstance(ctx)
+	t, workdir, st, err := ref.OpenState(ctx)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	workdir, err := t.Find("network", ref.Workdir, ref.Session)
-	if err != nil {
-		return err
-	}
-	st, err := t.Lookup(workdir, ref.Session)
-	if err != nil {
-		return err
-	}
 	if st == nil && opts.Save && opts.Action == "set" {
 		// No session yet: the project's policy alone, for its first serve or shell.
 		pol, err := netpolicy.Parse(opts.Args[0])

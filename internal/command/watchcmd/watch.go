@@ -71,19 +71,11 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	t, err := ref.OpenInstance(ctx)
+	t, workdir, st, err := ref.OpenState(ctx)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	workdir, err := t.Find("watch", ref.Workdir, ref.Session)
-	if err != nil {
-		return err
-	}
-	st, err := t.Lookup(workdir, ref.Session)
-	if err != nil {
-		return err
-	}
 	if st == nil {
 		_, err := t.Session(workdir, ref.Session) // says there is none, and which there are
 		if err == nil {
