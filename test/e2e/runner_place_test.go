@@ -5,6 +5,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 const systemRunnerDir = "/usr/local/libexec/limactl-mcp"
@@ -51,6 +52,19 @@ echo checked`)
 	log2 := s2.Stderr.String()
 	if !strings.Contains(log2, "root-owned=true") || strings.Contains(log2, "read back") || strings.Contains(log2, "installed the guest runner") {
 		t.Errorf("the second server did not take the root-owned runner as it is:\n%s", log2)
+	}
+
+	// The first two servers end first. Each hands its runner over to an ssh connection of its
+	// own a few seconds after it starts, and checks the runner again then: one that did so just
+	// after the chmod below installed it again under the third server's runner, which then ran
+	// from a deleted file (seen on a loaded machine). Their hand-over is awaited (bounded).
+	for _, sv := range []*server{s, s2} {
+		for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(sv.Stderr.String(), "handoff=true") && time.Now().Before(deadline); {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err := sv.Session.Close(); err != nil {
+			t.Logf("closing a server: %v", err)
+		}
 	}
 
 	// No longer safely root's (a group-writable directory): installed again.
