@@ -6,11 +6,11 @@
 # ones included (each e2e test binary boots its own real Lima VM under QEMU TCG). Each step is
 # skipped quickly when already done, so a second run costs the tests alone.
 #
-#   hack/test.sh             everything (about 35 min on a quiet 2-core machine, e2e included)
+#   hack/test.sh             everything (about an hour on a quiet 2-core machine, e2e included)
 #   hack/test.sh --no-e2e    setup, then the tests without the VM (unit, real sshd, tmux)
 #   hack/test.sh --release   everything, then `goreleaser check` and a release snapshot
 #
-# .ci/run is `hack/test.sh --release`. It prints each phase's time at the end.
+# .ci/run is `hack/test.sh --release`. It prints the 30 slowest tests and each phase's time at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,10 +56,19 @@ run_phase inspector hack/e2e/install-inspector.sh
 run_phase clients hack/e2e/install-clients.sh
 run_phase mod go mod download
 run_phase workflows hack/actionlint-check.sh
+# go test -json through hack/testreport: the same lines as go test without -v (results, the
+# whole output of a failed test), then the slowest tests, so the log says where the time went.
+# LIMACTL_MCP_TEST_JSON=FILE keeps every event (every test's log) in FILE.
+go_test() {
+  local report
+  report=$(mktemp -d)/testreport
+  go build -o "$report" ./hack/testreport || return
+  go test -json "$@" | "$report" -top 30 ${LIMACTL_MCP_TEST_JSON:+-json "$LIMACTL_MCP_TEST_JSON"}
+}
 if [ "$e2e" -eq 1 ]; then
-  run_phase test go test -tags e2e -timeout 75m -count=1 ./...
+  run_phase test go_test -tags e2e -timeout 75m -count=1 ./...
 else
-  run_phase test go test -timeout 30m -count=1 ./...
+  run_phase test go_test -timeout 30m -count=1 ./...
 fi
 if [ "$release" -eq 1 ]; then
   run_phase release hack/goreleaser-check.sh

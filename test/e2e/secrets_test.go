@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -121,6 +122,8 @@ exec sleep 171`
 		}
 	}
 	scan := guestShell(t, `sudo sh -c 'for p in /proc/[0-9]*; do for f in environ cmdline; do grep -l -a -e `+shq(valueRE)+` $p/$f 2>/dev/null; done; done; true'`)
+	// Nor in any guest process's memory, read as root through /proc/PID/mem.
+	memScan := guestMemoryScan(t, "e2eREA", "L7Q9value")
 	guestShell(t, "sudo pkill -fx 'sleep 171' || true")
 	select {
 	case <-done:
@@ -131,6 +134,23 @@ exec sleep 171`
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, stderr.String())
 	if strings.TrimSpace(scan) != "" {
 		t.Errorf("the value is in guest processes: %s", scan)
+	}
+	t.Logf("guest memory scan: %s", memScan)
+	if !strings.Contains(memScan, "SCANNED ") || strings.Contains(memScan, "HIT ") {
+		t.Errorf("the value is in guest memory (or the scan did not run): %s", memScan)
+	}
+	// Nor on the guest's disk, nor in any file Lima or limactl-mcp keeps for the instance on the
+	// host (its logs, the session's state and use log): the instance's directory holds the
+	// guest's disk images, read raw after the guest flushed its writes.
+	guestShell(t, "sudo sync")
+	instDir := filepath.Join(vm.LimaHome, instanceName)
+	files, size, hits := scanFilesFor(t, instDir, []byte(value))
+	t.Logf("host scan of %s: %d files, %d MB", instDir, files, size>>20)
+	if size < 100<<20 {
+		t.Errorf("the scan of %s read only %d bytes: the guest's disk is not there", instDir, size)
+	}
+	for _, h := range hits {
+		t.Errorf("the value is in %s", h)
 	}
 	if strings.Contains(out, value) || strings.Contains(stderr.String(), value) {
 		t.Errorf("the value reached the command's output")
@@ -170,4 +190,104 @@ exec sleep 171`
 	}
 	_ = io.Discard
 	_ = user
+}
+
+// guestMemoryScan reads, as root in the guest, every readable mapping of every process but
+// its own through /proc/PID/mem and prints "SCANNED …", then "HIT pid mapping cmdline" for
+// each mapping that holds the needle (given in two parts, so that no command line holds it
+// whole; the scanner itself, which joins them, is skipped).
+func guestMemoryScan(t *testing.T, part1, part2 string) string {
+	t.Helper()
+	const script = `
+import os, sys
+needle = sys.argv[1].encode() + sys.argv[2].encode()
+me = os.getpid()
+procs = scanned = skipped = 0
+hits = []
+for pid in os.listdir("/proc"):
+    if not pid.isdigit() or int(pid) == me:
+        continue
+    try:
+        maps = open("/proc/%s/maps" % pid).read().splitlines()
+        mem = open("/proc/%s/mem" % pid, "rb", 0)
+    except OSError:
+        continue
+    procs += 1
+    for line in maps:
+        f = line.split()
+        name = f[5] if len(f) > 5 else "anon"
+        if f[1][0] != "r" or name in ("[vvar]", "[vvar_vclock]", "[vsyscall]"):
+            continue
+        a, b = (int(x, 16) for x in f[0].split("-"))
+        if b - a > 512 << 20:
+            skipped += 1
+            continue
+        tail = b""
+        pos = a
+        while pos < b:
+            n = min(16 << 20, b - pos)
+            try:
+                mem.seek(pos)
+                data = mem.read(n)
+            except (OSError, ValueError, OverflowError):
+                break
+            if not data:
+                break
+            scanned += len(data)
+            if needle in tail + data:
+                try:
+                    cmd = open("/proc/%s/cmdline" % pid, "rb").read().replace(b"\0", b" ")[:200]
+                except OSError:
+                    cmd = b"?"
+                hits.append("%s %s %r" % (pid, name, cmd))
+                break
+            tail = data[-len(needle):]
+            pos += len(data)
+    mem.close()
+print("SCANNED %d processes, %d MB, %d mappings over 512 MB left out" % (procs, scanned >> 20, skipped))
+for h in hits:
+    print("HIT", h)
+`
+	return guestShell(t, "sudo python3 -c "+shq(script)+" "+shq(part1)+" "+shq(part2))
+}
+
+// scanFilesFor reads every regular file under root (no link followed) and returns how many it
+// read, their bytes, and the files that hold needle.
+func scanFilesFor(t *testing.T, root string, needle []byte) (files int, size int64, hits []string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		files++
+		buf := make([]byte, 8<<20)
+		carry := 0
+		for {
+			n, rerr := f.Read(buf[carry:])
+			size += int64(n)
+			if bytes.Contains(buf[:carry+n], needle) {
+				hits = append(hits, path)
+				return nil
+			}
+			if rerr == io.EOF {
+				return nil
+			}
+			if rerr != nil {
+				return rerr
+			}
+			// Keep the last len(needle)-1 bytes: a needle across two reads is still found.
+			keep := min(len(needle)-1, carry+n)
+			copy(buf, buf[carry+n-keep:carry+n])
+			carry = keep
+		}
+	})
+	if err != nil {
+		t.Fatalf("scanning %s: %v", root, err)
+	}
+	return files, size, hits
 }
