@@ -32,6 +32,8 @@ func project(t *testing.T, files map[string]string) string {
 	}
 	name := strings.Trim(unsafeChars.ReplaceAllString(t.Name(), "-"), "-")
 	dir := filepath.Join(base, "mcp-e2e-projects", fmt.Sprintf("%s-%d", name, time.Now().UnixNano()%1e9))
+	// Made even with no files: a test alone (an opt-in benchmark) is the first to use the base.
+	mustT(t, os.MkdirAll(dir, 0o755))
 	for rel, content := range files {
 		p := filepath.Join(dir, rel)
 		if strings.HasSuffix(rel, "/") {
