@@ -122,7 +122,7 @@ for i in $(seq 1 20); do printf 'line one\nthe needle %%d\nline three\n' "$i" > 
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		tool := strings.Fields(o.name)[0]
+		tool := strings.Fields(strings.TrimPrefix(o.name, "floor: "))[0]
 		t0 := time.Now()
 		res, err := s.sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: o.args(s)})
 		d := time.Since(t0)

@@ -32,31 +32,8 @@ func TestSecretsRelay(t *testing.T) {
 	const valueRE = "e2eREA[L]7Q9value"
 
 	// The fake provider.
-	caDir := t.TempDir()
-	provCA, err := secrets.OpenCA(caDir, []string{"api.anthropic.com"})
-	mustT(t, err)
-	leaf, err := provCA.Leaf("api.anthropic.com")
-	mustT(t, err)
-	pln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}})
-	mustT(t, err)
-	var mu sync.Mutex
-	var got []string // what each request carried in x-api-key
-	prov := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("X-Api-Key")
-		mu.Lock()
-		got = append(got, key)
-		mu.Unlock()
-		fmt.Fprintf(w, "PROVIDER key-ok=%v", key == value)
-	})}
-	go prov.Serve(pln)
-	t.Cleanup(func() { prov.Close() })
-	// The hook's CA file, readable by the user the plugin runs as.
-	hookDir, err := os.MkdirTemp("", "secrets-e2e-")
-	mustT(t, err)
-	t.Cleanup(func() { os.RemoveAll(hookDir) })
-	mustT(t, os.Chmod(hookDir, 0o755))
-	caFile := filepath.Join(hookDir, "provider-ca.pem")
-	mustT(t, os.WriteFile(caFile, provCA.CertPEM(), 0o644))
+	prov := startFakeProvider(t, value)
+	pln, caFile := prov.ln, prov.caFile
 
 	// An allowed, unbound host that echoes the header it got.
 	eln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -122,8 +99,11 @@ exec sleep 171`
 		}
 	}
 	scan := guestShell(t, `sudo sh -c 'for p in /proc/[0-9]*; do for f in environ cmdline; do grep -l -a -e `+shq(valueRE)+` $p/$f 2>/dev/null; done; done; true'`)
-	// Nor in any guest process's memory, read as root through /proc/PID/mem.
-	memScan := guestMemoryScan(t, "e2eREA", "L7Q9value")
+	// Nor in any guest process's memory, read as root through /proc/PID/mem. A canary process
+	// holding a string of its own shows that the scan finds what is there.
+	guestShell(t, `nohup python3 -c 'import sys, time; c = sys.argv[1] + sys.argv[2]; time.sleep(90)' memCAN ARYe2e >/dev/null 2>&1 &`)
+	memScan := guestMemoryScan(t, [2]string{"e2eREA", "L7Q9value"}, [2]string{"memCAN", "ARYe2e"})
+	guestShell(t, "pkill -f 'memCAN ARYe2e' || true")
 	guestShell(t, "sudo pkill -fx 'sleep 171' || true")
 	select {
 	case <-done:
@@ -136,21 +116,27 @@ exec sleep 171`
 		t.Errorf("the value is in guest processes: %s", scan)
 	}
 	t.Logf("guest memory scan: %s", memScan)
-	if !strings.Contains(memScan, "SCANNED ") || strings.Contains(memScan, "HIT ") {
+	if !strings.Contains(memScan, "SCANNED ") || strings.Contains(memScan, "HIT 0 ") {
 		t.Errorf("the value is in guest memory (or the scan did not run): %s", memScan)
+	}
+	if !strings.Contains(memScan, "HIT 1 ") {
+		t.Errorf("the memory scan did not find the canary process's string: it would not find the value either")
 	}
 	// Nor on the guest's disk, nor in any file Lima or limactl-mcp keeps for the instance on the
 	// host (its logs, the session's state and use log): the instance's directory holds the
-	// guest's disk images, read raw after the guest flushed its writes.
-	guestShell(t, "sudo sync")
+	// guest's disk images, read raw after the guest flushed its writes. A canary file written
+	// in the guest shows that the scan reads what the guest wrote.
+	canary := fmt.Sprintf("diskCANARY-%d-e2e", time.Now().UnixNano())
+	guestShell(t, "printf '%s\\n' "+shq(canary)+" > ~/secrets-scan-canary.txt && sudo sync")
+	defer guestShell(t, "rm -f ~/secrets-scan-canary.txt")
 	instDir := filepath.Join(vm.LimaHome, instanceName)
-	files, size, hits := scanFilesFor(t, instDir, []byte(value))
+	files, size, hits := scanFilesFor(t, instDir, []byte(value), []byte(canary))
 	t.Logf("host scan of %s: %d files, %d MB", instDir, files, size>>20)
-	if size < 100<<20 {
-		t.Errorf("the scan of %s read only %d bytes: the guest's disk is not there", instDir, size)
-	}
-	for _, h := range hits {
+	for _, h := range hits[0] {
 		t.Errorf("the value is in %s", h)
+	}
+	if len(hits[1]) == 0 {
+		t.Errorf("the disk scan of %s did not find the canary the guest wrote: it would not find the value either", instDir)
 	}
 	if strings.Contains(out, value) || strings.Contains(stderr.String(), value) {
 		t.Errorf("the value reached the command's output")
@@ -173,13 +159,11 @@ exec sleep 171`
 	if !strings.Contains(out, "DIRECT-REFUSED") {
 		t.Errorf("a connection that skips the proxy reached the provider")
 	}
-	mu.Lock()
-	for _, k := range got {
+	for _, k := range prov.keys() {
 		if k != value {
 			t.Errorf("the provider got a request without the value: %q", k)
 		}
 	}
-	mu.Unlock()
 	if !strings.Contains(stderr.String(), "join the allowlist for this run: api.anthropic.com") {
 		t.Errorf("the shell did not say that the bound host joins the allowlist")
 	}
@@ -192,15 +176,63 @@ exec sleep 171`
 	_ = user
 }
 
+// fakeProvider is a TLS server on the host's loopback answering as api.anthropic.com (a CA of
+// its own, in caFile for the relay's test hook), recording the x-api-key of each request and
+// answering "PROVIDER key-ok=BOOL".
+type fakeProvider struct {
+	ln     net.Listener
+	caFile string
+	mu     sync.Mutex
+	got    []string
+}
+
+func startFakeProvider(t *testing.T, value string) *fakeProvider {
+	t.Helper()
+	caDir := t.TempDir()
+	provCA, err := secrets.OpenCA(caDir, []string{"api.anthropic.com"})
+	mustT(t, err)
+	leaf, err := provCA.Leaf("api.anthropic.com")
+	mustT(t, err)
+	pln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}})
+	mustT(t, err)
+	p := &fakeProvider{ln: pln}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-Api-Key")
+		p.mu.Lock()
+		p.got = append(p.got, key)
+		p.mu.Unlock()
+		fmt.Fprintf(w, "PROVIDER key-ok=%v", key == value)
+	})}
+	go srv.Serve(pln)
+	t.Cleanup(func() { srv.Close() })
+	// The hook's CA file, readable by the user the plugin runs as.
+	hookDir, err := os.MkdirTemp("", "secrets-e2e-")
+	mustT(t, err)
+	t.Cleanup(func() { os.RemoveAll(hookDir) })
+	mustT(t, os.Chmod(hookDir, 0o755))
+	p.caFile = filepath.Join(hookDir, "provider-ca.pem")
+	mustT(t, os.WriteFile(p.caFile, provCA.CertPEM(), 0o644))
+	return p
+}
+
+func (p *fakeProvider) keys() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.got...)
+}
+
+func (p *fakeProvider) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
 // guestMemoryScan reads, as root in the guest, every readable mapping of every process but
-// its own through /proc/PID/mem and prints "SCANNED …", then "HIT pid mapping cmdline" for
-// each mapping that holds the needle (given in two parts, so that no command line holds it
-// whole; the scanner itself, which joins them, is skipped).
-func guestMemoryScan(t *testing.T, part1, part2 string) string {
+// its own through /proc/PID/mem and prints "SCANNED …", then "HIT I pid mapping cmdline" for
+// each mapping that holds needle I (each given in two parts, so that no command line holds
+// it whole; the scanner itself, which joins them, is skipped).
+func guestMemoryScan(t *testing.T, needles ...[2]string) string {
 	t.Helper()
 	const script = `
 import os, sys
-needle = sys.argv[1].encode() + sys.argv[2].encode()
+needles = [(sys.argv[i] + sys.argv[i + 1]).encode() for i in range(1, len(sys.argv), 2)]
+longest = max(len(n) for n in needles)
 me = os.getpid()
 procs = scanned = skipped = 0
 hits = []
@@ -224,6 +256,7 @@ for pid in os.listdir("/proc"):
             continue
         tail = b""
         pos = a
+        found = set()
         while pos < b:
             n = min(16 << 20, b - pos)
             try:
@@ -234,27 +267,37 @@ for pid in os.listdir("/proc"):
             if not data:
                 break
             scanned += len(data)
-            if needle in tail + data:
-                try:
-                    cmd = open("/proc/%s/cmdline" % pid, "rb").read().replace(b"\0", b" ")[:200]
-                except OSError:
-                    cmd = b"?"
-                hits.append("%s %s %r" % (pid, name, cmd))
-                break
-            tail = data[-len(needle):]
+            for i, needle in enumerate(needles):
+                if i not in found and needle in tail + data:
+                    found.add(i)
+                    try:
+                        cmd = open("/proc/%s/cmdline" % pid, "rb").read().replace(b"\0", b" ")[:200]
+                    except OSError:
+                        cmd = b"?"
+                    hits.append("%d %s %s %r" % (i, pid, name, cmd))
+            tail = data[-longest:]
             pos += len(data)
     mem.close()
 print("SCANNED %d processes, %d MB, %d mappings over 512 MB left out" % (procs, scanned >> 20, skipped))
 for h in hits:
     print("HIT", h)
 `
-	return guestShell(t, "sudo python3 -c "+shq(script)+" "+shq(part1)+" "+shq(part2))
+	args := ""
+	for _, n := range needles {
+		args += " " + shq(n[0]) + " " + shq(n[1])
+	}
+	return guestShell(t, "sudo python3 -c "+shq(script)+args)
 }
 
 // scanFilesFor reads every regular file under root (no link followed) and returns how many it
-// read, their bytes, and the files that hold needle.
-func scanFilesFor(t *testing.T, root string, needle []byte) (files int, size int64, hits []string) {
+// read, their bytes, and for each needle the files that hold it.
+func scanFilesFor(t *testing.T, root string, needles ...[]byte) (files int, size int64, hits [][]string) {
 	t.Helper()
+	hits = make([][]string, len(needles))
+	longest := 0
+	for _, n := range needles {
+		longest = max(longest, len(n))
+	}
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
@@ -265,14 +308,17 @@ func scanFilesFor(t *testing.T, root string, needle []byte) (files int, size int
 		}
 		defer f.Close()
 		files++
+		found := make([]bool, len(needles))
 		buf := make([]byte, 8<<20)
 		carry := 0
 		for {
 			n, rerr := f.Read(buf[carry:])
 			size += int64(n)
-			if bytes.Contains(buf[:carry+n], needle) {
-				hits = append(hits, path)
-				return nil
+			for i, needle := range needles {
+				if !found[i] && bytes.Contains(buf[:carry+n], needle) {
+					found[i] = true
+					hits[i] = append(hits[i], path)
+				}
 			}
 			if rerr == io.EOF {
 				return nil
@@ -280,8 +326,8 @@ func scanFilesFor(t *testing.T, root string, needle []byte) (files int, size int
 			if rerr != nil {
 				return rerr
 			}
-			// Keep the last len(needle)-1 bytes: a needle across two reads is still found.
-			keep := min(len(needle)-1, carry+n)
+			// Keep the last bytes: a needle across two reads is still found.
+			keep := min(longest-1, carry+n)
 			copy(buf, buf[carry+n-keep:carry+n])
 			carry = keep
 		}
