@@ -26,7 +26,8 @@ import (
 // doing the same script, in the same run, is the baseline. Two modes: with an agent's think
 // time between calls (0.5-2 s, seeded), and back to back. Variants: named sessions of one
 // project ("sessions"), one project each ("projects"), named sessions of one project under
-// --network=none ("network"). Opt-in:
+// a network policy ("network", --network=none unless LIMACTL_MCP_BENCH_NETWORK says another).
+// Opt-in:
 //
 //	LIMACTL_MCP_BENCH=1 go test -tags e2e -count=1 -v -timeout 60m -run TestBenchmarkAgents ./test/e2e/
 //
@@ -40,9 +41,13 @@ func TestBenchmarkAgents(t *testing.T) {
 		t.Skip("set LIMACTL_MCP_BENCH=1 to run the many-agents benchmark")
 	}
 	cfg := agentBenchConfig{
-		agents: envInt(t, "LIMACTL_MCP_BENCH_AGENTS", 8),
-		calls:  envInt(t, "LIMACTL_MCP_BENCH_CALLS", 200),
-		think:  1,
+		agents:  envInt(t, "LIMACTL_MCP_BENCH_AGENTS", 8),
+		calls:   envInt(t, "LIMACTL_MCP_BENCH_CALLS", 200),
+		think:   1,
+		network: "none",
+	}
+	if v := os.Getenv("LIMACTL_MCP_BENCH_NETWORK"); v != "" {
+		cfg.network = v
 	}
 	if cfg.calls < 20 {
 		t.Fatalf("LIMACTL_MCP_BENCH_CALLS=%d: want 20 or more (the script places a background server and a checkpoint in it)", cfg.calls)
@@ -82,6 +87,7 @@ func TestBenchmarkAgents(t *testing.T) {
 type agentBenchConfig struct {
 	agents, calls, vcpus int
 	think                float64
+	network              string // the network variant's --network value
 }
 
 // benchAgent is one agent: its serve process and what its start took.
@@ -137,7 +143,7 @@ func benchAgentsVariant(t *testing.T, cfg agentBenchConfig, variant string) {
 			names = append(names, agentName(i))
 		}
 		if variant == "network" {
-			extra = []string{"--network=none"}
+			extra = []string{"--network=" + cfg.network}
 		}
 	case "projects":
 		for range cfg.agents + 1 {
@@ -230,7 +236,7 @@ func benchAgentsVariant(t *testing.T, cfg agentBenchConfig, variant string) {
 	runners := guestRunners(t)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nVariant %s: %d agents (%s), %d calls each per mode, guest vCPUs %d\n", variant, cfg.agents, agentVariantWords(variant), cfg.calls, cfg.vcpus)
+	fmt.Fprintf(&b, "\nVariant %s: %d agents (%s), %d calls each per mode, guest vCPUs %d\n", variant, cfg.agents, agentVariantWords(variant, cfg.network), cfg.calls, cfg.vcpus)
 	fmt.Fprintf(&b, "\nStarts (the %d together; the lone agent alone, before them):\n\n| agent | first answer | staging (its log) | serve VmHWM / VmRSS after both modes |\n|---|---:|---:|---|\n", cfg.agents)
 	fmt.Fprintf(&b, "| lone | %s | %s | %s |\n", ms(lone.first), msOrNone(lone.staging), loneMem)
 	var firsts []time.Duration
@@ -278,14 +284,14 @@ func agentName(i int) string {
 	return fmt.Sprintf("a%d", i)
 }
 
-func agentVariantWords(variant string) string {
+func agentVariantWords(variant, network string) string {
 	switch variant {
 	case "sessions":
 		return "named sessions of one project"
 	case "projects":
 		return "one project each"
 	default:
-		return "named sessions of one project, --network=none"
+		return "named sessions of one project, --network=" + network
 	}
 }
 
