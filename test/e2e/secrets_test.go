@@ -103,7 +103,7 @@ exec sleep 171`
 	// holding a string of its own shows that the scan finds what is there.
 	guestShell(t, `nohup python3 -c 'import sys, time; c = sys.argv[1] + sys.argv[2]; time.sleep(90)' memCAN ARYe2e >/dev/null 2>&1 &`)
 	memScan := guestMemoryScan(t, [2]string{"e2eREA", "L7Q9value"}, [2]string{"memCAN", "ARYe2e"})
-	guestShell(t, "pkill -f 'memCAN ARYe2e' || true")
+	guestShell(t, "pkill -f 'memCA[N] ARYe2e' || true")
 	guestShell(t, "sudo pkill -fx 'sleep 171' || true")
 	select {
 	case <-done:
