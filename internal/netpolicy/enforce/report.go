@@ -51,6 +51,9 @@ func Report(l Layout, user string, entries int) (netpolicy.Record, error) {
 	if rec.Changes, err = readChanges(l, user); err != nil {
 		return netpolicy.Record{}, err
 	}
+	if rec.Held, err = heldConns(l, user); err != nil {
+		return netpolicy.Record{}, err
+	}
 	return rec, nil
 }
 
