@@ -186,6 +186,14 @@ const (
 	clientHungUp
 )
 
+// clearHeld removes what a proxy that stopped left in heldDir (its held connections are gone
+// with it; the watches write their markers again within a second).
+func clearHeld(l Layout) {
+	if err := os.RemoveAll(l.heldDir()); err != nil {
+		fmt.Fprintf(os.Stderr, "limactl-mcp netproxy: clearing %s: %v\n", l.heldDir(), err)
+	}
+}
+
 // heldBook is the proxy's held connections, by user.
 type heldBook struct {
 	byUser map[string][]pendingConn
@@ -329,7 +337,7 @@ func heldRefusal(out holdOutcome, policy netpolicy.Policy, host string, port int
 	case deniedByPerson:
 		reason, what = "denied by the person", "and refused it"
 	case holdTimedOut:
-		reason, what = "held: the person did not decide", fmt.Sprintf("and did not allow it in %v", holdFor)
+		reason, what = "held: the person did not decide", fmt.Sprintf("and did not allow it in %d s", int(holdFor.Round(time.Second)/time.Second))
 	default:
 		reason, what = "held: the watch ended", "and the watch ended before they allowed it"
 	}

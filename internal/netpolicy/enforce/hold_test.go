@@ -181,7 +181,7 @@ func TestProxyHeldTimesOut(t *testing.T) {
 	start := time.Now()
 	r := wait(t, f.curlAsync("-i", fmt.Sprintf("http://127.0.0.1:%d/", port)))
 	t.Logf("refused after %v", time.Since(start))
-	if !strings.Contains(r.out, "403 Forbidden") || !strings.Contains(r.out, "was asked and did not allow it in 1s") {
+	if !strings.Contains(r.out, "403 Forbidden") || !strings.Contains(r.out, "was asked and did not allow it in 1 s") {
 		t.Fatalf("timed out: exit %d\n%s", r.code, r.out)
 	}
 	f.waitLogged(t, 0, "held: the person did not decide")

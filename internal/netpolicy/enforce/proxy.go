@@ -74,6 +74,7 @@ type Health struct {
 // Serve answers on every listener until ctx ends or one fails.
 func (p *Proxy) Serve(ctx context.Context, listeners []net.Listener) error {
 	defer p.logs.close()
+	clearHeld(p.layout)
 	errc := make(chan error, len(listeners))
 	for _, ln := range listeners {
 		go func(ln net.Listener) { errc <- p.acceptLoop(ln) }(ln)
