@@ -170,7 +170,16 @@ func Decide(l Layout, user, id, decision string) error {
 	if !slices.ContainsFunc(held, func(h netpolicy.HeldConn) bool { return h.ID == id }) {
 		return fmt.Errorf("no connection %s of %s is held now: it was decided, it timed out, or its client hung up", id, user)
 	}
-	return atomicfile.WriteFile(l.decisionFile(user, id), []byte(decision+"\n"), 0o600, true)
+	if err := atomicfile.WriteFile(l.decisionFile(user, id), []byte(decision+"\n"), 0o600, true); err != nil {
+		return err
+	}
+	// The connection may have ended meanwhile (its proxy removes the decision file then): a
+	// decision nobody reads is not left behind.
+	if held, err := heldConns(l, user); err == nil && !slices.ContainsFunc(held, func(h netpolicy.HeldConn) bool { return h.ID == id }) {
+		_ = os.Remove(l.decisionFile(user, id))
+		return fmt.Errorf("connection %s of %s ended before the decision reached it", id, user)
+	}
+	return nil
 }
 
 // holdOutcome is how a held connection ended.

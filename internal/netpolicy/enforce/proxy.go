@@ -54,8 +54,9 @@ type Proxy struct {
 	held    heldBook
 }
 
-// NewProxy makes the proxy for a layout.
+// NewProxy makes the proxy for a layout (and clears what a proxy before it held: hold.go).
 func NewProxy(layout Layout) *Proxy {
+	clearHeld(layout)
 	return &Proxy{
 		policies: newPolicyStore(layout.ConfigDir),
 		logs:     newLogBook(layout.LogDir),
@@ -74,7 +75,6 @@ type Health struct {
 // Serve answers on every listener until ctx ends or one fails.
 func (p *Proxy) Serve(ctx context.Context, listeners []net.Listener) error {
 	defer p.logs.close()
-	clearHeld(p.layout)
 	errc := make(chan error, len(listeners))
 	for _, ln := range listeners {
 		go func(ln net.Listener) { errc <- p.acceptLoop(ln) }(ln)
