@@ -37,6 +37,8 @@ const (
 	watchedFresh = 5 * time.Second
 	// holdPoll is how often a held connection looks for its decision.
 	holdPoll = 200 * time.Millisecond
+	// maxHeldHost is the longest host name held (DNS's bound).
+	maxHeldHost = 253
 	// maxPendingFile bounds what is read of a pending file (MaxHeldPerUser entries).
 	maxPendingFile = 64 << 10
 )
@@ -139,7 +141,7 @@ func heldConns(l Layout, user string) ([]netpolicy.HeldConn, error) {
 	var out []netpolicy.HeldConn
 	for _, h := range pending {
 		left := h.Deadline.Sub(now)
-		if left <= 0 || len(out) == netpolicy.MaxHeldPerUser {
+		if left <= 0 || len(out) == netpolicy.MaxHeldPerUser || !netpolicy.CheckHeldID(h.ID) || h.Host == "" || len(h.Host) > maxHeldHost || h.Port < 1 || h.Port > 65535 {
 			continue
 		}
 		out = append(out, netpolicy.HeldConn{ID: h.ID, Host: h.Host, Port: h.Port, Since: h.Since,
@@ -282,7 +284,9 @@ func (p *Proxy) readDecision(user, id string) string {
 // watches user, and says how it ended. It never blocks another connection: each waits in its
 // own goroutine, bounded by holdDuration, and c's client hanging up ends its wait.
 func (p *Proxy) hold(c net.Conn, br *bufio.Reader, user UserPolicy, policy netpolicy.Policy, host string, port int) holdOutcome {
-	if policy.Mode() == netpolicy.ModeNone || !watched(p.layout, user.User) {
+	// A name longer than DNS allows is no destination to ask about (and the record would not
+	// check out on the host with it).
+	if policy.Mode() == netpolicy.ModeNone || len(host) > maxHeldHost || !watched(p.layout, user.User) {
 		return notHeld
 	}
 	now := time.Now()

@@ -60,7 +60,16 @@ func (f *proxyFixture) watch(t *testing.T) {
 			}
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	f.stopWatch = func() { cancel(); <-done }
+	t.Cleanup(f.endWatch)
+}
+
+// endWatch ends the watch that watch started (its marker stays, fresh for a while).
+func (f *proxyFixture) endWatch() {
+	if f.stopWatch != nil {
+		f.stopWatch()
+		f.stopWatch = nil
+	}
 }
 
 // waitHeld waits (bounded) until n connections of lmcp-test are held, and returns them.
@@ -222,6 +231,15 @@ func TestProxyNotHeldWhenNotWatched(t *testing.T) {
 		f.waitLogged(t, logged, "not on the allowlist")
 	}
 	check("never watched")
+	// Watched, a name longer than DNS allows is refused at once (the record would not check
+	// out on the host with it).
+	f.watch(t)
+	long := strings.Repeat("a", 300) + ".test"
+	if r := wait(t, f.curlAsync("-i", "-p", "http://"+long+"/")); !strings.Contains(r.out, "403") {
+		t.Errorf("a long name, watched: exit %d\n%s", r.code, r.out)
+	}
+	f.waitHeld(t, 0)
+	f.endWatch()
 	if err := MarkWatched(f.layout, "lmcp-test"); err != nil {
 		t.Fatal(err)
 	}

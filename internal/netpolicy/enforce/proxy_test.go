@@ -28,6 +28,8 @@ type proxyFixture struct {
 	addr     string
 	agent    string // the local user the client runs as
 	upstream *httptest.Server
+	// stopWatch ends the watch of hold_test's watch (nil: none).
+	stopWatch func()
 }
 
 // startProxyFixture needs root (to run a client as another user) and that user, curl and
