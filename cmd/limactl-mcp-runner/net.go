@@ -18,7 +18,8 @@ const netUsage = `usage (as root, through sudo -n):
   limactl-mcp-runner net ensure --user lmcp-NAME --policy none|allow:HOST[,HOST...]|open [--own DIR] [--secrets-stdin] [--live]
   limactl-mcp-runner net remove --user lmcp-NAME
   limactl-mcp-runner net release --user lmcp-NAME [--own DIR]
-  limactl-mcp-runner net report --user lmcp-NAME [--entries N]
+  limactl-mcp-runner net report --user lmcp-NAME [--entries N] [--watch]
+  limactl-mcp-runner net decide --user lmcp-NAME --id ID --decision once|deny
   limactl-mcp-runner net as --user lmcp-NAME -- COMMAND [ARG...]
   limactl-mcp-runner net proxy   (run by systemd: limactl-mcp-netproxy.service)`
 
@@ -73,16 +74,30 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 		err = enforce.Remove(ctx, layout, *user)
 	case "report":
 		entries := fs.Int("entries", 0, "how many of the raw log's last entries to include")
+		watch := fs.Bool("watch", false, "a person watches the user: hold the connections the policy refuses while they decide")
 		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {
 			fs.Usage()
 			return 2
 		}
+		if *watch {
+			err = enforce.MarkWatched(layout, *user)
+		}
 		var rec netpolicy.Record
-		rec, err = enforce.Report(layout, *user, *entries)
+		if err == nil {
+			rec, err = enforce.Report(layout, *user, *entries)
+		}
 		if err == nil {
 			line, _ := json.Marshal(rec)
 			fmt.Fprintf(stdout, "%s\n", line)
 		}
+	case "decide":
+		id := fs.String("id", "", "the held connection's id (net report's)")
+		decision := fs.String("decision", "", "once or deny")
+		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" || *id == "" || *decision == "" {
+			fs.Usage()
+			return 2
+		}
+		err = enforce.Decide(layout, *user, *id, *decision)
 	case "release":
 		own := fs.String("own", "", "the staged copy to hand back to the user who ran sudo")
 		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {

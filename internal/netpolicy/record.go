@@ -19,6 +19,9 @@ type Record struct {
 	Entries []Entry `json:"entries,omitempty"`
 	// Changes are the last changes of the user's policy in the guest, oldest first.
 	Changes []PolicyChange `json:"changes,omitempty"`
+	// Held are the connections the proxy holds while the person watching decides (only while
+	// a watch reads the record: see HeldConn).
+	Held []HeldConn `json:"held,omitempty"`
 }
 
 const (
@@ -47,6 +50,10 @@ func ParseRecord(data []byte, user string) (Record, error) {
 	bad = bad || len(r.Changes) > MaxRecordChanges
 	for _, c := range r.Changes {
 		bad = bad || !c.valid()
+	}
+	bad = bad || len(r.Held) > MaxHeldPerUser
+	for _, h := range r.Held {
+		bad = bad || !h.valid()
 	}
 	for _, e := range r.Entries {
 		line, _ := json.Marshal(e)

@@ -23,6 +23,12 @@ type Destination struct {
 	// Via is how the last attempt was refused: netpolicy.ViaProxy or ViaDirect.
 	Via    string `json:"via"`
 	Reason string `json:"reason,omitempty"`
+	// Held: this is a connection the guest's proxy holds while the person decides (o allows
+	// it once, d refuses it, a allows its destination for the session); ID names it to the
+	// guest, SecondsLeft is how long it is held still.
+	Held        bool   `json:"held,omitempty"`
+	ID          string `json:"id,omitempty"`
+	SecondsLeft int    `json:"seconds_left,omitempty"`
 }
 
 // Entry is the destination as a policy names it: HOST:PORT (HOST when the port is unknown).

@@ -9,14 +9,17 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/words"
 )
 
-// Screen is the watch's screen (bubbletea): the blocked destinations, read again every
-// Source.Interval, newest first; a allows the one at the cursor for the session, s also saves
-// it as the project's policy, d hides it; q or esc leave (Leave names what that does), ctrl+c
-// too, and Interrupted says so.
+// Screen is the watch's screen (bubbletea): the connections the guest's proxy holds while the
+// person decides, then the blocked destinations, newest first, read again every
+// Source.Interval; o allows the held connection at the cursor once, a allows the destination
+// at the cursor for the session (a held one goes through), s also saves it as the project's
+// policy, d refuses a held connection now or hides a blocked destination; q or esc leave
+// (Leave names what that does), ctrl+c too, and Interrupted says so.
 type Screen struct {
 	w      *Watch
 	ctx    context.Context
@@ -115,16 +118,39 @@ func (m *Screen) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			status, err := m.w.Allow(m.ctx, d, save)
 			return decidedMsg{status: status, err: err}
 		}
+	case "o":
+		if m.busy || len(m.list) == 0 {
+			return m, nil
+		}
+		d := m.list[m.cursor]
+		if !d.Held {
+			m.status = "o allows a held connection once; " + termsafe.String(d.Entry()) + " was refused already (a allows it for the session)"
+			return m, nil
+		}
+		return m, m.decide(d, netpolicy.DecisionOnce, "allowing "+termsafe.String(d.Entry())+" once ...")
 	case "d":
 		if m.busy || len(m.list) == 0 {
 			return m, nil
 		}
 		d := m.list[m.cursor]
+		if d.Held {
+			return m, m.decide(d, netpolicy.DecisionDeny, "refusing "+termsafe.String(d.Entry())+" ...")
+		}
 		m.w.Deny(d)
 		m.status = "denied " + termsafe.String(d.Entry()) + ": it stays blocked, and hidden here"
 		m.refresh()
 	}
 	return m, nil
+}
+
+// decide applies a decision on the held connection d.
+func (m *Screen) decide(d Destination, decision, doing string) tea.Cmd {
+	m.busy = true
+	m.status = doing
+	return func() tea.Msg {
+		status, err := m.w.Decide(m.ctx, d, decision)
+		return decidedMsg{status: status, err: err}
+	}
 }
 
 func (m *Screen) View() string {
@@ -142,6 +168,11 @@ func (m *Screen) View() string {
 		if i == m.cursor {
 			mark = "> "
 		}
+		if d.Held {
+			fmt.Fprintf(&b, "%sHELD %-35s %3d s left, waiting since %s: o once, a for the session, d refuse\n", mark, termsafe.String(d.Entry()),
+				d.SecondsLeft, d.First.Local().Format("15:04:05"))
+			continue
+		}
 		fmt.Fprintf(&b, "%s%-40s %s  first %s  last %s  via %s\n", mark, termsafe.String(d.Entry()),
 			words.Count(d.Attempts, "attempt"), d.First.Local().Format("15:04:05"), d.Last.Local().Format("15:04:05"), termsafe.String(d.Via))
 	}
@@ -152,7 +183,7 @@ func (m *Screen) View() string {
 	if m.status != "" {
 		b.WriteString(m.wrap(termsafe.String(m.status)) + "\n")
 	}
-	b.WriteString(m.wrap("a allow for the session   s allow and save as the project's policy   d deny   up/down choose   q "+m.leave) + "\n")
+	b.WriteString(m.wrap("o allow once (a held connection)   a allow for the session   s allow and save as the project's policy   d deny   up/down choose   q "+m.leave) + "\n")
 	return b.String()
 }
 

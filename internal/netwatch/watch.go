@@ -2,6 +2,7 @@ package netwatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,6 +19,9 @@ type Source struct {
 	// Allow allows the destination for the session (save: and as the project's policy), the
 	// change `network INSTANCE allow` makes; it returns what to say.
 	Allow func(ctx context.Context, entry string, save bool) (string, error)
+	// Decide hands the person's decision (netpolicy.DecisionOnce, DecisionDeny) on a held
+	// connection (its id, the record's) to the guest (nil: no decision on held connections).
+	Decide func(ctx context.Context, id, decision string) error
 	// Policy is the session's policy as recorded now.
 	Policy func() string
 	// Title names what is watched (shown through termsafe).
@@ -39,11 +43,16 @@ type Watch struct {
 	src Source
 	mu  sync.Mutex
 	b   *blocked
+	// held are the connections the last read found held, read at readAt; seenHeld the ids
+	// read so far, decided the ids the person decided on (hidden until the guest drops them).
+	held              []netpolicy.HeldConn
+	readAt            time.Time
+	seenHeld, decided map[string]bool
 }
 
 // New starts a watch of src with nothing counted yet.
 func New(src Source) *Watch {
-	return &Watch{src: src, b: newBlocked()}
+	return &Watch{src: src, b: newBlocked(), seenHeld: map[string]bool{}, decided: map[string]bool{}}
 }
 
 // Read reads the record once (bounded by ReadTimeout) and counts what is new: the
@@ -57,14 +66,68 @@ func (w *Watch) Read(ctx context.Context) ([]Destination, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.b.add(rec.Entries), nil
+	w.held, w.readAt = rec.Held, time.Now()
+	ids := map[string]bool{}
+	for _, h := range rec.Held {
+		ids[h.ID] = true
+	}
+	var changed []Destination
+	for _, d := range w.heldList() {
+		if !w.seenHeld[d.ID] {
+			changed = append(changed, d)
+		}
+	}
+	w.seenHeld = ids
+	for id := range w.decided {
+		if !ids[id] {
+			delete(w.decided, id)
+		}
+	}
+	return append(changed, w.b.add(rec.Entries)...), nil
 }
 
-// List is the destinations to decide on, newest first.
+// List is the destinations to decide on: the held connections first (oldest first), then the
+// refused destinations, newest first.
 func (w *Watch) List() []Destination {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.b.list()
+	return append(w.heldList(), w.b.list()...)
+}
+
+// heldList is the held connections of the last read not decided on yet, their time left
+// counted from the read.
+func (w *Watch) heldList() []Destination {
+	var out []Destination
+	gone := int(time.Since(w.readAt) / time.Second)
+	for _, h := range w.held {
+		if w.decided[h.ID] {
+			continue
+		}
+		out = append(out, Destination{Host: h.Host, Port: h.Port, Attempts: 1, First: h.Since, Last: h.Since,
+			Via: netpolicy.ViaProxy, Held: true, ID: h.ID, SecondsLeft: max(0, h.SecondsLeft-gone)})
+	}
+	return out
+}
+
+// Decide hands the person's decision on the held connection d (netpolicy.DecisionOnce or
+// DecisionDeny) to the guest through Source.Decide; d leaves the list. It returns what to say.
+func (w *Watch) Decide(ctx context.Context, d Destination, decision string) (string, error) {
+	if !d.Held {
+		return "", fmt.Errorf("%s is not held: it was refused already (a allows it for the session)", termsafe.String(d.Entry()))
+	}
+	if w.src.Decide == nil {
+		return "", errors.New("deciding on a held connection is not available here (a allows its destination for the session)")
+	}
+	if err := w.src.Decide(ctx, d.ID, decision); err != nil {
+		return "", fmt.Errorf("%s %s: %w", decision, termsafe.String(d.Entry()), err)
+	}
+	w.mu.Lock()
+	w.decided[d.ID] = true
+	w.mu.Unlock()
+	if decision == netpolicy.DecisionOnce {
+		return "allowed " + termsafe.String(d.Entry()) + " once: that connection goes through; the next one is held again", nil
+	}
+	return "refused " + termsafe.String(d.Entry()) + ": the agent reads that you were asked and refused it", nil
 }
 
 // Deny hides d from the list for the rest of the watch: it is refused already.
@@ -83,6 +146,9 @@ func (w *Watch) Allow(ctx context.Context, d Destination, save bool) (string, er
 	}
 	w.mu.Lock()
 	w.b.allowed[d.Entry()] = true
+	if d.Held {
+		w.decided[d.ID] = true // the proxy lets it through under the new policy
+	}
 	w.mu.Unlock()
 	return msg, nil
 }

@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
@@ -285,6 +288,71 @@ func TestNetworkPolicy(t *testing.T) {
 		}
 		if strings.Contains(stdout.String(), "allowed.test") {
 			t.Errorf("watch --json lists the allowed host:\n%s", stdout.String())
+		}
+	})
+
+	t.Run("allow once while watched, refused at once without a watcher", func(t *testing.T) {
+		// While `watch --json` runs, the guest's proxy holds the refused connection and lists it
+		// ("held": true, with its id); the decision the watch's o key makes (networkcmd.DecideHeld,
+		// `net decide` through the Lima user's sudo) lets that one connection through.
+		root := &sessionopen.Target{Conn: rootConn(t)}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := vm.Command(ctx, "limactl-mcp", "watch", instanceName, "--json")
+		cmd.Dir = dir
+		reading := make(chan struct{})
+		decided := make(chan error, 1)
+		var stdout, stderr lockedBuffer
+		var once sync.Once
+		var heldOnce sync.Once
+		lines := &lineFunc{f: func(line string) {
+			once.Do(func() { close(reading) }) // the watch reads the record: the proxy knows
+			var d struct {
+				Host        string
+				Held        bool
+				ID          string
+				SecondsLeft int `json:"seconds_left"`
+			}
+			if json.Unmarshal([]byte(line), &d) == nil && d.Held && d.Host == "blocked.test" {
+				heldOnce.Do(func() {
+					t.Logf("held, %d s left", d.SecondsLeft)
+					decided <- networkcmd.DecideHeld(ctx, root, user, d.ID, netpolicy.DecisionOnce)
+				})
+			}
+		}}
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, lines), &stderr
+		mustT(t, cmd.Start())
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case <-reading:
+		case err := <-exited:
+			t.Fatalf("watch --json ended (%v):\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		}
+		t0 := time.Now()
+		out, _, text := runShell(t, s, "curl -sS --max-time 120 "+blocked)
+		t.Logf("the held curl ended after %s", time.Since(t0).Round(time.Millisecond))
+		select {
+		case err := <-decided:
+			if err != nil {
+				t.Errorf("net decide: %v", err)
+			}
+		default:
+			t.Errorf("the watch listed no held connection of blocked.test:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		}
+		if out.Stdout != "hello no" {
+			t.Errorf("allowed once: want the host's answer; got %s", text)
+		}
+		cancel()
+		<-exited
+		// The watch has stopped: once its marker is stale (5 s), a refused connection is
+		// refused at once again, as it always is when nobody watches.
+		time.Sleep(6 * time.Second)
+		t0 = time.Now()
+		out, _, text = runShell(t, s, "curl -sS --max-time 120 "+blocked)
+		t.Logf("unwatched, the refusal took %s", time.Since(t0).Round(time.Millisecond))
+		if !strings.Contains(out.Stdout, "not on the allowlist") || strings.Contains(out.Stdout, "was asked") {
+			t.Errorf("without a watcher: want the plain refusal; got %s", text)
 		}
 	})
 

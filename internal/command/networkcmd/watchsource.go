@@ -15,20 +15,38 @@ import (
 type RecordReader func(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error)
 
 // ReadRecord is the RecordReader of a running instance: root's runner answers through the
-// instance's connection.
+// instance's connection, and, as a person watches, the guest's proxy holds the connections
+// the policy refuses while they decide (guest.Conn.NetWatch).
 func ReadRecord(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error) {
 	if t.Conn == nil {
 		return nil, fmt.Errorf("instance %s is not running (%v): the agent makes no connection to watch", t.Instance.Name, t.ConnErr)
 	}
-	return t.Conn.NetRecord(ctx, user, netpolicy.MaxReportEntries)
+	return t.Conn.NetWatch(ctx, user, netpolicy.MaxReportEntries)
+}
+
+// HeldDecider hands the person's decision (netpolicy.DecisionOnce, DecisionDeny) on a
+// connection the guest's proxy holds for user (id: the record's) to the guest.
+type HeldDecider func(ctx context.Context, t *sessionopen.Target, user, id, decision string) error
+
+// DecideHeld is the HeldDecider of a running instance: root's runner (`net decide`) through
+// the instance's connection. The o and d keys of `watch` and of the review's w use it.
+func DecideHeld(ctx context.Context, t *sessionopen.Target, user, id, decision string) error {
+	if t.Conn == nil {
+		return fmt.Errorf("instance %s is not running (%v): nothing is held", t.Instance.Name, t.ConnErr)
+	}
+	return t.Conn.NetDecide(ctx, user, id, decision)
 }
 
 // WatchSource is what netwatch needs to watch the session st of t (`watch`, and the review
 // TUI's w): its record read by read (nil: ReadRecord) and checked as guest output, a refused
-// destination allowed by Allow, its policy as recorded now, read every interval.
-func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, read RecordReader, interval time.Duration) netwatch.Source {
+// destination allowed by Allow, a held connection decided by decide (nil: DecideHeld), its
+// policy as recorded now, read every interval.
+func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, read RecordReader, decide HeldDecider, interval time.Duration) netwatch.Source {
 	if read == nil {
 		read = ReadRecord
+	}
+	if decide == nil {
+		decide = DecideHeld
 	}
 	which := st.Workdir
 	if st.Session != "" {
@@ -49,6 +67,9 @@ func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, rea
 		},
 		Allow: func(ctx context.Context, entry string, save bool) (string, error) {
 			return Allow(ctx, t, st, entry, save, flagsHint)
+		},
+		Decide: func(ctx context.Context, id, decision string) error {
+			return decide(ctx, t, user, id, decision)
 		},
 		// After the decisions of this watch, or a `network` command run meanwhile.
 		Policy: func() string {

@@ -204,7 +204,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if network.Policy == staging.OpenNetwork {
 		topts.NoWatch = "The session's network policy is open: nothing is refused, so there is nothing to watch. Put the agent under a policy by restarting its server with one (limactl mcp serve --network=none" + ref.Flag() + ", or --network=allow:@go,example.com); then its refused destinations show here."
 	} else {
-		src := networkcmd.WatchSource(t, sess.State, ref.Flag(), opts.ReadRecord, netwatch.DefaultInterval)
+		src := networkcmd.WatchSource(t, sess.State, ref.Flag(), opts.ReadRecord, nil, netwatch.DefaultInterval)
 		topts.Watch = &src
 	}
 	decisions, err := decide(opts, name, cs, paths, topts)

@@ -75,6 +75,17 @@ func watchHelper() int {
 		ReadRecord: func(ctx context.Context, _ *sessionopen.Target, _ string) ([]byte, error) {
 			return conn.ReadFile(ctx, record, netpolicy.MaxRecordBytes)
 		},
+		// The sshd's user has no sudo for `net decide`: the decision is written down for the
+		// test to read.
+		Decide: func(_ context.Context, _ *sessionopen.Target, user, id, decision string) error {
+			f, err := os.OpenFile(os.Getenv("LMCP_W_DECIDED"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = fmt.Fprintf(f, "%s %s %s\n", user, id, decision)
+			return err
+		},
 	}
 	if err := watchcmd.Run(context.Background(), opts); err != nil {
 		fmt.Println("watch failed:", err)
@@ -157,6 +168,66 @@ func TestWatchTUI(t *testing.T) {
 	scr = s.WaitFor(wait, "> c.test:8080", "3 attempts", "  d.test:443")
 	if strings.Contains(scr, "  evil") {
 		t.Errorf("the denied destination is listed again:\n%s", scr)
+	}
+	s.Keys("q")
+	s.WaitFor(wait, "watch done")
+}
+
+// watch in a real terminal with connections the guest's proxy holds: listed first, with the
+// time left and a hostile name escaped; o allows the chosen one once and d refuses the next,
+// each through the decision (the guest's `net decide`), which leaves the list; o on a
+// destination refused already says what to do instead.
+func TestWatchTUIHeld(t *testing.T) {
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	setStoredNetwork(t, f, "allow:a.test")
+	writer := guesttest.Connect(t, f.Srv, guest.Options{NoLoginShell: true})
+	t0 := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
+	held := []netpolicy.HeldConn{
+		{ID: "0123456789abcdef", Host: "h.test", Port: 443, Since: t0, SecondsLeft: 50},
+		{ID: "fedcba9876543210", Host: "evil\x1b[2J.test", Port: 80, Since: t0, SecondsLeft: 30},
+	}
+	writeRecordHeld(t, f, writer, held, blockedEntry(t0, "b.test", 443))
+	decided := t.TempDir() + "/decided"
+
+	env := []string{
+		watchHelperEnv + "=1", "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=", "XDG_CONFIG_HOME=" + config,
+		"LMCP_W_ADDR=" + f.Srv.Addr, "LMCP_W_USER=" + f.Srv.User, "LMCP_W_KEY=" + f.Srv.ClientKeyPath,
+		"LMCP_W_HOSTKEY=" + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Srv.HostKey))),
+		"LMCP_W_WORKDIR=" + f.Workdir, "LMCP_W_STORE=" + f.Store.Dir, "LMCP_W_RECORD=" + recordPath(f), "LMCP_W_DECIDED=" + decided,
+	}
+	args := append([]string{"env", "-u", "CI"}, env...)
+	args = append(args, "timeout", "--foreground", "120", os.Args[0], "-test.run=^$")
+	s := tmuxtest.Start(t, 140, 30, tmuxtest.Quote(args...)+"; sleep 30")
+	const wait = time.Minute
+	readDecided := func() string {
+		data, _ := os.ReadFile(decided)
+		return string(data)
+	}
+	user := staging.AgentUser(staging.SessionID(f.Workdir))
+
+	scr := s.WaitFor(wait, "> HELD h.test:443", "s left", `  HELD evil\x1b[2J.test:80`, "  b.test:443", "o allow once")
+	if strings.Index(scr, "HELD h.test") > strings.Index(scr, "b.test:443") {
+		t.Errorf("the held connections are not first:\n%s", scr)
+	}
+	s.Keys("o")
+	s.WaitFor(wait, "allowed h.test:443 once: that connection goes through", `> HELD evil\x1b[2J.test:80`)
+	if got := readDecided(); got != user+" 0123456789abcdef once\n" {
+		t.Errorf("after o: %q", got)
+	}
+	s.Keys("d")
+	s.WaitFor(wait, `refused evil\x1b[2J.test:80: the agent reads that you were asked`, "> b.test:443")
+	if got := readDecided(); got != user+" 0123456789abcdef once\n"+user+" fedcba9876543210 deny\n" {
+		t.Errorf("after d: %q", got)
+	}
+	s.Keys("o")
+	s.WaitFor(wait, "o allows a held connection once; b.test:443 was refused already")
+	// The guest drops the decided ones; a new one is held.
+	writeRecordHeld(t, f, writer, []netpolicy.HeldConn{{ID: "00000000000000ff", Host: "n.test", Port: 443, Since: t0, SecondsLeft: 60}}, blockedEntry(t0, "b.test", 443))
+	scr = s.WaitFor(wait, "HELD n.test:443")
+	if strings.Contains(scr, "HELD h.test") || strings.Contains(scr, "HELD evil") {
+		t.Errorf("decided connections listed again:\n%s", scr)
 	}
 	s.Keys("q")
 	s.WaitFor(wait, "watch done")

@@ -37,6 +37,9 @@ type Options struct {
 	// ReadRecord reads `net report`'s answer for the agent user (nil: networkcmd.ReadRecord,
 	// root's runner through the instance's connection); the answer is checked as guest output.
 	ReadRecord networkcmd.RecordReader
+	// Decide hands the person's decision on a held connection to the guest (nil:
+	// networkcmd.DecideHeld, root's runner through the instance's connection).
+	Decide networkcmd.HeldDecider
 }
 
 const (
@@ -86,14 +89,15 @@ func Run(ctx context.Context, opts *Options) error {
 	if staging.NetworkOf(st) == staging.OpenNetwork {
 		return fmt.Errorf("the session's network policy is open: nothing is blocked, so there is nothing to watch. Put the agent under a policy by restarting its server with one: limactl mcp serve --network=none%s (or --network=allow:@go,example.com; limactl mcp configure --network=... for the agent's configuration); then blocked attempts show here", ref.Flag())
 	}
-	w := &watcher{opts: opts, nw: netwatch.New(networkcmd.WatchSource(t, st, ref.Flag(), opts.ReadRecord, opts.Interval))}
+	w := &watcher{opts: opts, nw: netwatch.New(networkcmd.WatchSource(t, st, ref.Flag(), opts.ReadRecord, opts.Decide, opts.Interval))}
 	if opts.JSON {
 		return w.stream(ctx)
 	}
 	return w.tui(ctx)
 }
 
-// stream prints every new or changed destination as a JSON line until ctx ends. A read that
+// stream prints every new or changed destination as a JSON line until ctx ends (a held
+// connection once, when first read: "held": true, its id and seconds_left). A read that
 // fails is said on stderr (once until the reads work again) and retried; the first one
 // failing ends the watch with its error.
 func (w *watcher) stream(ctx context.Context) error {

@@ -35,12 +35,18 @@ func recordPath(f *sessiontest.Fixture) string {
 // guest, over a connection of its own.
 func writeRecord(t *testing.T, f *sessiontest.Fixture, conn *guest.Conn, entries ...netpolicy.Entry) {
 	t.Helper()
+	writeRecordHeld(t, f, conn, nil, entries...)
+}
+
+// writeRecordHeld is writeRecord with the connections the guest's proxy holds.
+func writeRecordHeld(t *testing.T, f *sessiontest.Fixture, conn *guest.Conn, held []netpolicy.HeldConn, entries ...netpolicy.Entry) {
+	t.Helper()
 	tot := netpolicy.NewTotals()
 	for _, e := range entries {
 		tot.Add(e)
 	}
 	user := staging.AgentUser(staging.SessionID(f.Workdir))
-	data, err := json.Marshal(netpolicy.Record{User: user, Source: "totals", Summary: tot.Summary(), Entries: entries})
+	data, err := json.Marshal(netpolicy.Record{User: user, Source: "totals", Summary: tot.Summary(), Entries: entries, Held: held})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +129,47 @@ func TestWatchJSONStream(t *testing.T) {
 	go io.Copy(io.Discard, pr) // what a last read printed
 	if err := <-done; err != nil {
 		t.Errorf("interrupted: %v", err)
+	}
+}
+
+// --json streams a held connection once, when first read, with "held": true, its id and the
+// seconds left, before the blocked ones.
+func TestWatchJSONStreamHeld(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	setStoredNetwork(t, f, "allow:a.test")
+	writer := guesttest.Connect(t, f.Srv, guest.Options{NoLoginShell: true})
+	t0 := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
+	held := []netpolicy.HeldConn{{ID: "0123456789abcdef", Host: "h.test", Port: 443, Since: t0, SecondsLeft: 42}}
+	writeRecordHeld(t, f, writer, held, blockedEntry(t0, "b.test", 443))
+	pr, pw := io.Pipe()
+	errOut := &lockedbuf.Buffer{}
+	ios := iostreams.New(strings.NewReader(""), pw, errOut, false, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- watchcmd.Run(ctx, &watchcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, JSON: true,
+			Interval: 50 * time.Millisecond, Open: f.Opener(), ReadRecord: readGuestRecord(f)})
+		pw.Close()
+	}()
+	lines := bufio.NewScanner(pr)
+	var got []string
+	for len(got) < 3 && lines.Scan() {
+		got = append(got, lines.Text())
+		if len(got) == 2 {
+			// A new held connection beside the one read already: only the new one is printed.
+			held = append(held, netpolicy.HeldConn{ID: "fedcba9876543210", Host: "i.test", Port: 80, Since: t0, SecondsLeft: 7})
+			writeRecordHeld(t, f, writer, held, blockedEntry(t0, "b.test", 443))
+		}
+	}
+	cancel()
+	go io.Copy(io.Discard, pr)
+	if err := <-done; err != nil {
+		t.Errorf("interrupted: %v", err)
+	}
+	if len(got) != 3 || !strings.Contains(got[0], `"host":"h.test","port":443`) || !strings.Contains(got[0], `"held":true,"id":"0123456789abcdef","seconds_left":42`) ||
+		!strings.Contains(got[1], `"host":"b.test"`) || strings.Contains(got[1], `"held"`) ||
+		!strings.Contains(got[2], `"host":"i.test","port":80`) || !strings.Contains(got[2], `"held":true,"id":"fedcba9876543210","seconds_left":7`) {
+		t.Errorf("lines:\n%s\nstderr: %s", strings.Join(got, "\n"), errOut)
 	}
 }
 

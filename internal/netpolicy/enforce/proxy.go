@@ -46,10 +46,17 @@ type Proxy struct {
 	// (nothing writes a log after it returns).
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+
+	// holdFor is how long a refused connection is held while a person watches (hold.go; 0:
+	// defaultHoldFor); held is what is held, guarded by heldMu.
+	holdFor time.Duration
+	heldMu  sync.Mutex
+	held    heldBook
 }
 
-// NewProxy makes the proxy for a layout.
+// NewProxy makes the proxy for a layout (and clears what a proxy before it held: hold.go).
 func NewProxy(layout Layout) *Proxy {
+	clearHeld(layout)
 	return &Proxy{
 		policies: newPolicyStore(layout.ConfigDir),
 		logs:     newLogBook(layout.LogDir),
@@ -268,14 +275,32 @@ func (p *Proxy) log(user UserPolicy, e netpolicy.Entry) {
 	}
 }
 
-// open connects to host:port for the client c if the policy allows it; otherwise, or when the
-// connection fails, it answers c with why (and logs it) and returns false.
-func (p *Proxy) open(c net.Conn, user UserPolicy, policy netpolicy.Policy, host string, port int) (net.Conn, bool) {
+// open connects to host:port for the client c if the policy allows it, or if the person
+// watching the agent allows it while the proxy holds c (hold.go); otherwise, or when the
+// connection fails, it answers c with why (and logs it) and returns false. reason is what the
+// log of the connection says of how it was allowed ("" by the policy).
+func (p *Proxy) open(c net.Conn, br *bufio.Reader, user UserPolicy, policy netpolicy.Policy, host string, port int) (upstream net.Conn, reason string, ok bool) {
 	if !policy.AllowsPort(host, port) {
-		p.refuse(c, user, policy, host, port)
-		return nil, false
+		switch out := p.hold(c, br, user, policy, host, port); out {
+		case notHeld:
+			p.refuse(c, user, policy, host, port)
+			return nil, "", false
+		case allowedOnce:
+			reason = "allowed once by the person"
+		case allowedByPolicy:
+			reason = "allowed by the person while held"
+		case clientHungUp:
+			p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: "held: the client hung up"})
+			return nil, "", false
+		default:
+			why, msg := heldRefusal(out, policy, host, port, p.holdDuration())
+			p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: why})
+			writeError(c, 403, "Forbidden", msg)
+			return nil, "", false
+		}
 	}
-	return p.connect(c, user, host, port)
+	upstream, ok = p.connect(c, user, host, port)
+	return upstream, reason, ok
 }
 
 // connect connects to host:port, allowed already, for the client c; when the connection fails
@@ -308,7 +333,7 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 		p.tunnelToRelay(c, br, user, host, port, target)
 		return
 	}
-	upstream, ok := p.open(c, user, policy, host, port)
+	upstream, reason, ok := p.open(c, br, user, policy, host, port)
 	if !ok {
 		return
 	}
@@ -317,7 +342,7 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 		return
 	}
 	up, down := relay(c, br, upstream)
-	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down})
+	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down, Reason: reason})
 }
 
 // tunnelToRelay serves a CONNECT to a bound host through the session's relay: no fallback
@@ -366,10 +391,11 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req requestHead, user User
 	}
 	var upstream net.Conn
 	var ok bool
+	reason := ""
 	if byRule {
 		upstream, ok = p.connect(c, user, host, port)
 	} else {
-		upstream, ok = p.open(c, user, policy, host, port)
+		upstream, reason, ok = p.open(c, br, user, policy, host, port)
 	}
 	if !ok {
 		return
@@ -416,7 +442,7 @@ func (p *Proxy) forward(c net.Conn, br *bufio.Reader, req requestHead, user User
 	}
 	c.Close()
 	up := <-upDone + int64(head.Len())
-	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down})
+	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down, Reason: reason})
 }
 
 // checkRequest decides a plain HTTP request to a host that HTTP rules only name: its path

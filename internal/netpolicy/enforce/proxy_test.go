@@ -28,11 +28,20 @@ type proxyFixture struct {
 	addr     string
 	agent    string // the local user the client runs as
 	upstream *httptest.Server
+	// stopWatch ends the watch of hold_test's watch (nil: none).
+	stopWatch func()
 }
 
 // startProxyFixture needs root (to run a client as another user) and that user, curl and
 // runuser; the policy file names the agent user "lmcp-test" and gives it that user's uid.
 func startProxyFixture(t *testing.T, spec string) *proxyFixture {
+	t.Helper()
+	return startProxyFixtureWith(t, spec, nil)
+}
+
+// startProxyFixtureWith is startProxyFixture with setup (when set) called on the proxy before
+// it serves.
+func startProxyFixtureWith(t *testing.T, spec string, setup func(*Proxy)) *proxyFixture {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the client runs as another user")
@@ -67,7 +76,11 @@ func startProxyFixture(t *testing.T, spec string) *proxyFixture {
 	l.ProxyAddrs = []string{ln.Addr().String()}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- NewProxy(l).Serve(ctx, []net.Listener{ln}) }()
+	proxy := NewProxy(l)
+	if setup != nil {
+		setup(proxy)
+	}
+	go func() { done <- proxy.Serve(ctx, []net.Listener{ln}) }()
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("X-Seen-Connection", r.Header.Get("Connection"))

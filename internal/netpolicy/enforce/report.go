@@ -51,6 +51,9 @@ func Report(l Layout, user string, entries int) (netpolicy.Record, error) {
 	if rec.Changes, err = readChanges(l, user); err != nil {
 		return netpolicy.Record{}, err
 	}
+	// The held connections are the watch's: a pending file that does not read leaves them out,
+	// never the record (status reads it too).
+	rec.Held, _ = heldConns(l, user)
 	return rec, nil
 }
 

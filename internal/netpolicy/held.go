@@ -1,0 +1,38 @@
+package netpolicy
+
+import (
+	"regexp"
+	"time"
+)
+
+// HeldConn is a connection the guest's proxy holds while the person watching the agent
+// decides on it (allow once, allow for the session, deny): `net report` lists them.
+type HeldConn struct {
+	// ID names it for `net decide`: the proxy's, never the agent's text.
+	ID   string `json:"id"`
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// Since is when the proxy started holding it; SecondsLeft how long it holds it still, as
+	// the guest counted when it reported (the guest's clock is not the host's).
+	Since       time.Time `json:"since"`
+	SecondsLeft int       `json:"seconds_left"`
+}
+
+const (
+	// MaxHeldPerUser caps the connections the proxy holds for one agent user at a time: more
+	// are refused at once.
+	MaxHeldPerUser = 8
+	// DecisionOnce lets the held connection through, that one only; DecisionDeny refuses it now.
+	DecisionOnce = "once"
+	DecisionDeny = "deny"
+)
+
+var heldIDPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// CheckHeldID refuses what is not the form of a held connection's id.
+func CheckHeldID(id string) bool { return heldIDPattern.MatchString(id) }
+
+func (h HeldConn) valid() bool {
+	return CheckHeldID(h.ID) && h.Host != "" && len(h.Host) <= 512 && h.Port >= 1 && h.Port <= 65535 &&
+		h.SecondsLeft >= 0 && h.SecondsLeft <= 3600
+}
