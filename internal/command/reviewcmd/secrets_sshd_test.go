@@ -223,3 +223,22 @@ func TestCompareTUIShowsSecretsUses(t *testing.T) {
 		t.Error("the host changed")
 	}
 }
+
+// In the compare TUI's accessible mode, the confirmation, read as text, has each session's uses.
+func TestCompareTUIAccessibleShowsSecretsUses(t *testing.T) {
+	f, _ := forkFixture(t, map[string]string{"a.txt": "a\n"}, "echo one > one.txt", "echo two > two.txt")
+	usedSecretsIn(t, f, "try1", 3, 0)
+	usedSecretsIn(t, f, "try2", 0, 1)
+	s := startCompare(t, f, 100, 40, "try1,try2", "LMCP_H_ACCESSIBLE=1")
+	const wait = time.Minute
+	s.WaitFor(wait, "[1/2] one.txt · compare", "1. take A: try1")
+	s.TypeLine("1")
+	s.WaitFor(wait, "[2/2] two.txt · compare", "1. take A: try2")
+	s.TypeLine("1")
+	s.WaitFor(wait, "Session try1: "+strings.TrimSuffix(anthropicUses, "\n"), "Session try2: "+strings.TrimSuffix(openaiUses, "\n"), "create two.txt (from try2)", "Apply these changes? [y/N]")
+	s.TypeLine("n")
+	s.WaitFor(wait, "Aborted: nothing was applied", "review failed")
+	if f.ReadHost("one.txt") != "<missing>" || f.ReadHost("two.txt") != "<missing>" {
+		t.Error("the host changed")
+	}
+}
