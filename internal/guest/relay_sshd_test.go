@@ -29,29 +29,7 @@ import (
 func TestRelayOverStreamlocalForward(t *testing.T) {
 	srv := sshd.Start(t)
 	const value = "sk-ant-api03-the-real-value-0123456789"
-	var hits atomic.Int64
-
-	// The fake provider: api.example.test with a CA of its own; it says whether it got the value.
-	provCA, err := secrets.OpenCA(t.TempDir(), []string{"api.example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := provCA.Leaf("api.example.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		fmt.Fprintf(w, "got value: %v", r.Header.Get("X-Api-Key") == value)
-	})}
-	go prov.Serve(pln)
-	t.Cleanup(func() { prov.Close() })
-	roots := x509.NewCertPool()
-	roots.AddCert(provCA.Certificate())
+	roots, provAddr, hits := fakeProvider(t, value)
 
 	set, err := secrets.NewSet(secrets.Secret{Name: "ANTHROPIC_API_KEY", Value: value, Placeholder: secrets.NewPlaceholder("sk-ant-api03-", 108), Hosts: []string{"api.example.test:443"}})
 	if err != nil {
@@ -66,7 +44,7 @@ func TestRelayOverStreamlocalForward(t *testing.T) {
 			if addr != "api.example.test:443" {
 				return nil, fmt.Errorf("dialled %s", addr)
 			}
-			return (&net.Dialer{}).DialContext(ctx, network, pln.Addr().String())
+			return (&net.Dialer{}).DialContext(ctx, network, provAddr)
 		}}
 
 	d, err := sshlink.NewDirect(context.Background(), target(srv))
@@ -137,4 +115,103 @@ func TestMasterTransportRefusesForward(t *testing.T) {
 	if _, err := m.ListenUnix("/run/x.sock"); !errors.Is(err, sshlink.ErrNoForward) {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// TestRelayOfTheSecondProcess: two processes of one session (serve, then shell) each resolve
+// their values and open the session's secrets; the second takes the guest's socket (as the
+// guest's setup does: the socket removed, listened on again). A request carrying the
+// placeholder the first process gave the guest still gets the value, put in by the second's
+// relay.
+func TestRelayOfTheSecondProcess(t *testing.T) {
+	srv := sshd.Start(t)
+	const value = "sk-ant-api03-the-real-value-0123456789"
+	roots, provAddr, _ := fakeProvider(t, value)
+
+	stateDir := t.TempDir() // the session's host state directory
+	sock := filepath.Join(srv.Home, "relay-second.sock")
+	// process opens the session's secrets as a process of its own would (its own value read,
+	// its own fresh placeholder), and takes the guest's socket.
+	process := func() *secrets.Session {
+		set, err := secrets.NewSet(secrets.Secret{Name: "ANTHROPIC_API_KEY", Value: value, Placeholder: secrets.NewPlaceholder("sk-ant-api03-", 108), Hosts: []string{"api.example.test:443"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := secrets.OpenSession(stateDir, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Relay.RootCAs, s.Relay.IdleTimeout = roots, time.Minute
+		s.Relay.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, provAddr)
+		}
+		d, err := sshlink.NewDirect(context.Background(), target(srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Close)
+		srv.Run(t, "rm", "-f", sock)
+		ln, err := d.ListenUnix(sock)
+		if err != nil {
+			t.Fatalf("streamlocal forward: %v", err)
+		}
+		t.Cleanup(serveRelay(ln, s.Serve, slog.New(slog.DiscardHandler)))
+		return s
+	}
+	first := process()
+	firstPlaceholder := strings.TrimPrefix(first.Setup().Env[0], "ANTHROPIC_API_KEY=")
+	second := process()
+
+	guestCAs := x509.NewCertPool() // the guest trusts the CA of the last setup
+	if !guestCAs.AppendCertsFromPEM([]byte(second.Setup().CAPEM)) {
+		t.Fatal("no CA")
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	io.WriteString(c, "api.example.test:443\n")
+	tc := tls.Client(c, &tls.Config{ServerName: "api.example.test", RootCAs: guestCAs})
+	fmt.Fprintf(tc, "GET /v1/models HTTP/1.1\r\nHost: api.example.test\r\nX-Api-Key: %s\r\nConnection: close\r\n\r\n", firstPlaceholder)
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != "got value: true" {
+		t.Fatalf("the first process's placeholder through the second's relay: %q, %v", body, err)
+	}
+	if got := strings.Join(second.Log.Log.Summary(), ""); !strings.Contains(got, "ANTHROPIC_API_KEY used 1 time") {
+		t.Errorf("the second process's relay did not put it in: %q (the first's: %q)", got, first.Log.Log.Summary())
+	}
+}
+
+// fakeProvider is api.example.test on loopback, with a CA of its own (roots trust it), at
+// addr; it answers whether it got value in X-Api-Key, and counts the requests (hits).
+func fakeProvider(t *testing.T, value string) (roots *x509.CertPool, addr string, hits *atomic.Int64) {
+	t.Helper()
+	provCA, err := secrets.OpenCA(t.TempDir(), []string{"api.example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := provCA.Leaf("api.example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits = &atomic.Int64{}
+	prov := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintf(w, "got value: %v", r.Header.Get("X-Api-Key") == value)
+	})}
+	go prov.Serve(pln)
+	t.Cleanup(func() { prov.Close() })
+	roots = x509.NewCertPool()
+	roots.AddCert(provCA.Certificate())
+	return roots, pln.Addr().String(), hits
 }

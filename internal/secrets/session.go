@@ -38,8 +38,24 @@ type Session struct {
 }
 
 // OpenSession opens (or makes) the session CA in dir, the session's host state directory,
-// for set's bound hosts, and the relay with its log there.
+// for set's bound hosts, and the relay with its log there. set's placeholders become the
+// session's (PlaceholdersFile: those another process of the session made for the same names,
+// kept for the next one otherwise). Both under the session's secrets lock, so that two
+// processes opening at once agree on the placeholders and the CA.
 func OpenSession(dir string, set *Set) (*Session, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	defer root.Close()
+	unlock, err := lockSecrets(root, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := set.sharePlaceholders(root, dir); err != nil {
+		return nil, err
+	}
 	ca, err := OpenCA(dir, set.Hosts())
 	if err != nil {
 		return nil, err

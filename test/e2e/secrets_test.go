@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -336,4 +338,85 @@ func scanFilesFor(t *testing.T, root string, needles ...[]byte) (files int, size
 		t.Fatalf("scanning %s: %v", root, err)
 	}
 	return files, size, hits
+}
+
+// Two processes of one session with secrets (issue 25), here two `limactl mcp shell
+// --secret ANTHROPIC_API_KEY` at once: both give the agent the same placeholder (kept in the
+// session's host state), and after the second one set up (it holds the guest's socket and
+// rewrote the environment file), the first one's agent, still holding the placeholder it got,
+// reaches the fake api.anthropic.com with the value, through the second one's relay.
+func TestSecretsTwoProcessesShare(t *testing.T) {
+	const value = "sk-ant-api03-e2eTWO4K8value-0123456789abcdef"
+	prov := startFakeProvider(t, value)
+	pln, caFile := prov.ln, prov.caFile
+
+	dir := homeWorkdir(t)
+	mustT(t, os.WriteFile(filepath.Join(dir, "main.txt"), []byte("one\n"), 0o644))
+	_ = os.Chown(filepath.Join(dir, "main.txt"), vmUID(t), vmGID(t))
+	discardOnCleanup(t, dir)
+	env := []string{"ANTHROPIC_API_KEY=" + value,
+		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + pln.Addr().String(),
+		secrets.TestCAEnv + "=" + caFile}
+	// The agents wait for files the test makes in the guest (root's /run: the agent can
+	// look, not make them).
+	const goFirst, goEnd = "/run/limactl-mcp-e2e-two-go", "/run/limactl-mcp-e2e-two-end"
+	guestShell(t, "sudo rm -f "+goFirst+" "+goEnd)
+	t.Cleanup(func() { guestShell(t, "sudo rm -f "+goFirst+" "+goEnd) })
+	request := `curl -sS --max-time 60 -H "x-api-key: $ANTHROPIC_API_KEY" https://api.anthropic.com/v1/models; echo`
+	wait := func(flag string) string {
+		return `n=0; while [ ! -e ` + flag + ` ] && [ $n -lt 300 ]; do sleep 1; n=$((n+1)); done`
+	}
+	start := func(name, script string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+		cmd := mcpShellCmd(t, dir, env, "--network=allow:api.anthropic.com", "--secret", "ANTHROPIC_API_KEY", "--no-review", instanceName, "--", "sh", "-c", script)
+		var stdout, stderr lockedBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		mustT(t, cmd.Start())
+		t.Cleanup(func() {
+			guestShell(t, "sudo touch "+goFirst+" "+goEnd)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(3 * time.Minute):
+				cmd.Process.Kill()
+			}
+			t.Logf("%s stdout:\n%s\nstderr:\n%s", name, stdout.String(), stderr.String())
+		})
+		return cmd, &stdout, &stderr
+	}
+	waitFor := func(what string, buf *lockedBuffer, want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Minute)
+		for !strings.Contains(buf.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no %q within 5 min:\n%s", what, want, buf.String())
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	// The first: its placeholder, then (once the second is set up) a request with it.
+	_, firstOut, _ := start("first", `echo "PLACEHOLDER=$ANTHROPIC_API_KEY"; `+wait(goFirst)+`; printf "FIRST "; `+request+`; echo FIRST-DONE`)
+	waitFor("the first shell", firstOut, "PLACEHOLDER=")
+	// The second: set up after the first, its request, and it stays until the first is done.
+	_, secondOut, _ := start("second", `echo "PLACEHOLDER=$ANTHROPIC_API_KEY"; printf "SECOND "; `+request+`; `+wait(goEnd)+`; echo SECOND-DONE`)
+	waitFor("the second shell", secondOut, "SECOND PROVIDER")
+	guestShell(t, "sudo touch "+goFirst)
+	waitFor("the first shell", firstOut, "FIRST-DONE")
+	guestShell(t, "sudo touch "+goEnd)
+	waitFor("the second shell", secondOut, "SECOND-DONE")
+
+	ph := regexp.MustCompile(`PLACEHOLDER=(\S+)`)
+	first, second := ph.FindStringSubmatch(firstOut.String()), ph.FindStringSubmatch(secondOut.String())
+	if first == nil || second == nil || first[1] != second[1] || !strings.HasPrefix(first[1], "sk-ant-api03-"+secrets.PlaceholderMark) {
+		t.Errorf("placeholders: first %v, second %v: want the same one", first, second)
+	}
+	if !strings.Contains(secondOut.String(), "SECOND PROVIDER key-ok=true") {
+		t.Errorf("the second shell's agent did not reach the provider with the value")
+	}
+	if !strings.Contains(firstOut.String(), "FIRST PROVIDER key-ok=true") {
+		t.Errorf("the first shell's agent, after the second set up, did not reach the provider with the value")
+	}
+	if strings.Contains(firstOut.String()+secondOut.String(), value) {
+		t.Errorf("the value reached an agent's output")
+	}
 }

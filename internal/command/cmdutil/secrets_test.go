@@ -66,4 +66,21 @@ func TestWireSecrets(t *testing.T) {
 	if s.CA == nil {
 		t.Error("no CA")
 	}
+
+	// A second process of the session (serve, then shell) resolves its own values and gets the
+	// session's placeholders and CA: the guest's environment means the same to both relays.
+	set2, err := ResolveSecrets(context.Background(), SecretFlags{Specs: []string{"ANTHROPIC_API_KEY"}}, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan2, err := tg.PlanSession("/w", "", nil, "allow:@npm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WireSecrets(tg, plan2, set2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := plan2.Net.Agent.Secrets.Setup, a.Secrets.Setup; strings.Join(got.Env, " ") != strings.Join(want.Env, " ") || got.CAPEM != want.CAPEM {
+		t.Errorf("the second process gives the guest %v, the first %v (same CA: %v)", got.Env, want.Env, got.CAPEM == want.CAPEM)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/review/tui"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/timeline"
@@ -93,16 +94,24 @@ func runCompare(ctx context.Context, opts *Options) error {
 		fmt.Fprintf(ios.Out, "Nothing to compare: none of %s changed anything.\n", termsafe.String(joinNames(labels)))
 		return nil
 	}
-	// What each agent did on the network is part of what the person weighs.
+	// What each agent did on the network, and how its requests used its session's secrets, is
+	// part of what the person weighs: a block per session, each line named.
+	// (The confirmation of the TUI shows the secrets' lines again: the TUI takes the screen.)
+	var uses []string
 	for i, s := range sessions {
 		if network := s.NetworkReport(ctx, nil); network.Policy != staging.OpenNetwork {
 			fmt.Fprintln(ios.Out, termsafe.String("Session "+labels[i]+": "+network.Line()+"."))
+		}
+		for _, l := range review.SecretsLines(secrets.UsesSummary(s.Store().SessionDir(s.State.ID))) {
+			l = termsafe.String("Session "+labels[i]+": ") + l
+			uses = append(uses, l)
+			fmt.Fprintln(ios.Out, l)
 		}
 	}
 	ask := opts.DecideCompare
 	if ask == nil {
 		ask = func(c *review.Compared) ([]review.Pick, error) {
-			picks, err := tui.RunCompare(c, ios.In, ios.RawOut(), tui.Options{Accessible: opts.Accessible})
+			picks, err := tui.RunCompare(c, ios.In, ios.RawOut(), tui.Options{Accessible: opts.Accessible, SessionSecrets: uses})
 			if errors.Is(err, tui.ErrAborted) {
 				return nil, ErrAborted
 			}

@@ -1,14 +1,18 @@
 package reviewcmd_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/command/exitcode"
 	"github.com/limactl-mcp/limactl-mcp/internal/command/reviewcmd"
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
@@ -18,15 +22,25 @@ import (
 // three times, the OpenAI key once, and a request that carried none (not a use).
 func usedSecrets(t *testing.T, f *sessiontest.Fixture) {
 	t.Helper()
-	dir := f.Store.SessionDir(staging.SessionID(f.Workdir))
+	usedSecretsIn(t, f, "", 3, 1)
+}
+
+// usedSecretsIn writes into the log of uses of f's session named session (as the relay does)
+// anthropic uses of the Anthropic key, openai of the OpenAI key, and a request that carried
+// none (not a use).
+func usedSecretsIn(t *testing.T, f *sessiontest.Fixture, session string, anthropic, openai int) {
+	t.Helper()
+	dir := f.Store.SessionDir(staging.SessionIDOf(f.Workdir, session))
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatal(err)
 	}
 	log := &secrets.FileLog{Dir: dir}
-	for range 3 {
+	for range anthropic {
 		log.Record(secrets.Use{Time: time.Now(), Host: "api.anthropic.com:443", Secrets: []string{"ANTHROPIC_API_KEY"}, Method: "POST", Path: "/v1/messages", Status: 200})
 	}
-	log.Record(secrets.Use{Time: time.Now(), Host: "api.openai.com:443", Secrets: []string{"OPENAI_API_KEY"}, Method: "POST", Path: "/v1/responses", Status: 200})
+	for range openai {
+		log.Record(secrets.Use{Time: time.Now(), Host: "api.openai.com:443", Secrets: []string{"OPENAI_API_KEY"}, Method: "POST", Path: "/v1/responses", Status: 200})
+	}
 	log.Record(secrets.Use{Time: time.Now(), Host: "api.anthropic.com:443", Method: "GET", Path: "/", Status: 404})
 	if _, err := os.Stat(filepath.Join(dir, secrets.UsesFile)); err != nil {
 		t.Fatal(err)
@@ -122,4 +136,109 @@ func TestReviewTUIShowsSecretsUses(t *testing.T) {
 	s.Keys("Escape")
 	s.WaitFor(time.Minute, "Aborted: nothing was applied", "review failed")
 	hostUntouched(t, f)
+}
+
+// review --since shows the session's uses of its secrets, as a plain review does: before the
+// changes since the checkpoint, and in --json; none when the session used no secret.
+func TestReviewSinceShowsSecretsUses(t *testing.T) {
+	f := newChanges(t)
+	target, err := f.Opener()(context.Background(), sessiontest.Instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	sess, err := target.Session(f.Workdir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Checkpoint(context.Background(), "start", false); err != nil {
+		t.Fatal(err)
+	}
+	f.Guest("echo later > later.txt")
+	since := func(json bool) string {
+		t.Helper()
+		r := run(t, f, reviewcmd.Options{Since: "1", JSON: json}, false)
+		if r.err != nil {
+			t.Fatalf("review --since 1: %v\n%s", r.err, r.errOut)
+		}
+		return r.out
+	}
+	if out := since(false); strings.Contains(out, "Secrets") || !strings.HasPrefix(out, "1 change in the guest copy since checkpoint 1 (start)") {
+		t.Errorf("no secret used, --since:\n%s", out)
+	}
+	if out := since(true); strings.Contains(out, `"secrets"`) {
+		t.Errorf("no secret used, --since --json:\n%s", out)
+	}
+	usedSecrets(t, f)
+	if out := since(false); !strings.HasPrefix(out, anthropicUses+openaiUses+"1 change in the guest copy since checkpoint 1 (start)") {
+		t.Errorf("--since:\n%s", out)
+	}
+	var doc struct {
+		Secrets []string
+		Changes []struct{ Path string }
+	}
+	if err := json.Unmarshal([]byte(since(true)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ANTHROPIC_API_KEY used 3 times, only with api.anthropic.com", "OPENAI_API_KEY used 1 time, only with api.openai.com"}
+	if strings.Join(doc.Secrets, "\n") != strings.Join(want, "\n") || len(doc.Changes) != 1 {
+		t.Errorf("--since --json: secrets %q, want %q; changes %v", doc.Secrets, want, doc.Changes)
+	}
+	hostUntouched(t, f)
+}
+
+// review --compare shows each session's uses of its secrets, a block per session, named:
+// printed before the choice, and given to the TUI's confirmation.
+func TestCompareShowsSecretsUses(t *testing.T) {
+	f, _ := forkFixture(t, map[string]string{"a.txt": "a\n"}, "echo one > one.txt", "echo two > two.txt", "echo three > three.txt")
+	usedSecretsIn(t, f, "try1", 3, 0)
+	usedSecretsIn(t, f, "try2", 0, 1)
+	r := run(t, f, reviewcmd.Options{Compare: []string{"try1", "try2", "try3"}, DecideCompare: func(*review.Compared) ([]review.Pick, error) { return nil, reviewcmd.ErrAborted }}, false)
+	if !errors.Is(r.err, exitcode.ErrSilent) {
+		t.Fatalf("aborted compare: %v", r.err)
+	}
+	if want := "Session try1: " + anthropicUses + "Session try2: " + openaiUses; !strings.HasPrefix(r.out, want) || strings.Contains(r.out, "Session try3") {
+		t.Errorf("review --compare printed:\n%s\nwant first:\n%s", r.out, want)
+	}
+}
+
+// In the compare TUI, on a real terminal, the confirmation shows each session's uses.
+func TestCompareTUIShowsSecretsUses(t *testing.T) {
+	f, _ := forkFixture(t, map[string]string{"a.txt": "a\n"}, "echo one > one.txt", "echo two > two.txt")
+	usedSecretsIn(t, f, "try1", 3, 0)
+	usedSecretsIn(t, f, "try2", 0, 1)
+	s := startCompare(t, f, 120, 40, "try1,try2")
+	const wait = time.Minute
+	s.WaitFor(wait, "[1/2] one.txt · compare", "What should the host get?")
+	s.Keys("Enter")
+	s.WaitFor(wait, "[2/2] two.txt · compare", "What should the host get?")
+	s.Keys("Enter")
+	scr := s.WaitFor(wait, "Apply these changes?", "Session try1: "+strings.TrimSuffix(anthropicUses, "\n"), "Session try2: "+strings.TrimSuffix(openaiUses, "\n"), "create two.txt (from try2)")
+	if strings.Index(scr, "Session try1: Secrets") > strings.Index(scr, "create one.txt") {
+		t.Errorf("the uses are not above what will be done:\n%s", scr)
+	}
+	s.Keys("Escape")
+	s.WaitFor(wait, "Aborted: nothing was applied", "review failed")
+	if f.ReadHost("one.txt") != "<missing>" || f.ReadHost("two.txt") != "<missing>" {
+		t.Error("the host changed")
+	}
+}
+
+// In the compare TUI's accessible mode, the confirmation, read as text, has each session's uses.
+func TestCompareTUIAccessibleShowsSecretsUses(t *testing.T) {
+	f, _ := forkFixture(t, map[string]string{"a.txt": "a\n"}, "echo one > one.txt", "echo two > two.txt")
+	usedSecretsIn(t, f, "try1", 3, 0)
+	usedSecretsIn(t, f, "try2", 0, 1)
+	s := startCompare(t, f, 100, 40, "try1,try2", "LMCP_H_ACCESSIBLE=1")
+	const wait = time.Minute
+	s.WaitFor(wait, "[1/2] one.txt · compare", "1. take A: try1")
+	s.TypeLine("1")
+	s.WaitFor(wait, "[2/2] two.txt · compare", "1. take A: try2")
+	s.TypeLine("1")
+	s.WaitFor(wait, "Session try1: "+strings.TrimSuffix(anthropicUses, "\n"), "Session try2: "+strings.TrimSuffix(openaiUses, "\n"), "create two.txt (from try2)", "Apply these changes? [y/N]")
+	s.TypeLine("n")
+	s.WaitFor(wait, "Aborted: nothing was applied", "review failed")
+	if f.ReadHost("one.txt") != "<missing>" || f.ReadHost("two.txt") != "<missing>" {
+		t.Error("the host changed")
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
@@ -23,6 +25,9 @@ import (
 type sinceJSON struct {
 	Checkpoint sinceCheckpointJSON `json:"checkpoint"`
 	Changes    []sinceChangeJSON   `json:"changes"`
+	// Secrets are the lines of the session's log of secrets' uses (secrets.UsesSummary), as
+	// a plain review has them: the whole session's, not only since the checkpoint.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 type sinceCheckpointJSON struct {
@@ -53,10 +58,13 @@ func runSince(ctx context.Context, opts *Options, sess *staging.Session, paths [
 	}
 	out := opts.IO.Out
 	cp := since.Checkpoint
+	// How the session's requests used its secrets, as a plain review shows it (the whole
+	// session's: the log of uses is the host's, the checkpoint the guest's).
+	uses := secrets.UsesSummary(sess.Store().SessionDir(sess.State.ID))
 	switch {
 	case opts.JSON:
 		id, _ := strconv.Atoi(cp.ID) // checked: a number (guest/replies_checkpoint.go)
-		j := sinceJSON{Checkpoint: sinceCheckpointJSON{ID: id, Label: cp.Label, Auto: cp.Auto, Time: time.UnixMilli(cp.TimeMillis).UTC().Format(time.RFC3339)}, Changes: []sinceChangeJSON{}}
+		j := sinceJSON{Checkpoint: sinceCheckpointJSON{ID: id, Label: cp.Label, Auto: cp.Auto, Time: time.UnixMilli(cp.TimeMillis).UTC().Format(time.RFC3339)}, Changes: []sinceChangeJSON{}, Secrets: uses}
 		for _, c := range changes {
 			j.Changes = append(j.Changes, sinceChangeJSON{Path: c.Path, Kind: c.Kind})
 		}
@@ -74,6 +82,9 @@ func runSince(ctx context.Context, opts *Options, sess *staging.Session, paths [
 			}
 		}
 		return nil
+	}
+	for _, l := range review.SecretsLines(uses) {
+		fmt.Fprintln(out, l)
 	}
 	label := ""
 	if cp.Label != "" {

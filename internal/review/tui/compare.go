@@ -335,6 +335,12 @@ func (r *reviewer) confirmPicks(c *review.Compared, picks []review.Pick) (bool, 
 		lines = append(lines, fmt.Sprintf("left pending in every session (%d): %s", len(left), strings.Join(left, ", ")))
 	}
 	lines = append(lines, "Applied through session "+termsafe.String(c.Names[0])+": `review --session "+termsafe.String(c.Names[0])+" --undo` undoes it.")
+	// How each session's requests used its secrets, weighed with what it changed.
+	var notes []string
+	for _, l := range r.opts.SessionSecrets {
+		notes = append(notes, termsafe.String(l))
+	}
+	lines = append(notes, lines...)
 	r.cs = cs
 	all := lines
 	lines = r.confirmLines(lines)

@@ -32,6 +32,10 @@ type Options struct {
 	// Secrets are the session's lines of secrets' uses (secrets.UsesSummary), shown under the
 	// Notice as review.SecretsLines; none: nothing shown.
 	Secrets []string
+	// SessionSecrets are a compare's lines of secrets' uses, a block per session, each line
+	// named ("Session try1: Secrets: ANTHROPIC_API_KEY used 3 times, …"), shown on its
+	// confirmation above what will be done; none: nothing shown.
+	SessionSecrets []string
 	// Timeline is the session's timeline (nil: none): the file list's "l" shows all of it.
 	Timeline *timeline.Timeline
 	// Watch is how to watch the session's refused destinations (nil: none to watch): the file
