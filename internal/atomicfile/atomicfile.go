@@ -156,6 +156,19 @@ func (p *Pending) Discard() {
 // WriteFile replaces path with data. The new file has perm less the umask, or exactly perm
 // (setuid, setgid and sticky included) with exact.
 func WriteFile(path string, data []byte, perm os.FileMode, exact bool) error {
+	return writeFile(path, data, perm, exact, true)
+}
+
+// WriteFileNoSync is WriteFile without the new file's fsync: a reader, or a writer killed in
+// the middle, still sees the old content or the new (the rename), but a crash of the machine
+// may lose the write. For the agent's own writes in the VM (the write tool): an fsync costs
+// 7 ms of a 1 KiB write on the test VM (8.3 against 1.3 ms p50), more than the rest of the
+// write, and Lima's SFTP write makes none either.
+func WriteFileNoSync(path string, data []byte, perm os.FileMode, exact bool) error {
+	return writeFile(path, data, perm, exact, false)
+}
+
+func writeFile(path string, data []byte, perm os.FileMode, exact, sync bool) error {
 	createPerm := perm
 	if exact {
 		createPerm = 0o600 // until the Chmod below
@@ -165,6 +178,9 @@ func WriteFile(path string, data []byte, perm os.FileMode, exact bool) error {
 		return err
 	}
 	defer p.Discard()
+	if !sync {
+		p.SkipSync()
+	}
 	if _, err := p.Write(data); err != nil {
 		return err
 	}

@@ -27,6 +27,12 @@ func leftovers(t *testing.T, dir string) []string {
 }
 
 func TestWriteFileReplaces(t *testing.T) {
+	for name, write := range map[string]func(string, []byte, os.FileMode, bool) error{"WriteFile": WriteFile, "WriteFileNoSync": WriteFileNoSync} {
+		t.Run(name, func(t *testing.T) { testWriteFileReplaces(t, write) })
+	}
+}
+
+func testWriteFileReplaces(t *testing.T, WriteFile func(string, []byte, os.FileMode, bool) error) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
 	if err := os.WriteFile(p, []byte("old content, longer than the new"), 0o644); err != nil {
