@@ -57,26 +57,7 @@ func ensureHeldDir(l Layout) error {
 	if err := ensureRootDir(l.ConfigDir); err != nil {
 		return err
 	}
-	dir := l.heldDir()
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && (int(sys.Uid) != os.Geteuid() || st.Mode().Perm() != 0o700) {
-		if err := os.Lchown(dir, os.Geteuid(), os.Getegid()); err != nil {
-			return err
-		}
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ensureRootDirMode(l.heldDir(), 0o700)
 }
 
 // pendingConn is a held connection as the pending file has it.

@@ -134,8 +134,12 @@ func writeFileIfChanged(path string, data []byte, mode os.FileMode) (bool, error
 
 // ensureRootDir makes dir (and its parents) exist as root's directories that others may read
 // but not write, fixing the mode and owner of dir itself if someone changed them.
-func ensureRootDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func ensureRootDir(dir string) error { return ensureRootDirMode(dir, 0o755) }
+
+// ensureRootDirMode is ensureRootDir with dir's own mode perm (its parents made 0755 less the
+// umask, as MkdirAll does).
+func ensureRootDirMode(dir string, perm os.FileMode) error {
+	if err := os.MkdirAll(dir, perm); err != nil {
 		return err
 	}
 	st, err := os.Lstat(dir)
@@ -145,11 +149,11 @@ func ensureRootDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && (int(sys.Uid) != os.Geteuid() || st.Mode().Perm() != 0o755) {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && (int(sys.Uid) != os.Geteuid() || st.Mode().Perm() != perm) {
 		if err := os.Lchown(dir, os.Geteuid(), os.Getegid()); err != nil {
 			return err
 		}
-		if err := os.Chmod(dir, 0o755); err != nil {
+		if err := os.Chmod(dir, perm); err != nil {
 			return err
 		}
 	}
