@@ -74,7 +74,7 @@ func TestReviewScreensCompare(t *testing.T) {
 	s := startCompare(t, f, 200, 50, "try1,try2,try3")
 	s.WaitFor(wait, "[1/3] README.md · compare")
 	s.Keys("Down", "Enter")
-	scr := s.WaitFor(wait, "[2/3] net/fetch.go · compare", "3 versions", "2*timeout", "C: try3")
+	scr := s.WaitFor(wait, "[2/3] net/fetch.go · compare", "3 versions", "2*timeout", "── C: try3")
 	sideBySide := false
 	for _, l := range strings.Split(scr, "\n") {
 		sideBySide = sideBySide || strings.Contains(l, "A: try1") && strings.Contains(l, "B: try2") && strings.Contains(l, "C: try3") && strings.Contains(l, "│")

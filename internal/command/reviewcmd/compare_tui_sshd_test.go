@@ -115,9 +115,10 @@ func TestCompareTUI(t *testing.T) {
 	s := startCompare(t, f, 170, 40, "try1,try2,try3")
 	const wait = time.Minute
 	// b.txt: three versions, side by side (one row holds all three headings).
-	// (C's heading too: a screen captured while the terminal draws the row holds only A's and
-	// B's, which once failed this check on a loaded machine.)
-	scr := s.WaitFor(wait, "[1/5] b.txt · compare", "3 versions", "choose hunks of each session", "C: try3")
+	// C's heading itself ("── C: try3"; the menu's "take C: try3" is there from the first
+	// frame): a frame drawn before the terminal's width was known has two columns, and a
+	// screen captured then once failed this check on a loaded machine.
+	scr := s.WaitFor(wait, "[1/5] b.txt · compare", "3 versions", "choose hunks of each session", "── C: try3")
 	sideBySide := false
 	for _, l := range strings.Split(scr, "\n") {
 		sideBySide = sideBySide || strings.Contains(l, "A: try1") && strings.Contains(l, "B: try2") && strings.Contains(l, "C: try3") && strings.Contains(l, "│")
