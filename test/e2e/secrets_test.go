@@ -357,9 +357,9 @@ func TestSecretsTwoProcessesShare(t *testing.T) {
 	env := []string{"ANTHROPIC_API_KEY=" + value,
 		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + pln.Addr().String(),
 		secrets.TestCAEnv + "=" + caFile}
-	// The agents wait for files the test makes in the guest (root's /run: the agent can
-	// look, not make them).
-	const goFirst, goEnd = "/run/limactl-mcp-e2e-two-go", "/run/limactl-mcp-e2e-two-end"
+	// The agents wait for files the test makes in the guest: root's, in /var/lib (the agent
+	// can look, not make them; not /run, an empty tmpfs in the agent's mount namespace).
+	const goFirst, goEnd = "/var/lib/limactl-mcp-e2e-two-go", "/var/lib/limactl-mcp-e2e-two-end"
 	guestShell(t, "sudo rm -f "+goFirst+" "+goEnd)
 	t.Cleanup(func() { guestShell(t, "sudo rm -f "+goFirst+" "+goEnd) })
 	request := `curl -sS --max-time 60 -H "x-api-key: $ANTHROPIC_API_KEY" https://api.anthropic.com/v1/models; echo`
