@@ -91,17 +91,8 @@ func TestWatchJSONStream(t *testing.T) {
 		netpolicy.Entry{Time: t0, Host: "a.test", Port: 443, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy},
 		blockedEntry(t0.Add(time.Second), "evil.test", 443))
 
-	pr, pw := io.Pipe()
-	errOut := &lockedbuf.Buffer{}
-	ios := iostreams.New(strings.NewReader(""), pw, errOut, false, false)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- watchcmd.Run(ctx, &watchcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, JSON: true,
-			Interval: 50 * time.Millisecond, Open: f.Opener(), ReadRecord: readGuestRecord(f)})
-		pw.Close()
-	}()
-	lines := bufio.NewScanner(pr)
+	w := startJSONWatch(t, f)
+	lines, errOut, done := w.lines, w.errOut, w.done
 	next := func() watchcmd.Destination {
 		t.Helper()
 		if !lines.Scan() {
@@ -125,11 +116,7 @@ func TestWatchJSONStream(t *testing.T) {
 	if d.Host != "evil.test" || d.Attempts != 2 || !d.First.Equal(t0.Add(time.Second)) || !d.Last.Equal(t0.Add(2*time.Second)) {
 		t.Errorf("after the second attempt: %+v", d)
 	}
-	cancel()
-	go io.Copy(io.Discard, pr) // what a last read printed
-	if err := <-done; err != nil {
-		t.Errorf("interrupted: %v", err)
-	}
+	w.stop(t)
 }
 
 // --json streams a held connection once, when first read, with "held": true, its id and the
@@ -141,17 +128,8 @@ func TestWatchJSONStreamHeld(t *testing.T) {
 	t0 := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
 	held := []netpolicy.HeldConn{{ID: "0123456789abcdef", Host: "h.test", Port: 443, Since: t0, SecondsLeft: 42}}
 	writeRecordHeld(t, f, writer, held, blockedEntry(t0, "b.test", 443))
-	pr, pw := io.Pipe()
-	errOut := &lockedbuf.Buffer{}
-	ios := iostreams.New(strings.NewReader(""), pw, errOut, false, false)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- watchcmd.Run(ctx, &watchcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, JSON: true,
-			Interval: 50 * time.Millisecond, Open: f.Opener(), ReadRecord: readGuestRecord(f)})
-		pw.Close()
-	}()
-	lines := bufio.NewScanner(pr)
+	w := startJSONWatch(t, f)
+	lines, errOut := w.lines, w.errOut
 	var got []string
 	for len(got) < 3 && lines.Scan() {
 		got = append(got, lines.Text())
@@ -161,11 +139,7 @@ func TestWatchJSONStreamHeld(t *testing.T) {
 			writeRecordHeld(t, f, writer, held, blockedEntry(t0, "b.test", 443))
 		}
 	}
-	cancel()
-	go io.Copy(io.Discard, pr)
-	if err := <-done; err != nil {
-		t.Errorf("interrupted: %v", err)
-	}
+	w.stop(t)
 	if len(got) != 3 || !strings.Contains(got[0], `"host":"h.test","port":443`) || !strings.Contains(got[0], `"held":true,"id":"0123456789abcdef","seconds_left":42`) ||
 		!strings.Contains(got[1], `"host":"b.test"`) || strings.Contains(got[1], `"held"`) ||
 		!strings.Contains(got[2], `"host":"i.test","port":80`) || !strings.Contains(got[2], `"held":true,"id":"fedcba9876543210","seconds_left":7`) {
@@ -204,5 +178,39 @@ func TestWatchRefuses(t *testing.T) {
 	}
 	if err := run(watchcmd.Options{JSON: true, ReadRecord: func(context.Context, *sessionopen.Target, string) ([]byte, error) { return nil, io.ErrUnexpectedEOF }}); err == nil || !strings.Contains(err.Error(), "reading the agent's network record: unexpected EOF") {
 		t.Errorf("a failing read: %v", err)
+	}
+}
+
+// jsonWatch is `watch --json` running on f's session, its stdout read line by line.
+type jsonWatch struct {
+	lines  *bufio.Scanner
+	errOut *lockedbuf.Buffer
+	done   chan error
+	out    *io.PipeReader
+	cancel context.CancelFunc
+}
+
+func startJSONWatch(t *testing.T, f *sessiontest.Fixture) *jsonWatch {
+	t.Helper()
+	pr, pw := io.Pipe()
+	w := &jsonWatch{errOut: &lockedbuf.Buffer{}, done: make(chan error, 1), out: pr, lines: bufio.NewScanner(pr)}
+	ios := iostreams.New(strings.NewReader(""), pw, w.errOut, false, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	go func() {
+		w.done <- watchcmd.Run(ctx, &watchcmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, JSON: true,
+			Interval: 50 * time.Millisecond, Open: f.Opener(), ReadRecord: readGuestRecord(f)})
+		pw.Close()
+	}()
+	return w
+}
+
+// stop interrupts the watch (what a last read printed is discarded) and checks it ended well.
+func (w *jsonWatch) stop(t *testing.T) {
+	t.Helper()
+	w.cancel()
+	go io.Copy(io.Discard, w.out)
+	if err := <-w.done; err != nil {
+		t.Errorf("interrupted: %v", err)
 	}
 }
