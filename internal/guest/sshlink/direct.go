@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -16,14 +17,15 @@ import (
 )
 
 // Dial makes a connection of our own to t's sshd (golang.org/x/crypto/ssh): the fallback
-// when the instance's ControlMaster cannot be used. ctx bounds the dial and the handshake
-// (15 s when it has no deadline).
+// when the instance's ControlMaster cannot be used. The handshake fails when the guest says
+// nothing for handshakeQuiet (15 s), or at handshakeMax (2 min) or ctx's end, whichever comes
+// first; a connection the guest's sshd closes before it says anything is made again a few
+// times (see handshake.go).
 func Dial(ctx context.Context, t *Target) (*ssh.Client, error) {
 	cfg := &ssh.ClientConfig{
 		User:            t.User,
 		Auth:            []ssh.AuthMethod{ssh.PublicKeys(t.Signers...)},
 		HostKeyCallback: t.HostKeyCallback,
-		Timeout:         15 * time.Second,
 	}
 	// ChaCha20-Poly1305 first: guests often run without AES instructions (an emulated CPU,
 	// a baseline CPU model), where AES-GCM is several times slower for the guest's sshd.
@@ -31,26 +33,43 @@ func Dial(ctx context.Context, t *Target) (*ssh.Client, error) {
 	if cfg.HostKeyCallback == nil {
 		cfg.HostKeyCallback = ssh.InsecureIgnoreHostKey() //nolint:gosec // see Target.HostKeyCallback
 	}
-	var d net.Dialer
+	hard := time.Now().Add(handshakeMax)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(hard) {
+		hard = dl
+	}
+	for try := 0; ; try++ {
+		client, qc, err := dialOnce(ctx, t, cfg, hard)
+		if err == nil {
+			return client, nil
+		}
+		if qc == nil || try >= dropRetries || !dropped(qc, err) || ctx.Err() != nil || !pauseBeforeRetry(ctx, hard) {
+			return nil, err
+		}
+	}
+}
+
+// dialOnce makes one connection and its handshake; qc is the connection when one was made.
+func dialOnce(ctx context.Context, t *Target, cfg *ssh.ClientConfig, hard time.Time) (*ssh.Client, *quietConn, error) {
+	d := net.Dialer{Deadline: hard, Timeout: handshakeQuiet}
 	nc, err := d.DialContext(ctx, "tcp", t.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the ssh server of instance %q at %s: %w", t.Name, t.Addr, err)
+		return nil, nil, fmt.Errorf("cannot reach the ssh server of instance %q at %s: %w", t.Name, t.Addr, err)
 	}
 	// The handshake takes no context: closing the connection ends it when ctx ends.
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = nc.SetDeadline(dl)
-	} else {
-		_ = nc.SetDeadline(time.Now().Add(cfg.Timeout))
-	}
-	sc, chans, reqs, err := ssh.NewClientConn(nc, t.Addr, cfg)
+	qc := newQuietConn(nc, handshakeQuiet, hard)
+	sc, chans, reqs, err := ssh.NewClientConn(qc, t.Addr, cfg)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("ssh handshake with instance %q at %s failed: %w", t.Name, t.Addr, err)
+		why := ""
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			why = fmt.Sprintf(" (the guest's sshd said nothing for %s, or the time for the handshake ran out)", handshakeQuiet)
+		}
+		return nil, qc, fmt.Errorf("ssh handshake with instance %q at %s failed%s: %w", t.Name, t.Addr, why, err)
 	}
-	_ = nc.SetDeadline(time.Time{})
-	return ssh.NewClient(sc, chans, reqs), nil
+	qc.finish()
+	return ssh.NewClient(sc, chans, reqs), qc, nil
 }
 
 // Direct is the Transport over a connection of our own: every session is a channel of it.
