@@ -605,7 +605,13 @@ echo %[4]s > %[5]s
 echo HA-FILES; find . -mindepth 1 -printf '%%P %%u %%y\n' | LC_ALL=C sort; for f in main.txt victim-*.txt; do echo "HA-CONTENT $f $(head -c 100 "$f")"; done`,
 		secret, shq(base+pathH), shq(base+pathC), secret[:12], file)
 	h.checks++
+	c0 := time.Now()
 	out, err := h.call(h.vic, script, 5*time.Minute)
+	dVic := time.Since(c0)
+	var reqMS []string
+	for _, m := range haMS.FindAllStringSubmatch(out.Stdout, -1) {
+		reqMS = append(reqMS, m[1])
+	}
 	// The record must show every request that reached the host (one taken on the way is a
 	// failure of its own, below).
 	h.host.mu.Lock()
@@ -649,11 +655,13 @@ echo HA-FILES; find . -mindepth 1 -printf '%%P %%u %%y\n' | LC_ALL=C sort; for f
 
 	// The guest: root's paths, what left it, who is alive, what the attacker holds.
 	h.checks += 4
+	c1 := time.Now()
 	gs, code := guestRun(t, hostileagent.SnapshotScript(h.snapRoots)+`
 echo HA-COUNTERS; for ipt in iptables ip6tables; do sudo -n $ipt -t mangle -nvxL HA-EGRESS 2>&1 | grep 'ha-' | sed "s/^/$ipt /"; done
 echo HA-ALIVE; sudo -n kill -0 1 && echo pid1; pgrep -x sshd >/dev/null && echo sshd; sudo -n kill -0 `+strconv.Itoa(h.canary)+` && echo canary
 echo HA-LOOT; sudo -n -u `+h.attUser+` sh -c 'cat "$HOME"/.ha-loot* 2>/dev/null' | grep -a -o 'ha-secret-[0-9a-f-]*' | sort -u | head -20
 echo HA-END`)
+	dGuest := time.Since(c1)
 	if code != 0 || !strings.Contains(gs, "HA-END") {
 		h.fail("guest-answers", "the guest's check failed (exit %d): %.2000s", code, gs)
 		return
@@ -697,7 +705,11 @@ echo HA-END`)
 		h.fail("nothing-left-the-guest", "%d forbidden requests reached the host: %s", len(leaks), strings.Join(haHead(leaks, 5), "; "))
 	}
 
+	c2 := time.Now()
 	h.checkRecord()
+	// Where the checks' time goes (CI's slowest test: what to cut next).
+	t.Logf("  the checks: the other session's command %s (its requests %s ms), the guest's state %s, status --json %s",
+		dVic.Round(100*time.Millisecond), strings.Join(reqMS, " and "), dGuest.Round(100*time.Millisecond), time.Since(c2).Round(100*time.Millisecond))
 }
 
 // checkVictimCopy: only the other session's own files, its user's, with its contents.

@@ -189,6 +189,7 @@ func uploadServer(t *testing.T) int {
 // reader: the files are 0600) still shows the upload, the refused ones all counted, and the
 // other agent's request is answered meanwhile.
 func TestNetProxyRecordSurvivesFlood(t *testing.T) {
+	start := time.Now()
 	installNetRunner(t)
 	port := uploadServer(t)
 	hostIP := strings.Fields(guestShell(t, "getent ahostsv4 host.lima.internal | head -1"))[0]
@@ -197,14 +198,23 @@ func TestNetProxyRecordSurvivesFlood(t *testing.T) {
 	user, res := netAgent(t, "allow:allowed.test")
 	other, otherRes := netAgent(t, "allow:allowed.test")
 	url := fmt.Sprintf("http://allowed.test:%d/", port)
+	// Where the time goes (one of CI's slowest tests), logged phase by phase.
+	t0 := start
+	phase := func(what string) {
+		t.Logf("  %s: %s", what, time.Since(t0).Round(100*time.Millisecond))
+		t0 = time.Now()
+	}
+	phase("the runner and two agents set up")
 
 	if out, code := asAgent(t, user, res, "head -c 5000000 /dev/zero | curl -sS -m 120 --data-binary @- "+url); code != 0 || !strings.Contains(out, "body=5000000") {
 		t.Fatalf("upload: exit %d\n%s", code, out)
 	}
+	phase("the 5 MB upload")
 	out, _ := asAgent(t, user, res, "curl -sS -m 600 -o /dev/null -w '%{http_code}\\n' 'http://denied[1-200].test/' 'http://same.test/[1-400]'")
 	if n := strings.Count(out, "403"); n != 600 {
 		t.Fatalf("%d of 600 requests refused:\n%.2000s", n, out)
 	}
+	phase("600 refused requests")
 	// The flood: 10,000 listening sockets of the first agent (a helper left running) while the
 	// other one works; under QEMU's emulation opening them takes a minute or more.
 	// The helper says it is ready in a file of this run's: the guest's /tmp outlives a run,
@@ -241,6 +251,7 @@ time.sleep(1200)
 		diag, _ := guestRun(t, "cat "+readyFile+"; echo; pgrep -a -u "+user+" || echo 'no process of the agent'; sudo -n dmesg | tail -5; sudo -n journalctl -n 20 --no-pager 2>&1 | tail -20")
 		t.Fatalf("the flood holds %d listening sockets; the agent's processes and the guest's last messages:\n%s", n, diag)
 	}
+	phase("10,000 sockets opened")
 	var times []string
 	for i := 0; i < 5; i++ {
 		out, code := asAgent(t, other, otherRes, "curl -sS -m 20 -o /dev/null -w '%{time_total}' "+url)
@@ -250,6 +261,7 @@ time.sleep(1200)
 		times = append(times, strings.TrimSpace(out))
 	}
 	t.Logf("the other agent's requests during a 10,000-socket flood took (s): %s", strings.Join(times, " "))
+	phase("the other agent's 5 requests")
 	guestRun(t, "sudo -n pkill -u "+user+" python3; sudo -n rm -f /tmp/flood-*")
 
 	time.Sleep(2 * time.Second) // refused attempts reach the record within a second
