@@ -451,7 +451,7 @@ func (h *haRun) startCanary() {
 }
 
 func (h *haRun) snapshot() hostileagent.Snapshot {
-	out := guestShell(h.t, hostileagent.SnapshotScript(h.snapRoots))
+	out := guestShell(h.t, "sudo -n bash -c "+shq(hostileagent.SnapshotScript(h.snapRoots)))
 	return h.parseSnapshot(out)
 }
 
@@ -656,11 +656,12 @@ echo HA-FILES; find . -mindepth 1 -printf '%%P %%u %%y\n' | LC_ALL=C sort; for f
 	// The guest: root's paths, what left it, who is alive, what the attacker holds.
 	h.checks += 4
 	c1 := time.Now()
-	gs, code := guestRun(t, hostileagent.SnapshotScript(h.snapRoots)+`
-echo HA-COUNTERS; for ipt in iptables ip6tables; do sudo -n $ipt -t mangle -nvxL HA-EGRESS 2>&1 | grep 'ha-' | sed "s/^/$ipt /"; done
-echo HA-ALIVE; sudo -n kill -0 1 && echo pid1; pgrep -x sshd >/dev/null && echo sshd; sudo -n kill -0 `+strconv.Itoa(h.canary)+` && echo canary
-echo HA-LOOT; sudo -n -u `+h.attUser+` sh -c 'cat "$HOME"/.ha-loot* 2>/dev/null' | grep -a -o 'ha-secret-[0-9a-f-]*' | sort -u | head -20
-echo HA-END`)
+	// One sudo for all of it (each costs a PAM session, half a second on an emulated guest).
+	gs, code := guestRun(t, "sudo -n bash -c "+shq(hostileagent.SnapshotScript(h.snapRoots)+`
+echo HA-COUNTERS; for ipt in iptables ip6tables; do $ipt -t mangle -nvxL HA-EGRESS 2>&1 | grep 'ha-' | sed "s/^/$ipt /"; done
+echo HA-ALIVE; kill -0 1 && echo pid1; pgrep -x sshd >/dev/null && echo sshd; kill -0 `+strconv.Itoa(h.canary)+` && echo canary
+echo HA-LOOT; runuser -u `+h.attUser+` -- sh -c 'cat "$1"/.ha-loot* 2>/dev/null' sh "$(getent passwd `+h.attUser+` | cut -d: -f6)" | grep -a -o 'ha-secret-[0-9a-f-]*' | sort -u | head -20
+echo HA-END`))
 	dGuest := time.Since(c1)
 	if code != 0 || !strings.Contains(gs, "HA-END") {
 		h.fail("guest-answers", "the guest's check failed (exit %d): %.2000s", code, gs)
