@@ -48,3 +48,13 @@ func (c *Conn) CkptManifest(ctx context.Context, req runnerproto.CkptManifestReq
 	}
 	return res, nil
 }
+
+// CkptSeed gives a fork's store what makes its first checkpoint cheap (a runner that does not
+// know the request answers an error: the first checkpoint then reads every file).
+func (c *Conn) CkptSeed(ctx context.Context, req runnerproto.CkptSeedRequest) (*runnerproto.CkptSeedResult, error) {
+	res, err := viaRunner(ctx, c, func(r *runnerclient.Client) (*runnerproto.CkptSeedResult, error) { return r.CkptSeed(ctx, req) })
+	if err != nil {
+		return nil, fmt.Errorf("seeding the fork's checkpoint store in the guest: %w", err)
+	}
+	return res, nil
+}

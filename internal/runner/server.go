@@ -154,6 +154,7 @@ var ops = []op{
 	answer(func(q *runnerproto.Request) *runnerproto.CkptListRequest { return q.CkptList }, func(r *runnerproto.Response) **runnerproto.CkptListResult { return &r.CkptList }, (*server).ckptList),
 	answer(func(q *runnerproto.Request) *runnerproto.CkptRestoreRequest { return q.CkptRestore }, func(r *runnerproto.Response) **runnerproto.CkptRestoreResult { return &r.CkptRestore }, (*server).ckptRestore),
 	answer(func(q *runnerproto.Request) *runnerproto.CkptManifestRequest { return q.CkptManifest }, func(r *runnerproto.Response) **runnerproto.CkptManifestResult { return &r.CkptManifest }, (*server).ckptManifest),
+	answer(func(q *runnerproto.Request) *runnerproto.CkptSeedRequest { return q.CkptSeed }, func(r *runnerproto.Response) **runnerproto.CkptSeedResult { return &r.CkptSeed }, (*server).ckptSeed),
 }
 
 // exec runs a command, which a Signal naming the request's id kills.
@@ -189,6 +190,10 @@ func (s *server) ckptRestore(_ uint64, req *runnerproto.CkptRestoreRequest) (*ru
 
 func (s *server) ckptManifest(_ uint64, req *runnerproto.CkptManifestRequest) (*runnerproto.CkptManifestResult, error) {
 	return checkpoint.Manifest(req, s.ckpt)
+}
+
+func (s *server) ckptSeed(_ uint64, req *runnerproto.CkptSeedRequest) (*runnerproto.CkptSeedResult, error) {
+	return checkpoint.Seed(req, s.ckpt)
 }
 
 func (s *server) bgStart(_ uint64, req *runnerproto.BgStartRequest) (*runnerproto.BgStartResult, error) {

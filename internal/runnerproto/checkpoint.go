@@ -92,6 +92,14 @@ type CkptRestoreRequest struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// MaxChanges bounds the changes listed (all are made; Total counts them).
 	MaxChanges int `json:"max_changes"`
+	// CopiedFrom, for a fork, is the tree Tree.Root was copied from (`cp -a`, which keeps
+	// mtimes), with the same session paths: a file of the copy with the checkpoint's size and
+	// mtime whose origin file is unchanged since the checkpoint read it (size, mtime, ctime,
+	// inode) holds the checkpoint's content without being read. Seed names the session whose
+	// store then learns the content of every file the restore knows (CkptSeed's seed). A runner
+	// older than both ignores them: it reads every file, and its seed is none.
+	CopiedFrom string `json:"copied_from,omitempty"`
+	Seed       string `json:"seed,omitempty"`
 }
 
 // The kinds of change a restore makes.
@@ -119,6 +127,32 @@ type CkptRestoreResult struct {
 	Changes     []CkptChange `json:"changes"`
 	// Total counts every change (Changes may hold fewer: MaxChanges).
 	Total int `json:"total"`
+	// Seeded counts the files of the seed written for the request's Seed session.
+	Seeded int `json:"seeded,omitempty"`
+}
+
+// CkptSeedRequest, after a fork copied the tree Origin (the store of session OriginSession)
+// to Tree.Root (`cp -a`), gives the new session's store (Tree.Session) what makes its first
+// checkpoint cheap: a seed, the content hash of every file of the copy that is a copy of an
+// origin file unchanged since the origin's newest checkpoint, with the copy's own identity.
+// The store's first checkpoint reuses the seed's hash for a file whose identity is unchanged,
+// as any checkpoint reuses its previous one's. A runner that does not know the request answers
+// "unknown request": the first checkpoint then reads every file.
+type CkptSeedRequest struct {
+	Tree          CkptTree `json:"tree"`
+	Origin        string   `json:"origin"`
+	OriginSession string   `json:"origin_session"`
+}
+
+// CkptSeedResult says what the seed holds.
+type CkptSeedResult struct {
+	// Checkpoint is the origin's checkpoint the seed's hashes come from ("": none, no seed).
+	Checkpoint string `json:"checkpoint,omitempty"`
+	// Seeded counts the files of the seed; Files those of the copy.
+	Seeded int `json:"seeded"`
+	Files  int `json:"files"`
+	// RootMissing says the copy's root does not exist.
+	RootMissing bool `json:"root_missing,omitempty"`
 }
 
 // CkptManifestRequest asks for what a checkpoint holds.

@@ -53,6 +53,7 @@ type Request struct {
 	CkptList     *CkptListRequest     `json:"ckpt_list,omitempty"`
 	CkptRestore  *CkptRestoreRequest  `json:"ckpt_restore,omitempty"`
 	CkptManifest *CkptManifestRequest `json:"ckpt_manifest,omitempty"`
+	CkptSeed     *CkptSeedRequest     `json:"ckpt_seed,omitempty"`
 }
 
 // Response answers the request with the same ID.
@@ -80,6 +81,7 @@ type Response struct {
 	CkptList     *CkptListResult     `json:"ckpt_list,omitempty"`
 	CkptRestore  *CkptRestoreResult  `json:"ckpt_restore,omitempty"`
 	CkptManifest *CkptManifestResult `json:"ckpt_manifest,omitempty"`
+	CkptSeed     *CkptSeedResult     `json:"ckpt_seed,omitempty"`
 }
 
 // Hello is sent unsolicited (ID 0) when the runner starts.

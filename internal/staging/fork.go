@@ -41,7 +41,10 @@ type ForkResult struct {
 	// (not an error of the fork: the new session's first checkpoint then stores its own).
 	SharedObjects int
 	SharedError   string
-	Duration      time.Duration
+	// Seeded counts the files whose content the new session's store knows without its first
+	// checkpoint reading them (copies of origin files unchanged since the origin's checkpoint).
+	Seeded   int
+	Duration time.Duration
 }
 
 // ErrSessionExists is returned for a fork whose name is already a session of the directory.
@@ -150,7 +153,9 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 		// The origin's store, restored into the new copy: the origin's copy is not touched.
 		tr := s.checkpointTree()
 		tr.Root = guestPath
-		r, err := s.conn.CkptRestore(ctx, runnerproto.CkptRestoreRequest{Tree: tr, ID: checkpoint, MaxChanges: maxRestoreChanges})
+		// The copy's files that are copies of origin files unchanged since the checkpoint are
+		// not read, and the new store learns their content (internal/runner/checkpoint/seed.go).
+		r, err := s.conn.CkptRestore(ctx, runnerproto.CkptRestoreRequest{Tree: tr, ID: checkpoint, MaxChanges: maxRestoreChanges, CopiedFrom: s.State.GuestPath, Seed: id})
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("putting the fork at checkpoint %s: %w", checkpoint, err)
@@ -159,7 +164,11 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 		case r.Unknown:
 			return nil, s.unknownCheckpoint(ctx, checkpoint)
 		}
-		res.Restored = r.Total
+		res.Restored, res.Seeded = r.Total, r.Seeded
+	} else if r, err := s.conn.CkptSeed(ctx, runnerproto.CkptSeedRequest{Tree: fork.checkpointTree(), Origin: s.State.GuestPath, OriginSession: s.State.ID}); err == nil {
+		// Not an error of the fork without it (an older runner): the first checkpoint of the
+		// new session then reads every file.
+		res.Seeded = r.Seeded
 	}
 	if err := fork.writeMarker(ctx); err != nil {
 		return nil, err

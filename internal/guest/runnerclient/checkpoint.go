@@ -184,3 +184,21 @@ func checkCkptInfo(c *runnerproto.CkptInfo) error {
 	}
 	return nil
 }
+
+// CkptSeed gives a fork's store its seed.
+func (c *Client) CkptSeed(ctx context.Context, q runnerproto.CkptSeedRequest) (*runnerproto.CkptSeedResult, error) {
+	resp, err := c.call(ctx, &runnerproto.Request{CkptSeed: &q}, func(resp *runnerproto.Response) error {
+		r := resp.CkptSeed
+		if r == nil {
+			return badReply("no seed result")
+		}
+		if r.Seeded < 0 || r.Files < 0 || r.Seeded > r.Files || (r.Checkpoint != "" && !isCkptID(r.Checkpoint)) {
+			return badReply("a seed of %d of %d files from checkpoint %.20q", r.Seeded, r.Files, r.Checkpoint)
+		}
+		return nil
+	})
+	if err := result(resp, err); err != nil {
+		return nil, err
+	}
+	return resp.CkptSeed, nil
+}

@@ -360,7 +360,7 @@ func callDeadline(req *runnerproto.Request) time.Duration {
 			return time.Duration(req.Exec.TimeoutMillis)*time.Millisecond + slack
 		}
 		return 0 // no timeout asked: the caller's context bounds it
-	case req.Scan != nil, req.CkptCreate != nil, req.CkptRestore != nil:
+	case req.Scan != nil, req.CkptCreate != nil, req.CkptRestore != nil, req.CkptSeed != nil:
 		return 10 * time.Minute // a 200k-file tree on an emulated guest
 	default:
 		return 5 * time.Minute

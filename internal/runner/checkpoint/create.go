@@ -27,9 +27,9 @@ func checkCkptLimits(l runnerproto.CkptLimits) error {
 	return nil
 }
 
-// Create takes a checkpoint: it walks the tree, reuses the previous checkpoint's hash
-// for every file whose size, mtime, ctime and inode are unchanged (and whose object is still
-// there), copies the content of the others into the store, then writes the manifest and the
+// Create takes a checkpoint: it walks the tree, reuses the previous checkpoint's hash (a
+// fork's seed's, before the first) for every file whose size, mtime, ctime and inode are
+// unchanged (and whose object is still there), copies the content of the others into the store, then writes the manifest and the
 // list, pruning the oldest checkpoints beyond the limits.
 func Create(req *runnerproto.CkptCreateRequest, cache *Cache) (*runnerproto.CkptCreateResult, error) {
 	if err := checkCkptLimits(req.Limits); err != nil {
@@ -64,14 +64,18 @@ func Create(req *runnerproto.CkptCreateRequest, cache *Cache) (*runnerproto.Ckpt
 		res.TooManyEntries = true
 		return res, nil
 	}
-	// What the newest checkpoint knows, by path.
+	// What the newest checkpoint knows, by path; before the first, a fork's seed (seed.go).
 	prev := map[tree.Name]*ckptEntry{}
+	var known *ckptManifest
 	if n := len(l.Checkpoints); n > 0 {
-		if m, err := s.readManifest(l.Checkpoints[n-1].ID, req.Limits.MaxEntries); err == nil {
-			for i := range m.Entries {
-				prev[m.Entries[i].Path] = &m.Entries[i]
-			}
-		} // a damaged previous manifest only means every file is read again
+		known, _ = s.readManifest(l.Checkpoints[n-1].ID, req.Limits.MaxEntries)
+	} else {
+		known = s.readSeed(req.Limits.MaxEntries)
+	}
+	if known != nil { // a damaged previous manifest only means every file is read again
+		for i := range known.Entries {
+			prev[known.Entries[i].Path] = &known.Entries[i]
+		}
 	}
 	objects, err := s.objectNames()
 	if err != nil {
@@ -171,6 +175,7 @@ func Create(req *runnerproto.CkptCreateRequest, cache *Cache) (*runnerproto.Ckpt
 	if err := s.writeList(l); err != nil {
 		return nil, fmt.Errorf("writing the checkpoint list: %w", err)
 	}
+	_ = os.Remove(s.seedPath()) // the checkpoint knows better now
 	for _, id := range pruned {
 		_ = os.Remove(s.manifestPath(id))
 	}

@@ -42,7 +42,16 @@ func (s *ckptStore) writeManifest(m *ckptManifest) error {
 		return err
 	}
 	p := s.manifestPath(m.Info.ID)
-	err = writeAtomic(p, func(w io.Writer) error {
+	err = writeManifestAt(p, m, info)
+	if err == nil {
+		s.cache.putManifest(p, m)
+	}
+	return err
+}
+
+// writeManifestAt writes m's lines (info: its CkptInfo as JSON) to a new file renamed to p.
+func writeManifestAt(p string, m *ckptManifest, info []byte) error {
+	return writeAtomic(p, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 64<<10)
 		fmt.Fprintf(bw, "%s\ninfo %s\n", ManifestHeader, info)
 		var line []byte
@@ -81,10 +90,6 @@ func (s *ckptStore) writeManifest(m *ckptManifest) error {
 		}
 		return bw.Flush()
 	})
-	if err == nil {
-		s.cache.putManifest(p, m)
-	}
-	return err
 }
 
 // readManifest reads and checks checkpoint id's manifest.

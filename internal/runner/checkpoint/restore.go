@@ -72,11 +72,30 @@ func Restore(req *runnerproto.CkptRestoreRequest, cache *Cache) (*runnerproto.Ck
 	}
 	defer root.Close()
 	r := &restorer{root: root, store: s, dry: req.DryRun, max: req.MaxChanges, res: res}
+	if req.CopiedFrom != "" {
+		// A fork's copy: its files copied from origin files unchanged since the checkpoint
+		// are known without reading them (seed.go). No origin, no shortcut.
+		if origin, err := os.OpenRoot(req.CopiedFrom); err == nil {
+			defer origin.Close()
+			r.origin = origin
+		}
+	}
+	if req.Seed != "" && !req.DryRun {
+		if req.Seed == req.Tree.Session {
+			return nil, errors.New("a restore seeds another session's store than the one it restores from")
+		}
+		r.known = map[tree.Name]ckptEntry{}
+	}
 	if err := r.run(m.Entries, cur, req.Tree.Root); err != nil {
 		if !r.touched {
 			return nil, fmt.Errorf("checkpoint %s cannot be restored: %w; the guest copy was not changed", req.ID, err)
 		}
 		return nil, fmt.Errorf("restoring checkpoint %s stopped part way: %w; the guest copy is partly restored", req.ID, err)
+	}
+	if r.known != nil {
+		// The restore is done whatever becomes of the seed: without one, the new session's
+		// first checkpoint reads every file.
+		res.Seeded, _ = writeSeed(req.Seed, m.Entries, r.known, r.store.cache)
 	}
 	return res, nil
 }
@@ -101,6 +120,11 @@ type restorer struct {
 	// aside): an error before it leaves the tree as it was.
 	touched bool
 	cleanup []func()
+	// origin is the tree a fork's copy was made from (nil: none); known, when a seed is to be
+	// written, collects the files found to hold their checkpoint content (with their identity
+	// as walked).
+	origin *os.Root
+	known  map[tree.Name]ckptEntry
 }
 
 func (r *restorer) record(p tree.Name, kind string) {
@@ -145,6 +169,9 @@ func (r *restorer) run(target []ckptEntry, walkedNow []walk.Entry, rootPath stri
 				return err
 			} else if s {
 				same[w.Path] = true
+				if r.known != nil && c.Mode == w.Mode {
+					r.known[w.Path] = c
+				}
 				continue
 			}
 		}
@@ -343,12 +370,16 @@ func under(p string, dirs []string) bool {
 }
 
 // sameContent says whether the tree's file c has checkpoint entry w's content: known without
-// reading when its identity is the one recorded, else by hashing it.
+// reading when its identity is the one recorded, or when it is a fork's copy of an origin file
+// unchanged since (seed.go), else by hashing it.
 func (r *restorer) sameContent(w, c *ckptEntry) (bool, error) {
 	if c.Size != w.Size {
 		return false, nil
 	}
 	if c.Ino != 0 && c.Ino == w.Ino && c.CTime == w.CTime && c.MTime == w.MTime {
+		return true, nil
+	}
+	if copiedUnchanged(r.origin, w, c) {
 		return true, nil
 	}
 	f, err := r.root.OpenFile(string(w.Path), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
