@@ -270,10 +270,24 @@ func segmentName(k int64) string { return "out." + strconv.FormatInt(k, 10) }
 
 // readOutput reads at most max bytes of dir's output from offset: from the first kept byte
 // at or after it (skipped counts the dropped bytes in between), never past what was written.
+// A writer fast enough to drop every listed segment before it is read (yes(1) drops a 4 KiB
+// segment in microseconds) would leave the read empty in the middle of the output: then the
+// segments are listed again (up to 64 times), as a reader expects data where data is kept.
 func readOutput(dir string, o runnerproto.BgOutput, offset int64, max int) (data []byte, start, skipped int64, err error) {
+	for attempt := 1; ; attempt++ {
+		data, start, skipped, vanished, err := readOutputOnce(dir, o, offset, max)
+		if err != nil || len(data) > 0 || !vanished || attempt == 64 {
+			return data, start, skipped, err
+		}
+	}
+}
+
+// readOutputOnce is one listing and read; vanished says a listed segment was removed before
+// it could be read and nothing was read.
+func readOutputOnce(dir string, o runnerproto.BgOutput, offset int64, max int) (data []byte, start, skipped int64, vanished bool, err error) {
 	segs, err := listSegments(dir, o)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, false, err
 	}
 	if offset > segs.total {
 		offset = segs.total
@@ -299,6 +313,7 @@ func readOutput(dir string, o runnerproto.BgOutput, offset int64, max int) (data
 		n, err := readSegment(filepath.Join(dir, segmentName(k)), pos-segStart, buf[len(buf):min(cap(buf), len(buf)+int(segEnd-pos))])
 		if err != nil && len(buf) == 0 {
 			// Removed since the listing (the writer moved on): the next kept segment follows.
+			vanished = true
 			continue
 		}
 		buf = buf[:len(buf)+n]
@@ -307,7 +322,7 @@ func readOutput(dir string, o runnerproto.BgOutput, offset int64, max int) (data
 			break // the segment being written ends here
 		}
 	}
-	return buf, start, start - offset, nil
+	return buf, start, start - offset, vanished && len(buf) == 0, nil
 }
 
 // readSegment reads into p from offset off of the segment file at path.

@@ -81,3 +81,58 @@ func TestSegmentsEndNeverMovesBack(t *testing.T) {
 	}
 	t.Logf("end seen at %d", seen)
 }
+
+// A read in the dropped middle of a fast writer's output always returns data from the first
+// kept byte: when every segment it listed is removed before it is read (the writer moved on
+// by three segments meanwhile), it lists again rather than answer nothing. (CI saw "a read in
+// the dropped middle: offset 3477504, skipped 3465216, 0 bytes" under yes(1) on a loaded
+// machine.)
+func TestMiddleReadNeverEmpty(t *testing.T) {
+	dir := t.TempDir()
+	o := runnerproto.BgOutput{SegmentBytes: 64, HeadSegments: 2, TailSegments: 3}
+	w := &segmentWriter{dir: dir, o: o}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		line := []byte("0123456789abcdef0123456789\n")
+		for {
+			select {
+			case <-stop:
+				w.Close()
+				return
+			default:
+				_, _ = w.Write(line)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	// Past the head and the first tail, so the middle is dropped from the first read on.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if s, err := listSegments(dir, o); err == nil && s.total > 64*64 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer wrote nothing in 10 s")
+		}
+	}
+	empty, reads := 0, 0
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); reads++ {
+		data, start, skipped, err := readOutput(dir, o, 3*64, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) == 0 {
+			empty++
+			if empty <= 3 {
+				t.Errorf("read %d: nothing at offset %d (skipped %d)", reads, start, skipped)
+			}
+		} else if skipped == 0 || start != 3*64+skipped {
+			t.Errorf("read %d: %d bytes at offset %d, skipped %d", reads, len(data), start, skipped)
+		}
+	}
+	if empty > 0 {
+		t.Errorf("%d of %d reads in the middle were empty", empty, reads)
+	}
+	t.Logf("%d reads in the middle", reads)
+}
