@@ -2,6 +2,7 @@ package staging
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -38,13 +39,17 @@ type SessionStatus struct {
 	CheckpointsError string
 }
 
-// Statuses describes every session of the store; connFor's connections (nil when the instance
-// is not running) count pending changes, and lima, the Lima user's connection, reads the
-// network records (root's: readable even when an agent broke its own session's setup).
-func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) *guest.Conn, store Store, connErr error) ([]SessionStatus, error) {
+// Statuses describes the sessions of the store that keep accepts (nil: every one); connFor's
+// connections (nil when the instance is not running) count pending changes, and lima, the
+// Lima user's connection, reads the network records (root's: readable even when an agent
+// broke its own session's setup). The sessions not kept are not read from the guest.
+func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) *guest.Conn, store Store, connErr error, keep func(*State) bool) ([]SessionStatus, error) {
 	states, err := store.List()
 	if err != nil {
 		return nil, err
+	}
+	if keep != nil {
+		states = slices.DeleteFunc(states, func(st *State) bool { return !keep(st) })
 	}
 	// By working directory, and each directory's sessions together, the unnamed one first.
 	sort.Slice(states, func(i, j int) bool {

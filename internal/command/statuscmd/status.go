@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -54,12 +53,13 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer t.Close()
-	sts, err := staging.Statuses(ctx, t.Conn, t.ConnFor, t.Store, t.ConnErr)
+	var keep func(*staging.State) bool // --session: only its sessions are read from the guest
+	if opts.Session != "" {
+		keep = func(st *staging.State) bool { return st.Session == only }
+	}
+	sts, err := staging.Statuses(ctx, t.Conn, t.ConnFor, t.Store, t.ConnErr, keep)
 	if err != nil {
 		return err
-	}
-	if opts.Session != "" {
-		sts = slices.DeleteFunc(sts, func(s staging.SessionStatus) bool { return s.Session != only })
 	}
 	tls := timelineCounts(t.Store, sts)
 	uses := func(s staging.SessionStatus) []string {
