@@ -136,6 +136,9 @@ func Run(ctx context.Context, opts *Options) error {
 		case res.SharedObjects > 0:
 			fmt.Fprintf(ios.Out, "  shares %s of %s's checkpoint store (stored once for both)\n", words.Count(res.SharedObjects, "object"), staging.SessionLabel(from))
 		}
+		if res.Seeded > 0 {
+			fmt.Fprintf(ios.Out, "  knows the content of %s copied unchanged (its first checkpoint does not read them again)\n", words.Count(res.Seeded, "file"))
+		}
 	}
 	inst := t.Instance.Name
 	fmt.Fprintf(ios.Out, "Each starts from the same state and the same baseline. Run an agent in each (`limactl mcp configure AGENT --instance %s --session NAME`, or `limactl mcp shell %s --session NAME -- ...`), then:\n", inst, inst)

@@ -229,7 +229,7 @@ func TestForkIsACopyNotALink(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("fork: %v\n%s", r.err, r.errOut)
 	}
-	if !strings.Contains(r.out, "shares 2 objects of default's checkpoint store") {
+	if !strings.Contains(r.out, "shares 2 objects of default's checkpoint store") || !strings.Contains(r.out, "knows the content of 2 files copied unchanged") {
 		t.Errorf("fork output:\n%s", r.out)
 	}
 	fork := session(t, f, "b")
