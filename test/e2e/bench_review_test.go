@@ -62,6 +62,11 @@ func TestBenchmarkReview500(t *testing.T) {
 			t.Fatalf("review --json: exit %d\n%.2000s\n%s", code, out, stderr)
 		}
 	}
+	// Where a whole process's time goes: the command's own steps, and its connection's.
+	debug := vm.Command(ctxT(t, 5*time.Minute), "limactl-mcp", "review", instanceName, "--json")
+	debug.Dir, debug.Env = dir, append(debug.Env, "LIMACTL_MCP_DEBUG=1")
+	_, debugErr, _ := runCmd(debug)
+	t.Logf("review --json with LIMACTL_MCP_DEBUG=1:\n%s", debugErr)
 	// The real review in a terminal: from the start of the process to the file list.
 	var firstScreen []time.Duration
 	for range 3 {

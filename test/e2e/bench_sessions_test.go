@@ -96,6 +96,11 @@ func TestBenchmarkManySessions(t *testing.T) {
 				t.Fatalf("review --session s01 --json with %d sessions: exit %d\n%s%s", i, code, out, stderr)
 			}
 		}
+		// Where status's time goes: its own steps, and its connection's.
+		debug := vm.Command(ctxT(t, 5*time.Minute), "limactl-mcp", "status", instanceName)
+		debug.Dir, debug.Env = dir, append(debug.Env, "LIMACTL_MCP_DEBUG=1")
+		_, debugErr, _ := runCmd(debug)
+		t.Logf("status with %d sessions, LIMACTL_MCP_DEBUG=1:\n%s", i, debugErr)
 		r.status, r.limaStatus, r.reviewOne = median(st), median(lst), median(rv)
 		rows = append(rows, r)
 		t.Logf("%d sessions: status %v, limactl mcp status %v, review --json %v", i, st, lst, rv)

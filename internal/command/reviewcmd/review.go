@@ -72,6 +72,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if opts.Compare != nil {
 		return runCompare(ctx, opts)
 	}
+	phases := cmdutil.NewPhases(ios.ErrOut, "review")
 	ref, err := cmdutil.Resolve(cmdutil.Selector{IO: ios, Verb: "review", Instance: opts.Instance, Workdir: opts.Workdir, Session: opts.Session, Open: opts.Open})
 	if err != nil {
 		return err
@@ -102,6 +103,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer t.Close()
+	phases.Done("opened the instance and the session")
 	// name is what the commands we suggest say after `review`: the instance, and the session.
 	name := t.Instance.Name + ref.Flag()
 	if !progress && ref.Inside(sess) {
@@ -160,10 +162,12 @@ func Run(ctx context.Context, opts *Options) error {
 		fmt.Fprintln(ios.ErrOut, "An earlier apply was interrupted: what it had written was rolled back.")
 		printRefused(ios.ErrOut, rep.Refused)
 	}
+	phases.Done("checked for an interrupted apply")
 	cs, err := review.Build(ctx, sess, paths)
 	if err != nil {
 		return err
 	}
+	phases.Done(fmt.Sprintf("built the changeset (%d items)", len(cs.Items)))
 	// What the agent did on the network is part of what the person reviews.
 	network := sess.NetworkReport(ctx, nil)
 	// And how its requests used the session's secrets (none: nothing is shown).
@@ -173,6 +177,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		fmt.Fprintf(ios.ErrOut, "warning: the session's timeline cannot be read, so no change says which call made it: %v\n", err)
 	}
+	phases.Done("read the network record, the secrets' uses and the timeline")
 	switch {
 	case opts.JSON:
 		enc := json.NewEncoder(ios.Out)

@@ -39,6 +39,7 @@ type Options struct {
 // Run shows the status.
 func Run(ctx context.Context, opts *Options) error {
 	ios := opts.IO
+	phases := cmdutil.NewPhases(ios.ErrOut, "status")
 	ref, err := cmdutil.ResolveInstance(cmdutil.Selector{IO: ios, Verb: "status", Instance: opts.Instance, Session: opts.Session, Open: opts.Open})
 	if err != nil {
 		return err
@@ -53,6 +54,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer t.Close()
+	phases.Done("opened the instance")
 	var keep func(*staging.State) bool // --session: only its sessions are read from the guest
 	if opts.Session != "" {
 		keep = func(st *staging.State) bool { return st.Session == only }
@@ -61,6 +63,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	phases.Done(fmt.Sprintf("read %d sessions", len(sts)))
 	tls := timelineCounts(t.Store, sts)
 	uses := func(s staging.SessionStatus) []string {
 		return secrets.UsesSummary(t.Store.SessionDir(staging.SessionIDOf(s.Workdir, s.Session)))
