@@ -37,6 +37,8 @@ type SessionStatus struct {
 	Checkpoints      []runnerproto.CkptInfo
 	CheckpointBytes  int64
 	CheckpointsError string
+	// Took is how long the session took to read (from the guest, when it runs).
+	Took time.Duration
 }
 
 // Statuses describes the sessions of the store that keep accepts (nil: every one); connFor's
@@ -68,7 +70,9 @@ func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) *guest
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			t0 := time.Now()
 			out[i] = sessionStatus(ctx, lima, connFor(st), store, st, connErr)
+			out[i].Took = time.Since(t0)
 		}()
 	}
 	wg.Wait()

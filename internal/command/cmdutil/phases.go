@@ -33,3 +33,11 @@ func (p *Phases) Done(what string) {
 	fmt.Fprintf(p.w, "debug: %s: %s in %s (%s since the start)\n", p.verb, what, now.Sub(p.last).Round(time.Millisecond), now.Sub(p.start).Round(time.Millisecond))
 	p.last = now
 }
+
+// Note says more about the step just done (a line of its own, when LIMACTL_MCP_DEBUG is 1).
+func (p *Phases) Note(format string, args ...any) {
+	if p == nil || !p.enabled {
+		return
+	}
+	fmt.Fprintf(p.w, "debug: %s:   "+format+"\n", append([]any{p.verb}, args...)...)
+}

@@ -64,6 +64,9 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	phases.Done(fmt.Sprintf("read %d sessions", len(sts)))
+	for _, s := range sts {
+		phases.Note("%s [%s]: %s", s.Workdir, staging.SessionLabel(s.Session), s.Took.Round(time.Millisecond))
+	}
 	tls := timelineCounts(t.Store, sts)
 	uses := func(s staging.SessionStatus) []string {
 		return secrets.UsesSummary(t.Store.SessionDir(staging.SessionIDOf(s.Workdir, s.Session)))
