@@ -10,8 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,7 +188,12 @@ func runnerCommand(t *testing.T, arch string, args ...string) *exec.Cmd {
 	}
 	for _, q := range qemuFor[arch] {
 		if p, err := exec.LookPath(q); err == nil {
-			return exec.Command(p, append([]string{exe}, args...)...)
+			// Go's signal-based preemption is known to wedge programs under QEMU user-mode
+			// emulation (golang/go#36981; a runner once stopped answering for 10 minutes on a
+			// loaded machine under Debian 12's QEMU 7.2): the emulated runner runs without it
+			// (-E sets the guest program's environment whatever cmd.Env is). The runners on
+			// real kernels, native and in a VM, keep it.
+			return exec.Command(p, append([]string{"-E", "GODEBUG=asyncpreemptoff=1", exe}, args...)...)
 		}
 	}
 	t.Fatalf("running the embedded %s runner on this %s machine needs QEMU user-mode emulation: none of %s is on PATH; "+
@@ -282,6 +289,25 @@ func (r *testRunner) write(req *runnerproto.Request) error {
 	return runnerproto.WriteFrame(r.in, req)
 }
 
+// goroutines asks a runner process that stopped answering for its goroutines' stacks (SIGQUIT:
+// the Go runtime prints them and exits; QEMU user-mode emulation passes the signal on), so that
+// a hang says where it is.
+func (r *testRunner) goroutines() string {
+	if r.kind == "in-process" {
+		return ""
+	}
+	_ = syscall.Kill(r.pid, syscall.SIGQUIT)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-r.done:
+			time.Sleep(500 * time.Millisecond) // the rest of the dump
+			return "; its goroutines at SIGQUIT:\n" + r.stderr.String()
+		default:
+		}
+	}
+	return "; no dump within 10 s of SIGQUIT (stderr: " + strconv.Quote(r.stderr.String()) + ")"
+}
+
 // wait waits for the response on ch.
 func (r *testRunner) wait(ch <-chan *runnerproto.Response) (*runnerproto.Response, error) {
 	select {
@@ -295,7 +321,7 @@ func (r *testRunner) wait(ch <-chan *runnerproto.Response) (*runnerproto.Respons
 		}
 		return nil, fmt.Errorf("%s runner: %v (stderr: %q)", r.kind, r.err, r.stderr.String())
 	case <-time.After(callDeadline):
-		return nil, fmt.Errorf("%s runner: no answer within %s", r.kind, callDeadline)
+		return nil, fmt.Errorf("%s runner: no answer within %s%s", r.kind, callDeadline, r.goroutines())
 	}
 }
 
