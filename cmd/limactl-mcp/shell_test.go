@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/cmdutil"
@@ -38,5 +39,17 @@ func TestShellFlags(t *testing.T) {
 	}
 	if err := execute(t, shellcmd.NewCmd(cmdutil.New(ios), func(context.Context, *shellcmd.Options) error { return nil }), "--yes", "--no-review", "agent"); err == nil {
 		t.Error("--yes with --no-review was accepted")
+	}
+	// One of our flags after INSTANCE is not run as the guest command (where bash said
+	// "--: invalid option" and the policy was silently not applied): the error says where it goes.
+	for _, args := range [][]string{{"agent", "--network=none", "--", "echo", "hi"}, {"agent", "--yes", "make"}, {"agent", "-y", "make"}} {
+		err := execute(t, shellcmd.NewCmd(cmdutil.New(ios), func(context.Context, *shellcmd.Options) error { return nil }), args...)
+		if err == nil || !strings.Contains(err.Error(), "put limactl-mcp's flags before the instance") {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	// A guest program's own flags after the command's name stay the command's.
+	if err := execute(t, shellcmd.NewCmd(cmdutil.New(ios), func(context.Context, *shellcmd.Options) error { return nil }), "agent", "--", "ls", "--yes"); err != nil {
+		t.Errorf("agent -- ls --yes: %v", err)
 	}
 }

@@ -212,6 +212,7 @@ func Run(ctx context.Context, opts *Options) error {
 		src := networkcmd.WatchSource(t, sess.State, ref.Flag(), opts.ReadRecord, nil, netwatch.DefaultInterval)
 		topts.Watch = &src
 	}
+	phases.Done("ready to ask (the terminal's review, or --yes)")
 	decisions, err := decide(opts, name, cs, paths, topts)
 	if err != nil {
 		return err

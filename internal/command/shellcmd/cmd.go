@@ -2,6 +2,8 @@ package shellcmd
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -49,6 +51,18 @@ unless --sync is given.`,
 			}
 			if len(opts.Command) > 0 && opts.Command[0] == "--" {
 				opts.Command = opts.Command[1:]
+			} else if len(opts.Command) > 0 && strings.HasPrefix(opts.Command[0], "-") {
+				// One of ours after INSTANCE (`shell agent --network=none -- claude`) would run
+				// as the guest command and fail there in the shell's words ("bash: --: invalid
+				// option"), the flag silently not applied: said here instead.
+				name, _, _ := strings.Cut(strings.TrimLeft(opts.Command[0], "-"), "=")
+				f := cmd.Flags().Lookup(name)
+				if !strings.HasPrefix(opts.Command[0], "--") && name != "" {
+					f = cmd.Flags().ShorthandLookup(name[:1])
+				}
+				if f != nil && name != "" {
+					return fmt.Errorf("%s comes after the instance %q, where everything is the command to run in the guest: put limactl-mcp's flags before the instance (limactl mcp shell --%s ... %s -- COMMAND)", opts.Command[0], opts.Instance, f.Name, opts.Instance)
+				}
 			}
 			if len(opts.Command) == 0 {
 				opts.Command = nil // an interactive login shell
