@@ -16,6 +16,7 @@ import (
 
 const netUsage = `usage (as root, through sudo -n):
   limactl-mcp-runner net ensure --user lmcp-NAME --policy none|allow:HOST[,HOST...]|open [--own DIR] [--secrets-stdin] [--live]
+  limactl-mcp-runner net show --user lmcp-NAME   (what ensure answers, setting nothing up)
   limactl-mcp-runner net remove --user lmcp-NAME
   limactl-mcp-runner net release --user lmcp-NAME [--own DIR]
   limactl-mcp-runner net report --user lmcp-NAME [--entries N] [--watch]
@@ -63,6 +64,16 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 		res, err = enforce.Ensure(ctx, enforce.EnsureOptions{User: *user, Policy: *spec, Own: *own,
 			StagingUID: enforce.StagingUIDFromSudo(), StagingGID: enforce.StagingGIDFromSudo(), Secrets: setup, Live: *live, Layout: layout})
 		if err == nil {
+			line, _ := json.Marshal(res)
+			fmt.Fprintf(stdout, "%s\n", line)
+		}
+	case "show":
+		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {
+			fs.Usage()
+			return 2
+		}
+		var res netpolicy.EnsureResult
+		if res, err = enforce.Show(layout, *user); err == nil {
 			line, _ := json.Marshal(res)
 			fmt.Fprintf(stdout, "%s\n", line)
 		}

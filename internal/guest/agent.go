@@ -45,6 +45,12 @@ type Agent struct {
 	// Secrets, when set, are the session's secrets: `net ensure` gets their setup on its
 	// standard input, and the connection's relay listens for the guest's proxy (relay.go).
 	Secrets *AgentSecrets
+	// Observe, when set, is a connection that only reads the session (`status`): the agent
+	// user is looked up (`net show`) instead of set up (`net ensure`: its rules, its proxy, its
+	// files, seconds each on an emulated guest), nothing is carried or handed over and no
+	// relay listens. Its runner opens no socket, so the rules need not be in place for it; a
+	// session whose agent user the guest does not have (yet, or after a rebuild) is an error.
+	Observe bool
 }
 
 // CurrentPolicy is the policy the agent is under now: Live's answer, else Policy.
@@ -130,6 +136,10 @@ func (a *Agent) setupScript(exe string) string {
 	var b strings.Builder
 	b.WriteString("set -e\nexe=" + q(exe) + "\n")
 	b.WriteString("if ! sudo -n true 2>/dev/null; then exit " + noSudoExit + "; fi\n")
+	if a.Observe {
+		b.WriteString("out=$(sudo -n \"$exe\" net show --user " + a.User + ")\nprintf '%s\\n' \"$out\"\n")
+		return b.String()
+	}
 	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(a.CurrentPolicy())
 	if a.Own != "" {
 		ensure += " --own " + q(a.Own)
@@ -174,7 +184,7 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	a := l.agent
 	var out string
 	var err error
-	if a.Secrets != nil {
+	if a.Secrets != nil && !a.Observe {
 		// The bound hosts, the CA and the placeholders on `net ensure`'s standard input (never
 		// on a command line, though none of them is a value).
 		in, _ := json.Marshal(a.Secrets.Setup)
@@ -187,6 +197,9 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	if err != nil {
 		if exitStatus(err) == 97 {
 			return ErrPolicyNeedsSudo
+		}
+		if a.Observe {
+			return fmt.Errorf("looking up the agent user %s in the guest (the session's server or `limactl mcp shell` sets it up): %w", a.User, err)
 		}
 		return fmt.Errorf("setting up network policy %s for the agent user %s in the guest: %w", a.Policy, a.User, err)
 	}
@@ -206,7 +219,7 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	if old != nil {
 		_ = old.Close()
 	}
-	if a.Secrets != nil {
+	if a.Secrets != nil && !a.Observe {
 		if err := l.startRelay(a, l.log); err != nil {
 			return fmt.Errorf("the secrets relay of %s: %w", a.User, err)
 		}

@@ -61,8 +61,12 @@ func Open(ctx context.Context, limactl, name string, opts Options) (*Target, err
 	}
 	t := &Target{Instance: inst, Store: staging.StoreFor(inst.Dir), ConnErr: inst.CheckRunning()}
 	if t.ConnErr == nil || opts.ConnectStopped {
-		resolve := instance.ResolverFrom(limactl, name, inst)
 		t.newConn = func(a *guest.Agent) *guest.Conn {
+			// Each connection's first connect uses the instance found above; only a reconnect
+			// looks it up again. (One resolver shared by all gave the instance to the first
+			// connection only: each agent's connection of `status` ran `limactl list`, 2-3 s
+			// each on a busy host.)
+			resolve := instance.ResolverFrom(limactl, name, inst)
 			return guest.New(resolve, guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell, Handoff: opts.Handoff, Agent: a})
 		}
 		t.Conn = t.newConn(nil)
@@ -76,16 +80,17 @@ func (t *Target) AgentConn(a *guest.Agent) *guest.Conn {
 	if a == nil || t.Conn == nil || t.newConn == nil {
 		return t.Conn
 	}
+	key := a.User
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c, ok := t.agents[a.User]; ok {
+	if c, ok := t.agents[key]; ok {
 		return c
 	}
 	if t.agents == nil {
 		t.agents = map[string]*guest.Conn{}
 	}
 	c := t.newConn(a)
-	t.agents[a.User] = c
+	t.agents[key] = c
 	return c
 }
 
@@ -96,6 +101,22 @@ func (t *Target) ConnFor(st *staging.State) *guest.Conn {
 		a.Live = t.Store.LivePolicy(st.ID)
 	}
 	return t.AgentConn(a)
+}
+
+// ReadingConnFor is ConnFor for a command that only reads the session (status), and what to
+// call once it is read. Under a network policy it is a connection of its own as the agent user,
+// looked up rather than set up again (guest.Agent.Observe), which done closes: each holds
+// sessions of the instance's ControlMaster (sshd allows 10 per connection), so that the
+// connections of many agents kept open together were refused and connected again directly,
+// seconds each. Without a policy it is Conn, and done does nothing.
+func (t *Target) ReadingConnFor(st *staging.State) (c *guest.Conn, done func()) {
+	a := staging.AgentOf(st)
+	if a == nil || t.Conn == nil || t.newConn == nil {
+		return t.Conn, func() {}
+	}
+	a.Observe = true
+	c = t.newConn(a)
+	return c, func() { c.Close() }
 }
 
 // Close closes the connections, if there are any.

@@ -42,10 +42,11 @@ type SessionStatus struct {
 }
 
 // Statuses describes the sessions of the store that keep accepts (nil: every one); connFor's
-// connections (nil when the instance is not running) count pending changes, and lima, the
-// Lima user's connection, reads the network records (root's: readable even when an agent
-// broke its own session's setup). The sessions not kept are not read from the guest.
-func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) *guest.Conn, store Store, connErr error, keep func(*State) bool) ([]SessionStatus, error) {
+// connections (nil when the instance is not running; its done is called once the session is
+// read) count pending changes, and lima, the Lima user's connection, reads the network records
+// (root's: readable even when an agent broke its own session's setup). The sessions not kept
+// are not read from the guest.
+func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) (c *guest.Conn, done func()), store Store, connErr error, keep func(*State) bool) ([]SessionStatus, error) {
 	states, err := store.List()
 	if err != nil {
 		return nil, err
@@ -64,14 +65,21 @@ func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) *guest
 	// Each session is a scan of its copy in the guest (a round trip or more each): several at
 	// once, so that an instance with dozens of sessions answers in about the time of a few.
 	sem := make(chan struct{}, statusParallel)
+	agents := make(chan struct{}, agentsParallel)
 	var wg sync.WaitGroup
 	for i, st := range states {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if AgentOf(st) != nil {
+				agents <- struct{}{}
+				defer func() { <-agents }()
+			}
 			t0 := time.Now()
-			out[i] = sessionStatus(ctx, lima, connFor(st), store, st, connErr)
+			conn, done := connFor(st)
+			defer done()
+			out[i] = sessionStatus(ctx, lima, conn, store, st, connErr)
 			out[i].Took = time.Since(t0)
 		}()
 	}
@@ -79,8 +87,14 @@ func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) *guest
 	return out, nil
 }
 
-// statusParallel bounds the sessions Statuses reads at once.
-const statusParallel = 8
+// statusParallel bounds the sessions Statuses reads at once, and agentsParallel those under a
+// network policy among them: each is a connection of its own as its agent user, holding three
+// sessions of the instance's ControlMaster while it is read (sshd allows 10 per connection;
+// the Lima user's connection holds two).
+const (
+	statusParallel = 8
+	agentsParallel = 2
+)
 
 func sessionStatus(ctx context.Context, lima, conn *guest.Conn, store Store, st *State, connErr error) SessionStatus {
 	ss := SessionStatus{ID: st.ID, Fork: st.Fork, Workdir: st.Workdir, Session: st.Session, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1,

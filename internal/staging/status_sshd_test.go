@@ -19,7 +19,7 @@ func TestStatusesReadOnlyTheKeptSessions(t *testing.T) {
 	f.AddSession("beta")
 	conn := guesttest.Connect(t, f.Srv, guest.Options{NoLoginShell: true})
 	var read atomic.Int32
-	connFor := func(*staging.State) *guest.Conn { read.Add(1); return conn }
+	connFor := func(*staging.State) (*guest.Conn, func()) { read.Add(1); return conn, func() {} }
 	all, err := staging.Statuses(context.Background(), conn, connFor, f.Store, nil, nil)
 	if err != nil || len(all) != 3 || read.Load() != 3 {
 		t.Fatalf("every session: %d statuses, %d read, %v", len(all), read.Load(), err)

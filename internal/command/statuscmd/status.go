@@ -59,7 +59,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if opts.Session != "" {
 		keep = func(st *staging.State) bool { return st.Session == only }
 	}
-	sts, err := staging.Statuses(ctx, t.Conn, t.ConnFor, t.Store, t.ConnErr, keep)
+	sts, err := staging.Statuses(ctx, t.Conn, t.ReadingConnFor, t.Store, t.ConnErr, keep)
 	if err != nil {
 		return err
 	}
