@@ -42,22 +42,7 @@ func TestRecordNeverWrittenThroughAPlantedLink(t *testing.T) {
 func TestSegmentsEndNeverMovesBack(t *testing.T) {
 	dir := t.TempDir()
 	o := runnerproto.BgOutput{SegmentBytes: 64, HeadSegments: 2, TailSegments: 3}
-	w := &segmentWriter{dir: dir, o: o}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		line := []byte("0123456789abcdef0123456789\n")
-		for {
-			select {
-			case <-stop:
-				w.Close()
-				return
-			default:
-				_, _ = w.Write(line)
-			}
-		}
-	}()
+	stopWriter := fastWriter(dir, o)
 	var seen int64
 	back := 0
 	deadline := time.Now().Add(2 * time.Second)
@@ -74,8 +59,7 @@ func TestSegmentsEndNeverMovesBack(t *testing.T) {
 		}
 		seen = max(seen, s.total)
 	}
-	close(stop)
-	<-done
+	stopWriter()
 	if back > 0 {
 		t.Errorf("the end moved back %d times", back)
 	}
@@ -90,23 +74,8 @@ func TestSegmentsEndNeverMovesBack(t *testing.T) {
 func TestMiddleReadNeverEmpty(t *testing.T) {
 	dir := t.TempDir()
 	o := runnerproto.BgOutput{SegmentBytes: 64, HeadSegments: 2, TailSegments: 3}
-	w := &segmentWriter{dir: dir, o: o}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		line := []byte("0123456789abcdef0123456789\n")
-		for {
-			select {
-			case <-stop:
-				w.Close()
-				return
-			default:
-				_, _ = w.Write(line)
-			}
-		}
-	}()
-	defer func() { close(stop); <-done }()
+	stopWriter := fastWriter(dir, o)
+	defer stopWriter()
 	// Past the head and the first tail, so the middle is dropped from the first read on.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		if s, err := listSegments(dir, o); err == nil && s.total > 64*64 {
@@ -135,4 +104,26 @@ func TestMiddleReadNeverEmpty(t *testing.T) {
 		t.Errorf("%d of %d reads in the middle were empty", empty, reads)
 	}
 	t.Logf("%d reads in the middle", reads)
+}
+
+// fastWriter writes lines into dir's segments as fast as it can until the returned stop is
+// called (which waits for it to end).
+func fastWriter(dir string, o runnerproto.BgOutput) (stop func()) {
+	w := &segmentWriter{dir: dir, o: o}
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		line := []byte("0123456789abcdef0123456789\n")
+		for {
+			select {
+			case <-quit:
+				w.Close()
+				return
+			default:
+				_, _ = w.Write(line)
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
