@@ -80,17 +80,16 @@ func (t *Target) AgentConn(a *guest.Agent) *guest.Conn {
 	if a == nil || t.Conn == nil || t.newConn == nil {
 		return t.Conn
 	}
-	key := a.User
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c, ok := t.agents[key]; ok {
+	if c, ok := t.agents[a.User]; ok {
 		return c
 	}
 	if t.agents == nil {
 		t.agents = map[string]*guest.Conn{}
 	}
 	c := t.newConn(a)
-	t.agents[key] = c
+	t.agents[a.User] = c
 	return c
 }
 

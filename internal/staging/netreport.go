@@ -163,3 +163,18 @@ func BlockedSince(ctx context.Context, conn *guest.Conn, since time.Time) []netp
 	}
 	return out
 }
+
+// HeldNow lists the connections the guest's proxy holds now for the agent of conn while the
+// person watching it decides (`limactl mcp watch`); nil without a network policy, with none
+// held, or when the record cannot be read.
+func HeldNow(ctx context.Context, conn *guest.Conn) []netpolicy.HeldConn {
+	a := conn.Agent()
+	if a == nil {
+		return nil
+	}
+	rec, err := netRecord(ctx, conn, a.User, 0)
+	if err != nil {
+		return nil
+	}
+	return rec.Held
+}

@@ -48,6 +48,9 @@ type RunShellCommandResult struct {
 	StderrCutBytes int64 `json:"stderr_cut_bytes,omitempty" jsonschema:"bytes of stderr cut from the middle (not returned)"`
 	// Note says when output may be missing: processes the command left running held it.
 	Note string `json:"note,omitempty" jsonschema:"set when some output may be missing, and why"`
+	// NetworkHeld names the connections the network policy held for the person to decide on
+	// while the command ran (the agent was told as it waited: held_notice.go).
+	NetworkHeld string `json:"network_held,omitempty" jsonschema:"under a network policy, while a person watches the agent: the connections of the command that were held for them to decide on (allow or deny), which is why it waited"`
 	// BackgroundID and PID are set for a command started in the background.
 	BackgroundID *int `json:"background_id,omitempty" jsonschema:"for a command started in the background: its id, for read_background_output and kill_background_process"`
 	PID          *int `json:"pid,omitempty" jsonschema:"for a command started in the background: its process id in the guest (its process group's too)"`
@@ -81,6 +84,7 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 		}
 	}
 	start := time.Now()
+	held := ts.watchHeld(ctx, req)
 	r, err := e.Run(ctx, env.RunRequest{
 		Argv:      args.Command,
 		Dir:       args.Directory,
@@ -88,13 +92,14 @@ func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest
 		HeadBytes: ts.lim.OutputHead,
 		TailBytes: ts.lim.OutputTail,
 	})
+	heldLine := held()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("the call was cancelled; the command's process group was killed")
 		}
 		return nil, nil, err
 	}
-	res := &RunShellCommandResult{Signal: r.Signal, TimedOut: r.TimedOut, Stdout: r.Stdout, Stderr: r.Stderr, StdoutCutBytes: r.StdoutCutBytes, StderrCutBytes: r.StderrCutBytes}
+	res := &RunShellCommandResult{Signal: r.Signal, TimedOut: r.TimedOut, Stdout: r.Stdout, Stderr: r.Stderr, StdoutCutBytes: r.StdoutCutBytes, StderrCutBytes: r.StderrCutBytes, NetworkHeld: heldLine}
 	if r.Signal == "" {
 		res.ExitCode = ptr(r.ExitCode)
 	}

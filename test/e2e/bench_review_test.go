@@ -93,6 +93,13 @@ func TestBenchmarkReview500(t *testing.T) {
 	store := staging.StoreFor(filepath.Join(vm.LimaHome, instanceName))
 	st, base, err := store.Load(dir)
 	mustT(t, err)
+	// The apply below runs in this process, as root: what it writes in the Lima user's instance
+	// directory (backups, journal, state) and in the project goes back to that user, or
+	// `limactl delete` of a kept VM fails on root's files.
+	t.Cleanup(func() {
+		chownToUser(t, store.SessionDir(st.ID))
+		chownToUser(t, dir)
+	})
 	sess := staging.Attach(conn, store, st, base)
 	var build []time.Duration
 	var cs *review.Changeset

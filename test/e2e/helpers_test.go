@@ -116,13 +116,19 @@ func startServer(t testing.TB, opts *mcp.ClientSessionOptions, name string, args
 // startServerIn is startServer with the working directory dir (which must exist on the host).
 func startServerIn(t testing.TB, dir string, opts *mcp.ClientSessionOptions, name string, args ...string) *server {
 	t.Helper()
+	return startServerClient(t, dir, nil, opts, name, args...)
+}
+
+// startServerClient is startServerIn with a client of copts (its notification handlers).
+func startServerClient(t testing.TB, dir string, copts *mcp.ClientOptions, opts *mcp.ClientSessionOptions, name string, args ...string) *server {
+	t.Helper()
 	// Not ctxT: the process must outlive the Connect call, until Close in Cleanup.
 	procCtx, cancel := context.WithCancel(context.Background())
 	cmd := vm.Command(procCtx, name, args...)
 	cmd.Dir = dir
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "limactl-mcp-e2e", Version: "v0.0.1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "limactl-mcp-e2e", Version: "v0.0.1"}, copts)
 	cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer ccancel()
 	t0 := time.Now()

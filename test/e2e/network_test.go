@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
@@ -316,7 +318,11 @@ func TestNetworkPolicy(t *testing.T) {
 			if json.Unmarshal([]byte(line), &d) == nil && d.Held && d.Host == "blocked.test" {
 				heldOnce.Do(func() {
 					t.Logf("held, %d s left", d.SecondsLeft)
-					decided <- networkcmd.DecideHeld(ctx, root, user, d.ID, netpolicy.DecisionOnce)
+					// A person takes a few seconds: the agent's server looks every few.
+					go func() {
+						time.Sleep(8 * time.Second)
+						decided <- networkcmd.DecideHeld(ctx, root, user, d.ID, netpolicy.DecisionOnce)
+					}()
 				})
 			}
 		}}
@@ -329,9 +335,30 @@ func TestNetworkPolicy(t *testing.T) {
 		case err := <-exited:
 			t.Fatalf("watch --json ended (%v):\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 		}
+		// The agent is told while it waits: a second server of the session, whose client asked
+		// for progress.
+		var told lockedBuffer
+		sn := startServerClient(t, dir, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+				fmt.Fprintf(&told, "progress %v: %s\n", r.Params.ProgressToken, r.Params.Message)
+			},
+		}, nil, "limactl-mcp", "serve", instanceName)
 		t0 := time.Now()
-		out, _, text := runShell(t, s, "curl -sS --max-time 120 "+blocked)
-		t.Logf("the held curl ended after %s", time.Since(t0).Round(time.Millisecond))
+		params := &mcp.CallToolParams{Name: "run_shell_command", Arguments: map[string]any{"command": []string{"bash", "-c", "curl -sS --max-time 120 " + blocked}, "directory": dir}}
+		params.SetProgressToken("held-curl")
+		res, err := sn.Session.CallTool(ctx, params)
+		mustT(t, err)
+		text := firstText(res)
+		var out shellResult
+		_ = json.Unmarshal([]byte(text), &out)
+		t.Logf("the held curl ended after %s; the agent was told:\n%s", time.Since(t0).Round(time.Millisecond), told.String())
+		if !strings.Contains(told.String(), "progress held-curl: waiting on the person: the network policy holds this command's connection to blocked.test:") {
+			t.Errorf("while held, the agent was not told; it got:\n%s", told.String())
+		}
+		if !strings.Contains(text, `"network_held"`) || !strings.Contains(text, "held 1 connection (blocked.test:") {
+			t.Errorf("the result does not name the held connection: %s", text)
+		}
+		_ = sn.Session.Close()
 		select {
 		case err := <-decided:
 			if err != nil {

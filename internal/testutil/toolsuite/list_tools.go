@@ -172,7 +172,7 @@ var documentedExtras = map[string][2][]string{
 	"write_file":          {nil, nil},
 	"glob":                {nil, {"truncated"}},
 	"search_file_content": {nil, {"truncated"}},
-	"run_shell_command":   {{"background", "timeout_seconds"}, {"background_id", "note", "pid", "ports", "signal", "stderr_cut_bytes", "stdout_cut_bytes", "timed_out"}},
+	"run_shell_command":   {{"background", "timeout_seconds"}, {"background_id", "network_held", "note", "pid", "ports", "signal", "stderr_cut_bytes", "stdout_cut_bytes", "timed_out"}},
 }
 
 func sorted(s []string) []string {

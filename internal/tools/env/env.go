@@ -40,6 +40,12 @@ func (g *Guest) BlockedSince(ctx context.Context, since time.Time) []netpolicy.E
 	return staging.BlockedSince(ctx, g.conn, since)
 }
 
+// HeldNow is what the network policy holds now for the person to decide on (see
+// staging.HeldNow).
+func (g *Guest) HeldNow(ctx context.Context) []netpolicy.HeldConn {
+	return staging.HeldNow(ctx, g.conn)
+}
+
 // EndBackground ends (or lists, with ListOnly) background processes of a group: no paths.
 func (g *Guest) EndBackground(ctx context.Context, req runnerproto.BgEndRequest) (*runnerproto.BgEndResult, error) {
 	return g.conn.BgEnd(ctx, req)
