@@ -61,6 +61,21 @@ func (c *Conn) Hash(ctx context.Context, root string, paths []tree.Name) ([]stri
 	return res, c.dropIf(l, err)
 }
 
+// ReadMany reads whole regular files under root in one runner request (ErrNoRunner without
+// it), each of at most each bytes, total in all: nil for a path not read, which the caller
+// reads alone (ReadFile says why one cannot be).
+func (c *Conn) ReadMany(ctx context.Context, root string, paths []tree.Name, each, total int64) ([][]byte, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	l, r, err := c.runnerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.ReadMany(ctx, root, paths, each, total)
+	return res, c.dropIf(l, err)
+}
+
 // List reads at most max entries of a guest directory, through the runner (ErrNoRunner
 // without it): a directory of millions of entries costs no more than max.
 func (c *Conn) List(ctx context.Context, dir string, max int) (*runnerproto.ListResult, error) {

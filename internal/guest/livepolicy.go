@@ -31,8 +31,7 @@ func (c *Conn) SetAgentPolicy(ctx context.Context, user, policy string) (*AgentS
 		return nil, ErrPolicyNeedsSudo
 	}
 	q := shellquote.Quote
-	script := "set -e\nif ! sudo -n true 2>/dev/null; then exit " + noSudoExit + "; fi\n" +
-		"sudo -n " + q(l.systemRunner) + " net ensure --live --user " + user + " --policy " + q(policy) + "\n"
+	script := "set -e\nsudo -n " + q(l.systemRunner) + " net ensure --live --user " + user + " --policy " + q(policy) + orNoSudo + "\n"
 	out, err := c.output(ctx, l, "sh -c "+q(script))
 	if err != nil {
 		if exitStatus(err) == 97 {

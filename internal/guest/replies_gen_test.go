@@ -355,6 +355,29 @@ func replyOps() []replyOp {
 			},
 		},
 		{
+			name: "read many", key: "read_many",
+			req:   &runnerproto.Request{ReadMany: &runnerproto.ReadManyRequest{Root: "/r", Paths: []tree.Name{"a", "b"}, Each: 4, Total: 6}},
+			valid: runnerproto.ReadManyResult{Files: []runnerproto.ReadManyFile{{OK: true, Data: []byte("abc")}, {}}},
+			contradictory: map[string]any{
+				"fewer files than paths":      runnerproto.ReadManyResult{Files: []runnerproto.ReadManyFile{{OK: true}}},
+				"more files than paths":       runnerproto.ReadManyResult{Files: []runnerproto.ReadManyFile{{}, {}, {}}},
+				"a file over each":            runnerproto.ReadManyResult{Files: []runnerproto.ReadManyFile{{OK: true, Data: []byte("abcde")}, {}}},
+				"files over total":            runnerproto.ReadManyResult{Files: []runnerproto.ReadManyFile{{OK: true, Data: []byte("abcd")}, {OK: true, Data: []byte("abcd")}}},
+				"bytes of a file said unread": runnerproto.ReadManyResult{Files: []runnerproto.ReadManyFile{{Data: []byte("ab")}, {}}},
+			},
+			call: func(ctx context.Context, c *Conn) error {
+				paths := []tree.Name{"a", "b"}
+				ds, err := c.ReadMany(ctx, "/r", paths, 4, 6)
+				if err != nil {
+					return err
+				}
+				for i := range paths { // the host pairs them by index
+					_ = ds[i]
+				}
+				return nil
+			},
+		},
+		{
 			name: "read", key: "read",
 			req:   &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: "/r/a", Limit: 4}},
 			valid: runnerproto.ReadResult{Data: []byte("abc"), Size: 3},

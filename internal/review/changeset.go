@@ -203,9 +203,11 @@ func sameEntry(a, b *tree.Entry) bool {
 // concurrently: 500 files one after another were most of the review's first screen.
 const describeParallel = 16
 
-// describeItems describes the items not refused, describeParallel at once; the first error
-// (in the items' order) is Build's.
+// describeItems describes the items not refused, describeParallel at once, from their guest
+// files read first in a few requests (readGuestTexts); the first error (in the items' order) is
+// Build's.
 func describeItems(ctx context.Context, sess *staging.Session, host *hostTree, items []*Item) error {
+	pre := readGuestTexts(ctx, sess, items)
 	errs := make([]error, len(items))
 	sem := make(chan struct{}, describeParallel)
 	var wg sync.WaitGroup
@@ -218,7 +220,7 @@ func describeItems(ctx context.Context, sess *staging.Session, host *hostTree, i
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = describeItem(ctx, sess, host, it)
+			errs[i] = describeItem(ctx, sess, host, it, pre[it.Path])
 		}()
 	}
 	wg.Wait()
@@ -232,8 +234,9 @@ func describeItems(ctx context.Context, sess *staging.Session, host *hostTree, i
 
 // describeItem fills in the text, hunks and description of an item, and refuses what cannot
 // be applied safely. It only reads (the host's files, the guest's): items are described
-// concurrently.
-func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it *Item) error {
+// concurrently. guestData is the guest file's bytes when already read (nil: read here); either
+// way they are checked against the hash the item was listed with.
+func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it *Item, guestData []byte) error {
 	g, b := it.Guest, it.Base
 	hostPath, hostEntry := it.Path, it.Host
 	if it.From != nil {
@@ -278,7 +281,10 @@ func describeItem(ctx context.Context, sess *staging.Session, host *hostTree, it
 		oldBin = err == nil && !oldOK
 	}
 	if g != nil && g.Type == tree.File && g.Size <= MaxTextBytes {
-		data, err := sess.ReadGuestFile(ctx, tree.Name(it.Path), MaxTextBytes+1)
+		data, err := guestData, error(nil)
+		if data == nil {
+			data, err = sess.ReadGuestFile(ctx, tree.Name(it.Path), MaxTextBytes+1)
+		}
 		if errors.Is(err, guest.ErrTooLarge) || errors.Is(err, guest.ErrNotRegular) || errors.Is(err, fs.ErrNotExist) {
 			it.Refused = "changed in the guest while the review was being prepared; review again"
 			return nil

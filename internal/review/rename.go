@@ -135,7 +135,7 @@ func pairSimilarRenames(ctx context.Context, sess *staging.Session, host *hostTr
 		n := p.n
 		*n = Item{Path: n.Path, Display: n.Display, Kind: n.Kind, Base: n.Base, Guest: n.Guest, Host: n.Host}
 		makeRename(n, p.o)
-		if err := describeItem(ctx, sess, host, n); err != nil {
+		if err := describeItem(ctx, sess, host, n, nil); err != nil {
 			return err
 		}
 	}

@@ -242,6 +242,35 @@ func TestProtocolHash(t *testing.T) {
 	})
 }
 
+// ReadMany answers regular files whole within its bounds, and nothing for the rest (a link, a
+// directory, a fifo, a missing path, a path out of the root, a file over Each, what would pass
+// Total), which the host then reads alone.
+func TestProtocolReadMany(t *testing.T) {
+	forEachRunner(t, func(t *testing.T, r *testRunner) {
+		root := sampleTree(t)
+		mustDo(t, os.WriteFile(filepath.Join(root, "empty"), nil, 0o644))
+		mustDo(t, os.WriteFile(filepath.Join(root, "twelve"), []byte("twelve bytes"), 0o644))
+		mustDo(t, os.WriteFile(filepath.Join(root, "again"), []byte("package d\n"), 0o644))
+		paths := []tree.Name{"a.txt", "sub/deep/c.go", "empty", "caf\xc3\xa9 \xff", "sub/link", "sub", "fifo", "absent", "../" + tree.Name(filepath.Base(root)) + "/a.txt", "twelve", "again"}
+		resp := r.call(t, &runnerproto.Request{ReadMany: &runnerproto.ReadManyRequest{Root: root, Paths: paths, Each: 11, Total: 27}})
+		if resp.ReadMany == nil || len(resp.ReadMany.Files) != len(paths) {
+			t.Fatalf("read many: %+v (error %q)", resp.ReadMany, resp.Error)
+		}
+		// 6 + 10 + 0 + 10 bytes: the 11th path's 10 would pass Total (27), the 10th's 12 Each.
+		want := map[int]string{0: "hello\n", 1: "package c\n", 2: "", 3: "not UTF-8\n"}
+		for i, f := range resp.ReadMany.Files {
+			w, ok := want[i]
+			if f.OK != ok || string(f.Data) != w {
+				t.Errorf("%q: ok %v %q, want ok %v %q", paths[i], f.OK, f.Data, ok, w)
+			}
+		}
+		resp = r.call(t, &runnerproto.Request{ReadMany: &runnerproto.ReadManyRequest{Root: root, Paths: paths, Each: 1, Total: runnerproto.MaxReadManyTotal + 1}})
+		if resp.ReadMany != nil || resp.Error == "" {
+			t.Errorf("a Total over the bound: %+v, error %q", resp.ReadMany, resp.Error)
+		}
+	})
+}
+
 func TestProtocolGlob(t *testing.T) {
 	forEachRunner(t, func(t *testing.T, r *testRunner) {
 		root := sampleTree(t)

@@ -143,6 +143,7 @@ var ops = []op{
 	answer(func(q *runnerproto.Request) *runnerproto.HashRequest { return q.Hash }, func(r *runnerproto.Response) **runnerproto.HashResult { return &r.Hash }, infallible(runHash)),
 	answer(func(q *runnerproto.Request) *runnerproto.ListRequest { return q.List }, func(r *runnerproto.Response) **runnerproto.ListResult { return &r.List }, plain(runList)),
 	answer(func(q *runnerproto.Request) *runnerproto.ReadRequest { return q.Read }, func(r *runnerproto.Response) **runnerproto.ReadResult { return &r.Read }, plain(runRead)),
+	answer(func(q *runnerproto.Request) *runnerproto.ReadManyRequest { return q.ReadMany }, func(r *runnerproto.Response) **runnerproto.ReadManyResult { return &r.ReadMany }, plain(runReadMany)),
 	answer(func(q *runnerproto.Request) *runnerproto.WriteRequest { return q.Write }, func(r *runnerproto.Response) **runnerproto.WriteResult { return &r.Write }, infallible(runWrite)),
 	answer(func(q *runnerproto.Request) *runnerproto.EditRequest { return q.Edit }, func(r *runnerproto.Response) **runnerproto.EditResult { return &r.Edit }, plain(runEdit)),
 	answer(func(q *runnerproto.Request) *runnerproto.BgStartRequest { return q.BgStart }, func(r *runnerproto.Response) **runnerproto.BgStartResult { return &r.BgStart }, (*server).bgStart),

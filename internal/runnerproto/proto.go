@@ -40,8 +40,10 @@ type Request struct {
 	Hash   *HashRequest   `json:"hash,omitempty"`
 	List   *ListRequest   `json:"list,omitempty"`
 	Read   *ReadRequest   `json:"read,omitempty"`
-	Write  *WriteRequest  `json:"write,omitempty"`
-	Edit   *EditRequest   `json:"edit,omitempty"`
+	// ReadMany reads whole files in one request (readmany.go).
+	ReadMany *ReadManyRequest `json:"read_many,omitempty"`
+	Write    *WriteRequest    `json:"write,omitempty"`
+	Edit     *EditRequest     `json:"edit,omitempty"`
 
 	BgStart  *BgStartRequest  `json:"bg_start,omitempty"`
 	BgRead   *BgReadRequest   `json:"bg_read,omitempty"`
@@ -58,18 +60,20 @@ type Request struct {
 
 // Response answers the request with the same ID.
 type Response struct {
-	ID    uint64       `json:"id"`
-	Error string       `json:"error,omitempty"`
-	Hello *Hello       `json:"hello,omitempty"`
-	Exec  *ExecResult  `json:"exec,omitempty"`
-	Glob  *GlobResult  `json:"glob,omitempty"`
-	Grep  *GrepResult  `json:"grep,omitempty"`
-	Scan  *ScanResult  `json:"scan,omitempty"`
-	Hash  *HashResult  `json:"hash,omitempty"`
-	List  *ListResult  `json:"list,omitempty"`
-	Read  *ReadResult  `json:"read,omitempty"`
-	Write *WriteResult `json:"write,omitempty"`
-	Edit  *EditResult  `json:"edit,omitempty"`
+	ID    uint64      `json:"id"`
+	Error string      `json:"error,omitempty"`
+	Hello *Hello      `json:"hello,omitempty"`
+	Exec  *ExecResult `json:"exec,omitempty"`
+	Glob  *GlobResult `json:"glob,omitempty"`
+	Grep  *GrepResult `json:"grep,omitempty"`
+	Scan  *ScanResult `json:"scan,omitempty"`
+	Hash  *HashResult `json:"hash,omitempty"`
+	List  *ListResult `json:"list,omitempty"`
+	Read  *ReadResult `json:"read,omitempty"`
+	// ReadMany answers a ReadManyRequest.
+	ReadMany *ReadManyResult `json:"read_many,omitempty"`
+	Write    *WriteResult    `json:"write,omitempty"`
+	Edit     *EditResult     `json:"edit,omitempty"`
 
 	BgStart  *BgStartResult  `json:"bg_start,omitempty"`
 	BgRead   *BgReadResult   `json:"bg_read,omitempty"`

@@ -34,6 +34,13 @@ func (s *Session) OpenGuestFile(ctx context.Context, rel tree.Name) (io.ReadClos
 	return s.conn.OpenFile(ctx, s.guestPath(rel))
 }
 
+// ReadGuestFiles reads whole files of the guest copy in one request, each of at most each
+// bytes, total in all: nil for one not read (read it with ReadGuestFile). The guest may change
+// them at any time: a caller checks what it read against a hash it trusts.
+func (s *Session) ReadGuestFiles(ctx context.Context, rels []tree.Name, each, total int64) ([][]byte, error) {
+	return s.conn.ReadMany(ctx, s.State.GuestPath, rels, each, total)
+}
+
 // HashGuestFiles returns the SHA-256 of files of the guest copy, one per path ("" for one
 // that is not a regular file), in one request.
 func (s *Session) HashGuestFiles(ctx context.Context, rels []tree.Name) ([]string, error) {

@@ -21,9 +21,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/command/networkcmd"
-	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
-	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
@@ -295,9 +292,8 @@ func TestNetworkPolicy(t *testing.T) {
 
 	t.Run("allow once while watched, refused at once without a watcher", func(t *testing.T) {
 		// While `watch --json` runs, the guest's proxy holds the refused connection and lists it
-		// ("held": true, with its id); the decision the watch's o key makes (networkcmd.DecideHeld,
-		// `net decide` through the Lima user's sudo) lets that one connection through.
-		root := &sessionopen.Target{Conn: rootConn(t)}
+		// ("held": true, with its id); `network INSTANCE once ID` (networkcmd.DecideHeld, as the
+		// watch's o key: `net decide` through the Lima user's sudo) lets that one connection through.
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := vm.Command(ctx, "limactl-mcp", "watch", instanceName, "--json")
@@ -318,10 +314,21 @@ func TestNetworkPolicy(t *testing.T) {
 			if json.Unmarshal([]byte(line), &d) == nil && d.Held && d.Host == "blocked.test" {
 				heldOnce.Do(func() {
 					t.Logf("held, %d s left", d.SecondsLeft)
-					// A person takes a few seconds: the agent's server looks every few.
+					// A person takes a few seconds: the agent's server looks every few. The
+					// decision as a script reading watch --json makes it: network ... once ID
+					// (the same networkcmd.DecideHeld as the watch's o).
 					go func() {
 						time.Sleep(8 * time.Second)
-						decided <- networkcmd.DecideHeld(ctx, root, user, d.ID, netpolicy.DecisionOnce)
+						once := vm.Command(ctx, "limactl-mcp", "network", instanceName, "once", d.ID)
+						once.Dir = dir
+						stdout, stderr, err := runCmd(once)
+						if err == nil && !strings.Contains(stdout, "let through, that one only") {
+							err = fmt.Errorf("network once: %q", stdout)
+						}
+						if err != nil {
+							err = fmt.Errorf("%w: %s", err, stderr)
+						}
+						decided <- err
 					}()
 				})
 			}

@@ -18,7 +18,7 @@ import (
 func NewCmd(f *cmdutil.Factory, liveF func(context.Context, *LiveOptions) error) *cobra.Command {
 	opts := &LiveOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
-		Use:   "network INSTANCE show|allow HOST...|deny HOST...|set POLICY",
+		Use:   "network INSTANCE show|allow HOST...|deny HOST...|set POLICY|once ID|refuse ID",
 		Short: "Show or change a session's network policy at once (no restart); list the presets",
 		Long: `Show or change the network policy of the working directory's session in INSTANCE while
 its agent runs (docs/network.md). The change is recorded with the session on the host and put in
@@ -30,7 +30,13 @@ agent or its MCP server.
   limactl mcp network agent deny example.com:443    take entries away (the last one: none)
   limactl mcp network agent set allow:@go,@npm      replace the policy
   limactl mcp network agent set none --save         ... and keep it as the project's policy on the host
+  limactl mcp network agent once 3f9a0c...          let one held connection through (its id, from watch --json)
+  limactl mcp network agent refuse 3f9a0c...        refuse a held connection now
   limactl mcp network presets                       the presets an allow policy may name
+
+While a watch runs (limactl mcp watch, or its --json stream read by a script), the guest's
+proxy holds a connection the policy refuses, up to 60 s, for a decision: once and refuse make it
+for one held connection, by the id watch --json prints, and change no policy.
 
 Between two policies (none, allow:...) a change is live. Between open and a policy it is not:
 the agent works as another guest user then, which only a restart of its server does (serve
@@ -39,7 +45,7 @@ the agent works as another guest user then, which only a restart of its server d
 		ValidArgsFunction: cmdutil.CompleteInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
-				return fmt.Errorf("name the instance and what to do: limactl mcp network INSTANCE show|allow HOST...|deny HOST...|set POLICY (or limactl mcp network presets)")
+				return fmt.Errorf("name the instance and what to do: limactl mcp network INSTANCE show|allow HOST...|deny HOST...|set POLICY|once ID|refuse ID (or limactl mcp network presets)")
 			}
 			opts.Instance, opts.Action, opts.Args = args[0], args[1], args[2:]
 			if liveF != nil {

@@ -37,7 +37,7 @@ type LiveOptions struct {
 }
 
 // Actions are the live subcommands, in the order the help lists them.
-var actions = []string{"show", "allow", "deny", "set"}
+var actions = []string{"show", "allow", "deny", "set", "once", "refuse"}
 
 // checkArgs checks the action's arguments before anything is opened.
 func (o *LiveOptions) checkArgs() error {
@@ -56,6 +56,13 @@ func (o *LiveOptions) checkArgs() error {
 	case "set":
 		if len(o.Args) != 1 {
 			return fmt.Errorf("network %s set takes one policy (open, none or allow:NAME[,NAME...]), got %d arguments", o.Instance, len(o.Args))
+		}
+	case "once", "refuse":
+		if len(o.Args) != 1 || !netpolicy.CheckHeldID(o.Args[0]) {
+			return fmt.Errorf("network %s %s takes the id of one held connection: 16 hex digits, the \"id\" of a line with \"held\": true in limactl mcp watch %s --json (got %q)", o.Instance, o.Action, o.Instance, strings.Join(o.Args, " "))
+		}
+		if o.Save {
+			return fmt.Errorf("network %s %s --save: %s decides on one held connection and changes no policy; to allow its host for good, run: network %s allow HOST:PORT --save", o.Instance, o.Action, o.Action, o.Instance)
 		}
 	default:
 		return fmt.Errorf("network %s %q: what to do is one of %s", o.Instance, o.Action, strings.Join(actions, ", "))
@@ -180,6 +187,14 @@ type liveResult struct {
 	// ProjectPolicy is the project's policy file on the host (projectpolicy), when it has one:
 	// serve and shell start under it when no --network is given. Saved says --save wrote it.
 	ProjectPolicy *projectPolicy `json:"project_policy,omitempty"`
+	// Held is the decision on a held connection (once, refuse).
+	Held *heldDecision `json:"held,omitempty"`
+}
+
+// heldDecision is what once or refuse decided: netpolicy.DecisionOnce or DecisionDeny.
+type heldDecision struct {
+	ID       string `json:"id"`
+	Decision string `json:"decision"`
 }
 
 // projectPolicy is the project's policy file in the output.
@@ -224,6 +239,9 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 		return err
 	}
 	res := &liveResult{Instance: t.Instance.Name, Workdir: st.Workdir, Session: st.Session, Previous: staging.NetworkOf(st)}
+	if opts.Action == "once" || opts.Action == "refuse" {
+		return decideHeld(ctx, opts, t, st, res)
+	}
 	if opts.Action == "show" {
 		res.Policy = res.Previous
 		res.Applied = t.Conn != nil
@@ -238,6 +256,25 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 	if err := change(ctx, t, st, opts.Action, opts.Args, opts.Save, ref.Flag(), res); err != nil {
 		return err
 	}
+	return printLive(opts, res)
+}
+
+// decideHeld lets one connection the guest's proxy holds through (once) or refuses it now
+// (refuse), as watch's o and d do: for a script that reads watch --json (whose reads keep the
+// connections held). The policy is not changed.
+func decideHeld(ctx context.Context, opts *LiveOptions, t *sessionopen.Target, st *staging.State, res *liveResult) error {
+	if res.Previous == staging.OpenNetwork {
+		return fmt.Errorf("the session's policy is open: no connection is held (they are held under a policy, while limactl mcp watch runs)")
+	}
+	decision := netpolicy.DecisionOnce
+	if opts.Action == "refuse" {
+		decision = netpolicy.DecisionDeny
+	}
+	if err := DecideHeld(ctx, t, staging.AgentUser(st.ID), opts.Args[0], decision); err != nil {
+		return err
+	}
+	res.Policy, res.Applied = res.Previous, true
+	res.Held = &heldDecision{ID: opts.Args[0], Decision: decision}
 	return printLive(opts, res)
 }
 
@@ -328,6 +365,10 @@ func printLive(opts *LiveOptions, res *liveResult) error {
 	}
 	fmt.Fprintf(w, "%s (instance %s)\n", which, res.Instance)
 	switch {
+	case res.Held != nil && res.Held.Decision == netpolicy.DecisionOnce:
+		fmt.Fprintf(w, "  held:    connection %s let through, that one only; the policy is unchanged: %s\n", res.Held.ID, res.Policy)
+	case res.Held != nil:
+		fmt.Fprintf(w, "  held:    connection %s refused now; the policy is unchanged: %s\n", res.Held.ID, res.Policy)
 	case opts.Action == "show":
 		fmt.Fprintf(w, "  policy:  %s\n", res.Policy)
 	case res.Policy == res.Previous:

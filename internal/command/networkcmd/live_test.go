@@ -87,10 +87,18 @@ func TestLiveCommandLine(t *testing.T) {
 	if sub == nil {
 		t.Fatal("no presets subcommand")
 	}
-	for _, bad := range []LiveOptions{{Action: "show", Args: []string{"x"}}, {Action: "allow"}, {Action: "set"}, {Action: "set", Args: []string{"none", "x"}}, {Action: "open"}} {
+	for _, bad := range []LiveOptions{{Action: "show", Args: []string{"x"}}, {Action: "allow"}, {Action: "set"}, {Action: "set", Args: []string{"none", "x"}}, {Action: "open"},
+		{Action: "once"}, {Action: "once", Args: []string{"0123456789abcdeg"}}, {Action: "refuse", Args: []string{"0123456789abcdef", "0123456789abcdef"}},
+		{Action: "once", Args: []string{"0123456789abcdef"}, Save: true}} {
 		if err := bad.checkArgs(); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
+	}
+	if err := (&LiveOptions{Action: "once", Args: []string{"x"}}).checkArgs(); err == nil || !strings.Contains(err.Error(), `"held": true in limactl mcp watch`) {
+		t.Errorf("once x: %v, want where the id comes from", err)
+	}
+	if err := (&LiveOptions{Action: "refuse", Args: []string{"0123456789abcdef"}}).checkArgs(); err != nil {
+		t.Errorf("refuse ID: %v", err)
 	}
 }
 
@@ -171,6 +179,24 @@ func TestLiveChangeRecorded(t *testing.T) {
 	}
 	if _, err := runLive(open, t.TempDir(), false, "show"); err == nil || !strings.Contains(err.Error(), "has no staged session") {
 		t.Errorf("show elsewhere: %v", err)
+	}
+}
+
+// once and refuse need a session under a policy and a running instance; they change no
+// policy. (The real proxy holding a real connection, let through by once: test/e2e's
+// TestNetworkPolicy, "allow once while watched".)
+func TestLiveHeldDecisionRefusedWithoutAGuest(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	open := stoppedOpener(f.Store)
+	if _, err := runLive(open, f.Workdir, false, "once", "0123456789abcdef"); err == nil || !strings.Contains(err.Error(), "policy is open: no connection is held") {
+		t.Errorf("once on an open session: %v", err)
+	}
+	setStoredNetwork(t, f, "allow:a.org")
+	if _, err := runLive(open, f.Workdir, false, "refuse", "0123456789abcdef"); err == nil || !strings.Contains(err.Error(), "is not running") {
+		t.Errorf("refuse on a stopped instance: %v", err)
+	}
+	if got := storedNetwork(t, f); got != "allow:a.org" {
+		t.Errorf("stored %q after refuse", got)
 	}
 }
 

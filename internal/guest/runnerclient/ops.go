@@ -79,6 +79,52 @@ func checkHash(q *runnerproto.HashRequest, resp *runnerproto.Response) error {
 	return nil
 }
 
+// ReadMany reads whole regular files under root in one request, each of at most each bytes,
+// total in all (see runnerproto.ReadManyRequest): nil for a path the runner did not read, which
+// the caller reads alone.
+func (r *Client) ReadMany(ctx context.Context, root string, paths []tree.Name, each, total int64) ([][]byte, error) {
+	q := &runnerproto.ReadManyRequest{Root: root, Paths: paths, Each: each, Total: total}
+	resp, err := r.call(ctx, &runnerproto.Request{ReadMany: q}, func(resp *runnerproto.Response) error { return checkReadMany(q, resp) })
+	if err := result(resp, err); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(paths))
+	for i, f := range resp.ReadMany.Files {
+		if f.OK {
+			out[i] = f.Data
+			if out[i] == nil {
+				out[i] = []byte{} // an empty file, read
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkReadMany is ReadMany's post-condition: one answer per path, none over each, all within
+// total, no bytes for a file not read.
+func checkReadMany(q *runnerproto.ReadManyRequest, resp *runnerproto.Response) error {
+	if resp.ReadMany == nil {
+		return badReply("no read-many result")
+	}
+	if len(resp.ReadMany.Files) != len(q.Paths) {
+		return badReply("%d files read for %d paths", len(resp.ReadMany.Files), len(q.Paths))
+	}
+	var sum int64
+	for _, f := range resp.ReadMany.Files {
+		n := int64(len(f.Data))
+		if !f.OK && n > 0 {
+			return badReply("%d bytes of a file said not to be read", n)
+		}
+		if n > q.Each {
+			return badReply("a file of %d bytes read, more than the %d asked for", n, q.Each)
+		}
+		if sum += n; sum > q.Total {
+			return badReply("%d bytes read in all, more than the %d asked for", sum, q.Total)
+		}
+	}
+	return nil
+}
+
 // Scan lists a guest tree.
 func (r *Client) Scan(ctx context.Context, q runnerproto.ScanRequest) (*runnerproto.ScanResult, error) {
 	resp, err := r.call(ctx, &runnerproto.Request{Scan: &q}, checkScan)
