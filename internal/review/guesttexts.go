@@ -8,12 +8,16 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
-const (
+var (
 	// guestTextsBatch bounds the bytes of the guest files one request reads (as the scan listed
 	// their sizes): a 500-file change is a few requests, not 500 round trips.
-	guestTextsBatch = 4 << 20
+	guestTextsBatch int64 = 4 << 20
 	// guestTextsParallel bounds the requests in flight.
 	guestTextsParallel = 4
+	// guestTextsMax bounds the bytes read ahead in all: they are held until every item is
+	// described (a change of a thousand 3 MB images must not take gigabytes); the files past it
+	// are read one at a time, as they are described.
+	guestTextsMax int64 = 64 << 20
 )
 
 // readGuestTexts reads, in a few requests, the guest files that describing items will diff:
@@ -24,12 +28,13 @@ const (
 func readGuestTexts(ctx context.Context, sess *staging.Session, items []*Item) map[string][]byte {
 	var batches [][]tree.Name
 	var cur []tree.Name
-	var size int64
+	var size, all int64
 	for _, it := range items {
 		g := it.Guest
-		if it.Refused != "" || g == nil || g.Type != tree.File || g.Size > MaxTextBytes {
+		if it.Refused != "" || g == nil || g.Type != tree.File || g.Size > MaxTextBytes || all+g.Size > guestTextsMax {
 			continue
 		}
+		all += g.Size
 		if len(cur) > 0 && size+g.Size > guestTextsBatch {
 			batches, cur, size = append(batches, cur), nil, 0
 		}

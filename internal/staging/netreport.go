@@ -48,34 +48,49 @@ func netRecord(ctx context.Context, conn *guest.Conn, user string, entries int) 
 // without setting the agent up: an agent that broke its own session's setup (a link where its
 // copy was, say) cannot hide its record by it. Nil: the session's own connection.
 func (s *Session) NetworkReport(ctx context.Context, lima *guest.Conn) *NetworkReport {
-	return s.networkReport(ctx, lima, true)
+	return s.StartNetworkReport(ctx, lima)(true)
 }
 
-// networkReport is NetworkReport; listening says whether to ask the agent's connection for its
+// StartNetworkReport is NetworkReport begun now and finished by the function it returns: the
+// record's read (a sudo in the guest, 0.3–0.5 s on an emulated one) goes on beside what the
+// caller does meanwhile (review's changeset, status's scan of the copy). The function waits
+// for it; listening says whether to also ask the session's connection for the agent's
 // listening sockets (not when that connection just failed: it would only fail again).
-func (s *Session) networkReport(ctx context.Context, lima *guest.Conn, listening bool) *NetworkReport {
-	r := &NetworkReport{Policy: NetworkOf(s.State)}
-	if r.Policy == OpenNetwork {
-		return r
+func (s *Session) StartNetworkReport(ctx context.Context, lima *guest.Conn) (finish func(listening bool) *NetworkReport) {
+	policy := NetworkOf(s.State)
+	if policy == OpenNetwork {
+		return func(bool) *NetworkReport { return &NetworkReport{Policy: policy} }
 	}
-	r.User = AgentUser(s.State.ID)
-	if listening {
-		if setup, err := s.conn.Setup(ctx); err == nil && setup != nil {
-			r.Listening, _ = agentListeners(ctx, s.conn, setup.UID)
-		}
-	}
+	user := AgentUser(s.State.ID)
 	if lima == nil {
 		lima = s.conn
 	}
-	rec, err := netRecord(ctx, lima, r.User, 0)
-	if err != nil {
-		r.Error = err.Error()
+	type read struct {
+		rec netpolicy.Record
+		err error
+	}
+	got := make(chan read, 1) // never blocks: a finish never called leaves no goroutine behind
+	go func() {
+		rec, err := netRecord(ctx, lima, user, 0)
+		got <- read{rec, err}
+	}()
+	return func(listening bool) *NetworkReport {
+		r := &NetworkReport{Policy: policy, User: user}
+		if listening {
+			if setup, err := s.conn.Setup(ctx); err == nil && setup != nil {
+				r.Listening, _ = agentListeners(ctx, s.conn, setup.UID)
+			}
+		}
+		rd := <-got
+		if rd.err != nil {
+			r.Error = rd.err.Error()
+			return r
+		}
+		r.Summary = &rd.rec.Summary
+		r.Source = rd.rec.Source
+		r.Changes = rd.rec.Changes
 		return r
 	}
-	r.Summary = &rec.Summary
-	r.Source = rec.Source
-	r.Changes = rec.Changes
-	return r
 }
 
 // Line says the report in one sentence: "network policy allow:a.com: the agent reached 1 host

@@ -110,6 +110,9 @@ func sessionStatus(ctx context.Context, lima, conn *guest.Conn, store Store, st 
 		return ss
 	}
 	s := Attach(conn, store, st, base)
+	// The record is root's: read beside the copy's scan, and shown even when the session's
+	// own connection fails.
+	network := s.StartNetworkReport(ctx, lima)
 	present, err := s.guestCopyPresent(ctx)
 	if err == nil && !present {
 		err = errGuestCopyGone(st)
@@ -123,8 +126,7 @@ func sessionStatus(ctx context.Context, lima, conn *guest.Conn, store Store, st 
 	} else {
 		ss.Pending, ss.PendingTotal = cs.Counts(), len(cs.Changes)
 	}
-	// The record is root's: shown even when the session's own connection failed.
-	ss.Network = s.networkReport(ctx, lima, err == nil)
+	ss.Network = network(err == nil)
 	if err == nil {
 		if l, err := s.Checkpoints(ctx); err != nil {
 			ss.CheckpointsError = err.Error()

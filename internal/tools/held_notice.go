@@ -44,21 +44,9 @@ func (ts *Toolset) watchHeld(ctx context.Context, req *mcp.CallToolRequest) (sto
 	if ts.g == nil || ts.g.Agent() == nil {
 		return func() string { return "" }
 	}
-	var token any
-	var ss *mcp.ServerSession
-	if req != nil {
-		ss = req.Session
-		if req.Params != nil {
-			token = req.Params.GetProgressToken()
-		}
-	}
-	progress := 0
+	progress := progressOf(ctx) // the call's: after staging's, if the call waited for it
 	tell := func(ctx context.Context, msg string) {
-		if ss == nil || token == nil {
-			return // the result still says it
-		}
-		progress++ // a progress notification's progress must increase
-		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(progress), Message: msg})
+		progress.send(ctx, req, 0, 0, msg) // nothing without a progress token: the result says it
 	}
 	n := startHeldNotice(ctx, ts.g.HeldNow, tell)
 	return n.end

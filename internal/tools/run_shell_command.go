@@ -60,6 +60,7 @@ type RunShellCommandResult struct {
 
 // RunShellCommand runs a command in the guest.
 func (ts *Toolset) RunShellCommand(ctx context.Context, req *mcp.CallToolRequest, args RunShellCommandParams) (*mcp.CallToolResult, *RunShellCommandResult, error) {
+	ctx = withProgress(ctx) // staging's progress, then a held connection's
 	e, err := ts.env(ctx, req)
 	if err != nil {
 		return nil, nil, err

@@ -66,23 +66,12 @@ func (s *Staged) Start() <-chan struct{} {
 // Session waits for the staged session.
 func (s *Staged) Session(ctx context.Context, req *mcp.CallToolRequest) (*staging.Session, error) {
 	done := s.Start()
-	var token any
-	if req != nil && req.Params != nil {
-		token = req.Params.GetProgressToken()
-	}
+	ctx = withProgress(ctx)
 	notify := func() {
-		if token == nil || req.Session == nil {
-			return
-		}
 		s.mu.Lock()
 		p := s.prog
 		s.mu.Unlock()
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-			ProgressToken: token,
-			Progress:      float64(p.Bytes),
-			Total:         float64(p.TotalBytes),
-			Message:       fmt.Sprintf("staging the working directory: %d/%d files", p.Files, p.TotalFiles),
-		})
+		progressOf(ctx).send(ctx, req, float64(p.Bytes), float64(p.TotalBytes), fmt.Sprintf("staging the working directory: %d/%d files", p.Files, p.TotalFiles))
 	}
 	select {
 	case <-done:

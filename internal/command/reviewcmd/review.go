@@ -163,13 +163,15 @@ func Run(ctx context.Context, opts *Options) error {
 		printRefused(ios.ErrOut, rep.Refused)
 	}
 	phases.Done("checked for an interrupted apply")
+	// What the agent did on the network is part of what the person reviews: its record is
+	// read (a sudo in the guest) beside the changeset's build.
+	networkReport := sess.StartNetworkReport(ctx, nil)
 	cs, err := review.Build(ctx, sess, paths)
 	if err != nil {
 		return err
 	}
 	phases.Done(fmt.Sprintf("built the changeset (%d items)", len(cs.Items)))
-	// What the agent did on the network is part of what the person reviews.
-	network := sess.NetworkReport(ctx, nil)
+	network := networkReport(true)
 	// And how its requests used the session's secrets (none: nothing is shown).
 	uses := secrets.UsesSummary(sess.Store().SessionDir(sess.State.ID))
 	// And which calls produced each change (the session's timeline).
