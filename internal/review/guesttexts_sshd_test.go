@@ -2,16 +2,10 @@ package review_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
-	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
-	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
 
 // The changed guest files are read ahead in batches, up to a bound in all; the files past a
@@ -19,12 +13,7 @@ import (
 // here with bounds of a few files (batches of one 22-byte file, 9 files read ahead, 3 past the
 // bound read alone, an empty file), so that one build takes every path.
 func TestBuildReadsAheadWithinBounds(t *testing.T) {
-	srv := sshd.Start(t)
-	f := &fx{t: t, srv: srv, conn: guesttest.Connect(t, srv, guest.Options{})}
-	f.host = filepath.Join(t.TempDir(), "proj")
-	f.gpath = fmt.Sprintf("%s/readahead-%d/proj", srv.Home, time.Now().UnixNano())
-	t.Cleanup(func() { srv.Run(t, "rm", "-rf", filepath.Dir(f.gpath)) })
-	f.store = staging.Store{Dir: filepath.Join(t.TempDir(), "state")}
+	f := bareFx(t, "readahead")
 	for i := range 12 {
 		f.write(fmt.Sprintf("many/f%02d.txt", i), fmt.Sprintf("file %02d\nsame\n", i), 0o644)
 	}

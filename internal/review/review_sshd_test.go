@@ -40,22 +40,29 @@ func lines(n int, edit map[int]string) string {
 }
 
 func newFx(t *testing.T) *fx {
-	srv := sshd.Start(t)
-	f := &fx{t: t, srv: srv, conn: guesttest.Connect(t, srv, guest.Options{})}
-	f.host = filepath.Join(t.TempDir(), "proj")
+	f := bareFx(t, "review")
 	f.write("main.go", "package main\n\nfunc main() {}\n", 0o644)
 	f.write("long.txt", lines(60, nil), 0o644)
 	f.write("run.sh", "#!/bin/sh\n", 0o644)
 	f.write("src/lib/util.go", "package lib\n", 0o644)
 	f.write("gone.txt", "to be deleted\n", 0o644)
 	must(t, os.Symlink("/tmp", filepath.Join(f.host, "hostlink")))
-	f.gpath = fmt.Sprintf("%s/review-%d/proj", srv.Home, time.Now().UnixNano())
-	// The automatic checkpoints of the applies go too.
+	f.open()
+	return f
+}
+
+// bareFx is a fixture with no files and no session yet: write the host's files, then open.
+// The guest copy (under a directory named for kind) and the checkpoints of its applies are
+// removed after the test.
+func bareFx(t *testing.T, kind string) *fx {
+	srv := sshd.Start(t)
+	f := &fx{t: t, srv: srv, conn: guesttest.Connect(t, srv, guest.Options{})}
+	f.host = filepath.Join(t.TempDir(), "proj")
+	f.gpath = fmt.Sprintf("%s/%s-%d/proj", srv.Home, kind, time.Now().UnixNano())
 	t.Cleanup(func() {
 		srv.Run(t, "rm", "-rf", filepath.Dir(f.gpath), filepath.Join(srv.Home, ".cache", "limactl-mcp", "checkpoints", staging.SessionID(f.host)))
 	})
 	f.store = staging.Store{Dir: filepath.Join(t.TempDir(), "state")}
-	f.open()
 	return f
 }
 

@@ -9,11 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
-	"github.com/limactl-mcp/limactl-mcp/internal/staging"
-	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
-	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
 
 // TestBuildSpeed500 measures review.Build against the real sshd on loopback, the case of
@@ -29,12 +25,7 @@ func TestBuildSpeed500(t *testing.T) {
 		t.Skip("set LIMACTL_MCP_BENCH=1 to run the review speed benchmark")
 	}
 	const dirs, perDir = 100, 100
-	srv := sshd.Start(t)
-	f := &fx{t: t, srv: srv, conn: guesttest.Connect(t, srv, guest.Options{})}
-	f.host = filepath.Join(t.TempDir(), "proj")
-	f.gpath = fmt.Sprintf("%s/speed-%d/proj", srv.Home, time.Now().UnixNano())
-	t.Cleanup(func() { srv.Run(t, "rm", "-rf", filepath.Dir(f.gpath)) })
-	f.store = staging.Store{Dir: filepath.Join(t.TempDir(), "state")}
+	f := bareFx(t, "speed")
 	var body strings.Builder
 	for i := range 40 {
 		fmt.Fprintf(&body, "line %d of a generated file\n", i)
