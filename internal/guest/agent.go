@@ -53,14 +53,31 @@ type Agent struct {
 	Observe bool
 }
 
-// CurrentPolicy is the policy the agent is under now: Live's answer, else Policy.
+// CurrentPolicy is the policy the agent is under now: Live's answer, else Policy; with the
+// secrets' bound hosts on its allowlist.
 func (a *Agent) CurrentPolicy() string {
+	p := a.Policy
 	if a.Live != nil {
-		if p := a.Live(); p != "" && p != "open" && !strings.ContainsAny(p, "\n\x00") {
-			return p
+		if live := a.Live(); live != "" && live != "open" && !strings.ContainsAny(live, "\n\x00") {
+			p = live
 		}
 	}
-	return a.Policy
+	return a.withBoundHosts(p)
+}
+
+// withBoundHosts is the policy p with the secrets' bound hosts added to its allowlist: they
+// join whichever policy the session is under (the one it was started with, or the one a live
+// change or an earlier process left in its record), since the proxy hands them to the relay.
+// A policy that does not parse is left to the runner, which refuses it with why.
+func (a *Agent) withBoundHosts(p string) string {
+	if a.Secrets == nil {
+		return p
+	}
+	pol, err := netpolicy.Parse(p)
+	if err != nil {
+		return p
+	}
+	return pol.WithHosts(a.Secrets.Setup.BoundNames()).String()
 }
 
 // AgentSetup is what the guest reported when it set the agent up (`net ensure`'s line).
@@ -205,7 +222,7 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 		if a.Observe {
 			return fmt.Errorf("looking up the agent user %s in the guest (the session's server or `limactl mcp shell` sets it up): %w", a.User, err)
 		}
-		return fmt.Errorf("setting up network policy %s for the agent user %s in the guest: %w", a.Policy, a.User, err)
+		return fmt.Errorf("setting up network policy %s for the agent user %s in the guest: %w", a.CurrentPolicy(), a.User, err)
 	}
 	setup, err := a.parseSetup(out)
 	if err != nil {

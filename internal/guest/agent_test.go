@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
 // An agent is set up only for names and paths limactl-mcp makes.
@@ -107,6 +110,35 @@ func TestSetupUsesTheLivePolicy(t *testing.T) {
 		if got := a.CurrentPolicy(); got != "allow:a.org" {
 			t.Errorf("Live %q: policy %q", keep, got)
 		}
+	}
+}
+
+// The secrets' bound hosts join whichever policy a set-up puts in place: the connection's, and
+// the one the session's record holds (a second run of a session, a live change). Before, a
+// session resumed with --secret was set up under its record's policy without them, and the
+// guest refused it ("bound host api.anthropic.com is not on the allowlist").
+func TestSetupAddsTheBoundHosts(t *testing.T) {
+	now := ""
+	sec := &AgentSecrets{Setup: netpolicy.SecretsSetup{Hosts: []string{"api.anthropic.com:443", "api.openai.com:443", "api.openai.com:8443"}}}
+	a := &Agent{User: "lmcp-abc", Policy: "allow:example.invalid", Live: func() string { return now }, Secrets: sec}
+	for _, c := range []struct{ live, want string }{
+		{"", "allow:example.invalid,api.anthropic.com,api.openai.com"},
+		{"allow:example.invalid", "allow:example.invalid,api.anthropic.com,api.openai.com"},
+		{"allow:@go,b.org:443", "allow:@go,b.org:443,api.anthropic.com,api.openai.com"},
+		{"allow:api.anthropic.com", "allow:api.anthropic.com,api.openai.com"},
+	} {
+		now = c.live
+		if got := a.CurrentPolicy(); got != c.want {
+			t.Errorf("record %q: policy %q, want %q", c.live, got, c.want)
+		}
+		if s := a.setupScript("/x/runner"); !strings.Contains(s, "--policy "+shellquote.Quote(c.want)) {
+			t.Errorf("record %q: set-up script:\n%s", c.live, s)
+		}
+	}
+	a.Secrets = nil
+	now = "allow:example.invalid"
+	if got := a.CurrentPolicy(); got != "allow:example.invalid" {
+		t.Errorf("without secrets: %q", got)
 	}
 }
 

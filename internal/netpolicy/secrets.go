@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -90,6 +91,17 @@ func (s *SecretsSetup) Check() error {
 		}
 	}
 	return nil
+}
+
+// BoundNames are the names of the bound hosts (no port, each once): what joins an allowlist.
+func (s *SecretsSetup) BoundNames() []string {
+	var names []string
+	for _, hp := range s.Hosts {
+		if host, _, err := SplitBoundHost(hp); err == nil && !slices.Contains(names, host) {
+			names = append(names, host)
+		}
+	}
+	return names
 }
 
 // SplitBoundHost checks a bound host:port (a lower-case DNS name and a port) and splits it.

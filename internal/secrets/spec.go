@@ -44,8 +44,11 @@ var KnownSecrets = []Known{
 	{Name: "ANTHROPIC_API_KEY", Hosts: []string{"api.anthropic.com"}, Prefix: "sk-ant-api03-", Length: 108},
 	{Name: "ANTHROPIC_AUTH_TOKEN", Hosts: []string{"api.anthropic.com"}, Prefix: "sk-ant-", Length: 108},
 	{Name: "CLAUDE_CODE_OAUTH_TOKEN", Hosts: []string{"api.anthropic.com"}, Prefix: "sk-ant-oat01-", Length: 108},
-	// OpenAI: Authorization: Bearer sk-proj-….
+	// OpenAI: Authorization: Bearer sk-proj-…. `codex exec` reads its key from CODEX_API_KEY
+	// (OPENAI_API_KEY is what `codex login --with-api-key` takes), and also sends it to
+	// chatgpt.com (its model list), which is not bound: that request gets the placeholder.
 	{Name: "OPENAI_API_KEY", Hosts: []string{"api.openai.com"}, Prefix: "sk-proj-", Length: 164},
+	{Name: "CODEX_API_KEY", Hosts: []string{"api.openai.com"}, Prefix: "sk-proj-", Length: 164},
 	// Gemini / Google AI Studio: x-goog-api-key or ?key=; keys are AIza + 35 characters.
 	{Name: "GEMINI_API_KEY", Hosts: []string{"generativelanguage.googleapis.com"}, Prefix: "AIza", Length: 39},
 	{Name: "GOOGLE_API_KEY", Hosts: []string{"generativelanguage.googleapis.com"}, Prefix: "AIza", Length: 39},
@@ -75,7 +78,7 @@ var githubHosts = []string{"github.com", "api.github.com", "codeload.github.com"
 // models, projects) are not secrets and stay plain environment.
 var AgentSecretNames = []string{
 	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
-	"OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+	"OPENAI_API_KEY", "CODEX_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
 	"OPENROUTER_API_KEY", "GROQ_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY",
 }
 

@@ -110,12 +110,9 @@ func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set
 	if c := plan.Conn(); c != nil && c.Agent() != nil && c.Agent() != a {
 		agents = append(agents, c.Agent())
 	}
+	// Their bound hosts join the allowlist of whichever policy each set-up puts in place
+	// (guest.Agent.CurrentPolicy).
 	for _, ag := range agents {
-		p, err := netpolicy.Parse(ag.Policy)
-		if err != nil {
-			return nil, err
-		}
-		ag.Policy = p.WithHosts(s.BoundNames()).String()
 		ag.Secrets = &guest.AgentSecrets{Setup: s.Setup(), Serve: s.Serve}
 	}
 	if len(added) > 0 && w != nil {

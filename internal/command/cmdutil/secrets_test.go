@@ -51,13 +51,13 @@ func TestWireSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := plan.Net.Agent
-	if a.Secrets == nil || !strings.HasSuffix(a.Policy, ",api.anthropic.com") || plan.Net.Network != "allow:@npm" {
-		t.Errorf("agent policy %q, session's %q, secrets %v", a.Policy, plan.Net.Network, a.Secrets)
+	if a.Secrets == nil || !strings.HasSuffix(a.CurrentPolicy(), ",api.anthropic.com") || plan.Net.Network != "allow:@npm" {
+		t.Errorf("agent policy %q, session's %q, secrets %v", a.CurrentPolicy(), plan.Net.Network, a.Secrets)
 	}
 	if err := a.Secrets.Setup.Check(); err != nil {
 		t.Error(err)
 	}
-	if strings.Contains(a.Policy+a.Secrets.Setup.CAPEM+strings.Join(a.Secrets.Setup.Env, "")+out.String(), "the-value") {
+	if strings.Contains(a.CurrentPolicy()+a.Secrets.Setup.CAPEM+strings.Join(a.Secrets.Setup.Env, "")+out.String(), "the-value") {
 		t.Error("a value reached what the guest gets, or the output")
 	}
 	if !strings.Contains(out.String(), "join the allowlist for this run: api.anthropic.com") {
