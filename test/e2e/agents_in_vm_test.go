@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/limavm"
 )
 
 // agentsDir is where the test puts the agents' programs in the guest (root's, kept across the
@@ -129,9 +130,13 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 }
 
 // copyAgentsToGuest puts codex, node and gemini-cli into agentsDir in the guest (about 490 MB,
-// through limactl shell), unless the stamp there says they are these already.
+// through limactl shell), unless the stamp there says they are these already; they are removed
+// when the test ends (the test VM's disk is 4 GiB), but from a kept VM.
 func copyAgentsToGuest(t *testing.T, stamp, codexDir, googleDir, node string) {
 	t.Helper()
+	if !limavm.Keep() {
+		t.Cleanup(func() { guestShell(t, "sudo rm -rf "+agentsDir) })
+	}
 	if strings.TrimSpace(guestShell(t, "cat "+agentsDir+"/.stamp 2>/dev/null || true")) == stamp {
 		return
 	}
@@ -201,12 +206,7 @@ func startAgentsProvider(t *testing.T, hosts ...string) *agentsProvider {
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	hookDir, err := os.MkdirTemp("", "agents-e2e-")
-	mustT(t, err)
-	t.Cleanup(func() { os.RemoveAll(hookDir) })
-	mustT(t, os.Chmod(hookDir, 0o755))
-	p.caFile = filepath.Join(hookDir, "provider-ca.pem")
-	mustT(t, os.WriteFile(p.caFile, ca.CertPEM(), 0o644))
+	p.caFile = writeHookCA(t, ca.CertPEM())
 	return p
 }
 

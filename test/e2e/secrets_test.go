@@ -207,14 +207,21 @@ func startFakeProvider(t *testing.T, value string) *fakeProvider {
 	})}
 	go srv.Serve(pln)
 	t.Cleanup(func() { srv.Close() })
-	// The hook's CA file, readable by the user the plugin runs as.
+	p.caFile = writeHookCA(t, provCA.CertPEM())
+	return p
+}
+
+// writeHookCA writes a fake provider's CA certificate for the relay's test hook
+// (secrets.TestCAEnv), readable by the user the plugin runs as, and returns its path.
+func writeHookCA(t *testing.T, pem []byte) string {
+	t.Helper()
 	hookDir, err := os.MkdirTemp("", "secrets-e2e-")
 	mustT(t, err)
 	t.Cleanup(func() { os.RemoveAll(hookDir) })
 	mustT(t, os.Chmod(hookDir, 0o755))
-	p.caFile = filepath.Join(hookDir, "provider-ca.pem")
-	mustT(t, os.WriteFile(p.caFile, provCA.CertPEM(), 0o644))
-	return p
+	file := filepath.Join(hookDir, "provider-ca.pem")
+	mustT(t, os.WriteFile(file, pem, 0o644))
+	return file
 }
 
 func (p *fakeProvider) keys() []string {
