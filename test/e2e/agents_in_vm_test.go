@@ -24,47 +24,43 @@ import (
 // tests of a kept VM: a stamp says which versions are there).
 const agentsDir = "/usr/local/lib/limactl-mcp-e2e-agents"
 
-// The real agents run inside the VM with their keys as secrets (issue 25): Codex and Gemini
-// CLI, the npm packages install-clients.sh pins (the same binaries as on the host), started by
-// `limactl mcp shell --secret NAME` under a network policy, reach a fake provider on the
-// host's loopback (through the relay's test hook: there is no internet here) with the real
+// The real agents run inside the VM with their keys as secrets (issue 25): Claude Code, Codex
+// and Gemini CLI, the npm packages install-clients.sh pins (the same binaries as on the host),
+// started by `limactl mcp shell --secret NAME` under a network policy, reach a fake provider on
+// the host's loopback (through the relay's test hook: there is no internet here) with the real
 // key, though the guest holds only the placeholder. Their first requests are enough: the fake
-// answers each with a 400, which both give up on.
-//
-// Claude Code is not run here: its Linux binary (Bun) needs x86-64-v2 (SSE4.2, POPCNT) and
-// stops with SIGILL on the test VM's CPU model, qemu64, chosen for emulation speed
-// (`qemu-x86_64 -cpu qemu64 claude --version`: SIGILL; `-cpu Nehalem`: runs). Every CPU a Lima
-// host has runs it. It sends ANTHROPIC_API_KEY as x-api-key to api.anthropic.com through
-// HTTPS_PROXY, trusting NODE_EXTRA_CA_CERTS (seen on the host): the header and variables
-// TestSecretsRelay covers with curl, python3 and node.
+// answers each with a 400, which they give up on. Claude Code's binary needs x86-64-v2, hence
+// the test VM's CPU model (hack/e2e/template.yaml.in).
 func TestSecretsRealAgentsInVM(t *testing.T) {
+	_, claudeVersion := installedClient(t, agentClients["claude"])
 	_, codexVersion := installedClient(t, agentClients["codex"])
 	_, geminiVersion := installedClient(t, agentClients["gemini"])
 	clients := os.Getenv(clientsDirEnv)
 	if clients == "" {
 		clients = defaultClientsDir
 	}
+	claudeDir := filepath.Join(clients, "node_modules/@anthropic-ai/claude-code-linux-x64")
 	codexDir := filepath.Join(clients, "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin")
 	googleDir := filepath.Join(clients, "node_modules/@google")
 	node, err := exec.LookPath("node")
 	mustT(t, err)
 	node, err = filepath.EvalSymlinks(node)
 	mustT(t, err)
-	for _, p := range []string{filepath.Join(codexDir, "codex"), filepath.Join(googleDir, "gemini-cli/bundle/gemini.js"), node} {
+	for _, p := range []string{filepath.Join(claudeDir, "claude"), filepath.Join(codexDir, "codex"), filepath.Join(googleDir, "gemini-cli/bundle/gemini.js"), node} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("the agent's program is not where install-clients.sh puts it: %v", err)
 		}
 	}
-	stamp := fmt.Sprintf("codex %s, gemini %s, node %s", codexVersion, geminiVersion, node)
-	copyAgentsToGuest(t, stamp, codexDir, googleDir, node)
+	stamp := fmt.Sprintf("claude %s, codex %s, gemini %s, node %s", claudeVersion, codexVersion, geminiVersion, node)
+	copyAgentsToGuest(t, stamp, claudeDir, codexDir, googleDir, node)
 
-	prov := startAgentsProvider(t, "api.openai.com", "generativelanguage.googleapis.com")
+	prov := startAgentsProvider(t, "api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com")
 	dir := homeWorkdir(t)
 	mustT(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644))
 	_ = os.Chown(filepath.Join(dir, "README.md"), vmUID(t), vmGID(t))
 	discardOnCleanup(t, dir)
 	hook := []string{
-		secrets.TestUpstreamEnv + "=api.openai.com:443=" + prov.ln.Addr().String() + ",generativelanguage.googleapis.com:443=" + prov.ln.Addr().String(),
+		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + prov.ln.Addr().String() + ",api.openai.com:443=" + prov.ln.Addr().String() + ",generativelanguage.googleapis.com:443=" + prov.ln.Addr().String(),
 		secrets.TestCAEnv + "=" + prov.caFile,
 	}
 
@@ -73,6 +69,11 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 		// sent is what the provider must get, in the header the agent puts its key in.
 		header, sent string
 	}{
+		{
+			name: "claude", secret: "ANTHROPIC_API_KEY", value: "sk-ant-api03-e2eCLAUDEvalue-0123456789abcdef", host: "api.anthropic.com",
+			script: "timeout 240 " + agentsDir + "/claude -p 'say hi' </dev/null",
+			header: "X-Api-Key", sent: "sk-ant-api03-e2eCLAUDEvalue-0123456789abcdef",
+		},
 		{
 			name: "codex", secret: "CODEX_API_KEY", value: "sk-proj-e2eCODEXvalue-0123456789abcdef", host: "api.openai.com",
 			script: "timeout 240 " + agentsDir + "/codex exec --skip-git-repo-check 'say hi' </dev/null",
@@ -122,17 +123,17 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 		})
 	}
 	st, _, code := plugin(t, dir, "status", instanceName)
-	for _, want := range []string{"CODEX_API_KEY used", "GEMINI_API_KEY used"} {
+	for _, want := range []string{"ANTHROPIC_API_KEY used", "CODEX_API_KEY used", "GEMINI_API_KEY used"} {
 		if code != 0 || !strings.Contains(st, want) {
 			t.Errorf("status does not say %q: %s", want, st)
 		}
 	}
 }
 
-// copyAgentsToGuest puts codex, node and gemini-cli into agentsDir in the guest (about 490 MB,
-// through limactl shell), unless the stamp there says they are these already; they are removed
-// when the test ends (the test VM's disk is 4 GiB), but from a kept VM.
-func copyAgentsToGuest(t *testing.T, stamp, codexDir, googleDir, node string) {
+// copyAgentsToGuest puts claude, codex, node and gemini-cli into agentsDir in the guest (about
+// 900 MB, through limactl shell), unless the stamp there says they are these already; they are
+// removed when the test ends (the test VM's disk is 4 GiB), but from a kept VM.
+func copyAgentsToGuest(t *testing.T, stamp, claudeDir, codexDir, googleDir, node string) {
 	t.Helper()
 	if !limavm.Keep() {
 		t.Cleanup(func() { guestShell(t, "sudo rm -rf "+agentsDir) })
@@ -141,7 +142,7 @@ func copyAgentsToGuest(t *testing.T, stamp, codexDir, googleDir, node string) {
 		return
 	}
 	t0 := time.Now()
-	tarCmd := exec.Command("tar", "-c", "-f", "-", "-C", codexDir, "codex", "-C", filepath.Dir(node), filepath.Base(node), "-C", googleDir, "gemini-cli")
+	tarCmd := exec.Command("tar", "-c", "-f", "-", "-C", claudeDir, "claude", "-C", codexDir, "codex", "-C", filepath.Dir(node), filepath.Base(node), "-C", googleDir, "gemini-cli")
 	pipe, err := tarCmd.StdoutPipe()
 	mustT(t, err)
 	var tarErr strings.Builder
@@ -151,7 +152,7 @@ func copyAgentsToGuest(t *testing.T, stamp, codexDir, googleDir, node string) {
 		"set -e; sudo rm -rf "+dest+".new; sudo mkdir -p "+dest+".new; sudo tar -x -C "+dest+".new; "+
 			"[ "+shq(filepath.Base(node))+" = node ] || sudo mv "+dest+".new/"+shq(filepath.Base(node))+" "+dest+".new/node; "+
 			"sudo rm -rf "+dest+"; sudo mv "+dest+".new "+dest+"; printf '%s\\n' "+shq(stamp)+" | sudo tee "+dest+"/.stamp >/dev/null; "+
-			dest+"/node --version; "+dest+"/codex --version")
+			dest+"/node --version; "+dest+"/codex --version; "+dest+"/claude --version")
 	put.Stdin = pipe
 	var out strings.Builder
 	put.Stdout, put.Stderr = &out, &out
@@ -161,7 +162,7 @@ func copyAgentsToGuest(t *testing.T, stamp, codexDir, googleDir, node string) {
 	if err != nil {
 		t.Fatalf("copying the agents into the guest: %v\n%s\n%s", err, out.String(), tarErr.String())
 	}
-	t.Logf("copied codex, node and gemini-cli into the guest in %s: %s", time.Since(t0).Round(time.Second), strings.TrimSpace(out.String()))
+	t.Logf("copied claude, codex, node and gemini-cli into the guest in %s: %s", time.Since(t0).Round(time.Second), strings.TrimSpace(out.String()))
 }
 
 // agentsProvider is a TLS server on the host's loopback answering for several providers' names
