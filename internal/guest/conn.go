@@ -59,6 +59,8 @@ type Conn struct {
 	mu     sync.Mutex
 	cur    *link
 	closed bool
+	// openSecrets are a session's secrets under open (UseOpenSecrets; nil: none).
+	openSecrets *AgentSecrets
 
 	// stop is closed by Close, which must not wait for a connect in progress (under mu):
 	// it ends that connect instead.
@@ -81,6 +83,8 @@ type link struct {
 	agent   *Agent
 	setup   *AgentSetup
 	closers []func() // what else ends with the link (the agent's SFTP process)
+	// envFile is the environment file of the secrets under open (opensecrets.go; "": none).
+	envFile string
 	// systemRunner is the path of the root-owned runner, "" when the runner is the user's copy.
 	systemRunner string
 	log          *slog.Logger
@@ -271,6 +275,9 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 			return nil, fmt.Errorf("network policy %s: the agent's commands need the guest runner (not --no-runner)", a.Policy)
 		}
 	}
+	if c.openSecrets != nil && c.opts.NoRunner {
+		return nil, errors.New("secrets: the agent's commands need the guest runner (not --no-runner), which starts them with the secrets' environment")
+	}
 	t, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
@@ -282,7 +289,7 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 	// the direct connection serves as `limactl shell` does.
 	// An agent with secrets needs the relay's forward, which only a connection of our own
 	// carries (sshlink.ErrNoForward says why).
-	if t.ControlPath != "" && !c.opts.NoRunner && (c.opts.Agent == nil || c.opts.Agent.Secrets == nil) {
+	if t.ControlPath != "" && !c.opts.NoRunner && (c.opts.Agent == nil || c.opts.Agent.Secrets == nil) && c.openSecrets == nil {
 		m, err := sshlink.NewMaster(t)
 		if err == nil {
 			var l *link
@@ -385,6 +392,12 @@ func (c *Conn) dialDirect(ctx context.Context, t *sshlink.Target) (*link, error)
 			return nil, fmt.Errorf("sftp in instance %q: %w", t.Name, err)
 		}
 		return l, nil
+	}
+	if l.agent == nil && c.openSecrets != nil {
+		if err := l.startOpenSecrets(ctx, c.openSecrets); err != nil {
+			l.close()
+			return nil, fmt.Errorf("the secrets' proxy (network open): %w", err)
+		}
 	}
 	// Without the runner, commands go on one SSH session each (not an agent's: never the Lima
 	// user's commands in its place, they would not be under the policy).

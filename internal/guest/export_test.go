@@ -11,3 +11,6 @@ func (c *Conn) Output(ctx context.Context, cmd string) (string, error) {
 	}
 	return c.output(ctx, l, cmd)
 }
+
+// FakeProvider exposes fakeProvider (relay_sshd_test.go) to the external tests.
+var FakeProvider = fakeProvider

@@ -111,6 +111,8 @@ func launchRunner(ctx context.Context, l *link, log *slog.Logger, exe string, lo
 			cmd += " --env-file " + shellquote.Quote(l.setup.EnvFile)
 		}
 		cmd = l.agent.As(l.setup.Runner, cmd)
+	} else if l.envFile != "" {
+		cmd += " --env-file " + shellquote.Quote(l.envFile)
 	}
 	return runnerclient.Launch(ctx, l.t, log, cmd)
 }

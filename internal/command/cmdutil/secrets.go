@@ -41,7 +41,7 @@ func (f SecretFlags) Args() []string {
 
 // AddSecretFlags adds --secret and --agent-secrets to cmd.
 func AddSecretFlags(cmd *cobra.Command, f *SecretFlags) {
-	cmd.Flags().StringArrayVar(&f.Specs, "secret", nil, "A secret the agent may use but never read: `NAME[@HOST,...][=env:VAR|cmd:COMMAND|file:PATH]`, read on the host; the guest gets a placeholder, which the relay on the host replaces in requests to the bound hosts (repeatable; docs/secrets.md; needs --network allow:...)")
+	cmd.Flags().StringArrayVar(&f.Specs, "secret", nil, "A secret the agent may use but never read: `NAME[@HOST,...][=env:VAR|cmd:COMMAND|file:PATH]`, read on the host; the guest gets a placeholder, which the relay on the host replaces in requests to the bound hosts (repeatable; docs/secrets.md; under --network none refused)")
 	cmd.Flags().BoolVar(&f.Agent, "agent-secrets", false, "Pass the known agents' API keys that are set on the host as secrets (--agent-env's keys, never entering the VM)")
 }
 
@@ -66,8 +66,8 @@ func ResolveSecrets(ctx context.Context, f SecretFlags, lookup func(string) (str
 
 // WireSecrets gives the planned session's agent the secrets of set: the session CA (kept in
 // the session's host state directory), the relay, and the bound hosts added to its allowlist.
-// It must run before the session's connection is first used. Under none, or open, it refuses
-// with the fix. w gets a line saying which hosts joined the allowlist.
+// It must run before the session's connection is first used. Under open the session's
+// connection carries the proxy of the bound hosts instead; under none it refuses with the fix. w gets a line saying which hosts joined the allowlist.
 func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set, w io.Writer) (*secrets.Session, error) {
 	if set == nil {
 		return nil, nil
@@ -76,14 +76,11 @@ func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set
 	if err != nil {
 		return nil, err
 	}
-	switch pol.Mode() {
-	case netpolicy.ModeNone:
-		return nil, errors.New("--secret: under --network none no host may be reached, the bound ones included: use --network allow:HOST,... (the bound hosts are added to it)")
-	case netpolicy.ModeOpen:
-		return nil, fmt.Errorf("--secret needs a network policy that sends the agent's HTTPS through the guest's proxy: add --network allow:HOST,... (the bound hosts %s are added to it); under open it is not carried yet", strings.Join(set.Hosts(), ", "))
+	if pol.Mode() == netpolicy.ModeNone {
+		return nil, errors.New("--secret: under --network none no host may be reached, the bound ones included: use --network allow:HOST,... (the bound hosts are added to it) or open")
 	}
 	a := plan.Net.Agent
-	if a == nil {
+	if pol.Mode() != netpolicy.ModeOpen && a == nil {
 		return nil, errors.New("--secret: the session has no agent user")
 	}
 	dir := t.Store.SessionDir(staging.SessionIDOf(plan.Workdir, plan.Session))
@@ -93,6 +90,22 @@ func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set
 	s, err := secrets.OpenSession(dir, set)
 	if err != nil {
 		return nil, err
+	}
+	if pol.Mode() == netpolicy.ModeOpen {
+		// No agent user and no guest proxy: the session's connection carries a proxy of its
+		// own for the bound hosts (guest.Conn.UseOpenSecrets).
+		c := plan.Conn()
+		if c == nil {
+			return nil, errors.New("--secret: the instance is not running")
+		}
+		if err := c.UseOpenSecrets(&guest.AgentSecrets{Setup: s.Setup(), Serve: s.Serve}); err != nil {
+			return nil, err
+		}
+		if w != nil {
+			fmt.Fprintf(w, "limactl-mcp: secrets %s: the guest holds placeholders; under network open, the agent's HTTPS goes through this command's proxy (HTTPS_PROXY), which puts the values into requests to %s on the host and passes every other host through from the guest\n",
+				strings.Join(set.Names(), ", "), strings.Join(set.Hosts(), ", "))
+		}
+		return s, nil
 	}
 	guestPol, err := netpolicy.Parse(a.Policy)
 	if err != nil {

@@ -32,7 +32,7 @@ func TestWireSecrets(t *testing.T) {
 	}
 
 	tg := &sessionopen.Target{Store: staging.Store{Dir: t.TempDir()}}
-	for network, want := range map[string]string{"none": "under --network none", "open": "needs a network policy"} {
+	for network, want := range map[string]string{"none": "under --network none", "open": "the instance is not running"} {
 		plan, err := tg.PlanSession("/w", "", nil, network)
 		if err != nil {
 			t.Fatal(err)

@@ -261,8 +261,8 @@ func checkSecretSpecs(f cmdutil.SecretFlags, network string) error {
 	if _, err := secrets.ParseSpecs(f.Specs, false, nil); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(network, "allow:") {
-		return fmt.Errorf("--secret needs --network allow:HOST,... (the bound hosts are added to it; under none no host is reached, under open the secrets are not carried yet)")
+	if network == "none" {
+		return fmt.Errorf("--secret: under --network none no host may be reached, the bound ones included: use --network allow:HOST,... (the bound hosts are added to it) or open")
 	}
 	return nil
 }

@@ -149,7 +149,7 @@ func Run(ctx context.Context, opts *Options) error {
 	} else if session != "" {
 		return fmt.Errorf("--session %s needs a staged session, and instance %q mounts host directories (one live copy, no sessions): use an instance started with --mount-none", session, opts.Instance)
 	} else if secretSet != nil {
-		return fmt.Errorf("--secret needs a staged session under --network allow:..., and instance %q mounts host directories: use an instance started with --mount-none", opts.Instance)
+		return fmt.Errorf("--secret needs a staged session, and instance %q mounts host directories: use an instance started with --mount-none", opts.Instance)
 	} else if opts.Network != "" && opts.Network != staging.OpenNetwork {
 		return fmt.Errorf("--network %s needs a staged session, and instance %q mounts host directories: use an instance started with --mount-none", opts.Network, opts.Instance)
 	}

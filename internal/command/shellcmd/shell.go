@@ -221,6 +221,15 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		tm.AsAgent(plan.Net.Agent, setup)
 		fmt.Fprintf(ios.ErrOut, "limactl-mcp: network policy %s: the command runs as the guest user %s\n", plan.Net.Network, plan.Net.Agent.User)
+	} else if secretSet != nil {
+		// Under open: the secrets' environment (placeholders, the proxy, the CA) that the
+		// session's connection wrote into the guest, which carries the proxy while the command
+		// runs.
+		envFile, err := plan.Conn().EnvFile(ctx)
+		if err != nil {
+			return fmt.Errorf("the secrets' proxy: %w", err)
+		}
+		tm.WithEnvFile(envFile)
 	}
 	if err := sess.SetNetwork(plan.Net.Network); err != nil {
 		return fmt.Errorf("recording the session's network policy: %w", err)

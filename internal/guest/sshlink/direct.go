@@ -103,6 +103,16 @@ func (d *Direct) ListenUnix(path string) (net.Listener, error) {
 	return ln, nil
 }
 
+// ListenTCP asks sshd to listen on addr (tcpip-forward; port 0: sshd picks one, which the
+// listener's Addr gives).
+func (d *Direct) ListenTCP(addr string) (net.Listener, error) {
+	ln, err := d.client.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("asking the guest's sshd to listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
 // Via is ViaSSH.
 func (d *Direct) Via() Via { return ViaSSH }
 

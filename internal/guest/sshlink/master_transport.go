@@ -33,6 +33,9 @@ func (t *masterTransport) Via() Via { return ViaControlMaster }
 // ListenUnix is refused: see ErrNoForward.
 func (t *masterTransport) ListenUnix(string) (net.Listener, error) { return nil, ErrNoForward }
 
+// ListenTCP refuses as ListenUnix does.
+func (t *masterTransport) ListenTCP(string) (net.Listener, error) { return nil, ErrNoForward }
+
 func (t *masterTransport) Done() <-chan struct{} { return t.done }
 
 // Keepalive: the master keeps its own connection alive.

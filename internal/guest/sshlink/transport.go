@@ -36,6 +36,10 @@ type Transport interface {
 	// forward) and returns the listener of the connections made there; it ends with the
 	// transport. The ControlMaster's refuses (ErrNoForward).
 	ListenUnix(path string) (net.Listener, error)
+	// ListenTCP asks the guest's sshd to listen on addr ("127.0.0.1:0": a port it picks; a
+	// tcpip-forward, what `ssh -R` uses), as ListenUnix. The ControlMaster's refuses
+	// (ErrNoForward).
+	ListenTCP(addr string) (net.Listener, error)
 	// Done is closed when the transport is gone.
 	Done() <-chan struct{}
 	// Close ends the transport and every session it started.

@@ -45,6 +45,8 @@ type Terminal struct {
 	// agent, when set (AsAgent), runs every script as the agent's user.
 	agent *guest.Agent
 	setup *guest.AgentSetup
+	// envFile, without an agent (WithEnvFile), is read into every script's environment.
+	envFile string
 }
 
 // AsAgent makes the terminal run its scripts as the agent's user under its network policy,
@@ -54,17 +56,31 @@ func (tm *Terminal) AsAgent(a *guest.Agent, setup *guest.AgentSetup) {
 	tm.agent, tm.setup = a, setup
 }
 
-// asAgent wraps script for the agent's user (unchanged without one).
+// WithEnvFile makes every script of the Lima user read the guest file path (KEY=VALUE lines)
+// into its environment first: the secrets' environment under the network policy open
+// (guest.Conn.EnvFile).
+func (tm *Terminal) WithEnvFile(path string) { tm.envFile = path }
+
+// asAgent wraps script for the agent's user, and with the environment file (unchanged without
+// either).
 func (tm *Terminal) asAgent(script string) string {
 	if tm.agent == nil {
-		return script
+		return readEnvFile(tm.envFile) + script
 	}
 	pre := ""
-	if tm.setup != nil && tm.setup.EnvFile != "" {
-		// KEY=VALUE lines, read (not sourced): the values are data.
-		pre = `while IFS= read -r kv || [ -n "$kv" ]; do case $kv in ''|'#'*) continue;; esac; export "$kv"; done < ` + shellquote.Quote(tm.setup.EnvFile) + "\n"
+	if tm.setup != nil {
+		pre = readEnvFile(tm.setup.EnvFile)
 	}
 	return tm.agent.As(tm.runner(), pre+script)
+}
+
+// readEnvFile is the script's line that exports the KEY=VALUE lines of path, read (not
+// sourced: the values are data); "" for no path.
+func readEnvFile(path string) string {
+	if path == "" {
+		return ""
+	}
+	return `while IFS= read -r kv || [ -n "$kv" ]; do case $kv in ''|'#'*) continue;; esac; export "$kv"; done < ` + shellquote.Quote(path) + "\n"
 }
 
 // runner is the verified runner the agent's scripts start through ("" without a setup: they
