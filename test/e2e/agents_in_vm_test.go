@@ -29,8 +29,9 @@ const agentsDir = "/usr/local/lib/limactl-mcp-e2e-agents"
 // started by `limactl mcp shell --secret NAME` under a network policy, reach a fake provider on
 // the host's loopback (through the relay's test hook: there is no internet here) with the real
 // key, though the guest holds only the placeholder. Their first requests are enough: the fake
-// answers each with a 400, which they give up on. Claude Code's binary needs x86-64-v2, hence
-// the test VM's CPU model (hack/e2e/template.yaml.in).
+// answers each with a 400, which they give up on. Then Claude Code once more with a
+// subscription's token (CLAUDE_CODE_OAUTH_TOKEN) under the network policy open. Claude Code's
+// binary needs x86-64-v2, hence the test VM's CPU model (hack/e2e/template.yaml.in).
 func TestSecretsRealAgentsInVM(t *testing.T) {
 	_, claudeVersion := installedClient(t, agentClients["claude"])
 	_, codexVersion := installedClient(t, agentClients["codex"])
@@ -68,6 +69,8 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 		name, secret, value, host, script string
 		// sent is what the provider must get, in the header the agent puts its key in.
 		header, sent string
+		// network is the session's policy (default allow:nothing-else.invalid).
+		network string
 	}{
 		{
 			name: "claude", secret: "ANTHROPIC_API_KEY", value: "sk-ant-api03-e2eCLAUDEvalue-0123456789abcdef", host: "api.anthropic.com",
@@ -84,13 +87,26 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 			script: "GEMINI_CLI_TRUST_WORKSPACE=true timeout 240 " + agentsDir + "/node " + agentsDir + "/gemini-cli/bundle/gemini.js -p 'say hi' </dev/null",
 			header: "X-Goog-Api-Key", sent: "AIzaE2eGEMINIvalue0123456789abcdefghi",
 		},
+		{
+			// A subscription: the token `claude setup-token` prints on the host after the
+			// browser login, kept there, sent by Claude Code as a Bearer token. Under open (no
+			// agent user, the command's own proxy: guest/openproxy.go).
+			name: "claude-subscription", secret: "CLAUDE_CODE_OAUTH_TOKEN", value: "sk-ant-oat01-e2eCLAUDEoauth-0123456789abcdef", host: "api.anthropic.com",
+			script: "timeout 240 " + agentsDir + "/claude -p 'say hi' </dev/null",
+			header: "Authorization", sent: "Bearer sk-ant-oat01-e2eCLAUDEoauth-0123456789abcdef",
+			network: "open",
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(prov.requests())
 			script := `echo "HOLDS=$` + c.secret + `"; ` + c.script + `; echo "AGENT-EXIT=$?"`
+			network := c.network
+			if network == "" {
+				network = "allow:nothing-else.invalid"
+			}
 			t0 := time.Now()
 			stdout, stderr, code := mcpShell(t, dir, append([]string{c.secret + "=" + c.value}, hook...),
-				"--network=allow:nothing-else.invalid", "--secret", c.secret, "--no-review", instanceName, "--", "sh", "-c", script)
+				"--network="+network, "--secret", c.secret, "--no-review", instanceName, "--", "sh", "-c", script)
 			t.Logf("%s in the guest: exit %d in %s\nstdout:\n%s\nstderr:\n%s", c.name, code, time.Since(t0).Round(time.Second), tailLines(stdout, 15), tailLines(stderr, 15))
 			// The second agent's run resumes the session the first one staged: its set-up must
 			// still put the bound host on the allowlist (it did not, before).
@@ -123,7 +139,7 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 		})
 	}
 	st, _, code := plugin(t, dir, "status", instanceName)
-	for _, want := range []string{"ANTHROPIC_API_KEY used", "CODEX_API_KEY used", "GEMINI_API_KEY used"} {
+	for _, want := range []string{"ANTHROPIC_API_KEY used", "CODEX_API_KEY used", "GEMINI_API_KEY used", "CLAUDE_CODE_OAUTH_TOKEN used"} {
 		if code != 0 || !strings.Contains(st, want) {
 			t.Errorf("status does not say %q: %s", want, st)
 		}
