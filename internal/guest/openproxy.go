@@ -10,7 +10,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -61,45 +60,19 @@ func newOpenProxy(s *AgentSecrets, dial func(context.Context, string) (io.ReadWr
 // run serves every connection ln accepts until the function it returns is called (which waits
 // for them to end).
 func (p *openProxy) run(ln net.Listener) func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, maxOpenProxyConns)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case slots <- struct{}{}:
-			default:
-				go func() {
-					proxyError(c, 503, "Service Unavailable", fmt.Sprintf("%d connections are open through this proxy already", maxOpenProxyConns))
-					c.Close()
-				}()
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				if err := p.serveConn(ctx, c); err != nil && ctx.Err() == nil && p.log != nil {
-					p.log.Debug("secrets proxy (open)", "error", err)
-				}
-			}()
-		}
-	}()
-	return func() {
-		cancel()
-		ln.Close()
-		wg.Wait()
+	full := func(c net.Conn) {
+		proxyError(c, 503, "Service Unavailable", fmt.Sprintf("%d connections are open through this proxy already", maxOpenProxyConns))
+		c.Close()
 	}
+	return serveEach(ln, maxOpenProxyConns, full, func(ctx context.Context, c net.Conn) {
+		if err := p.serveConn(ctx, c); err != nil && ctx.Err() == nil && p.log != nil {
+			p.log.Debug("secrets proxy (open)", "error", err)
+		}
+	})
 }
 
 // serveConn reads one CONNECT and serves it. An SSH channel has no deadlines: the head's wait is
-// bounded by closing the channel, and the relay gets one end of a net.Pipe (as serveRelayConn).
+// bounded by closing the channel, and the relay gets it withDeadlines (as serveRelayConn).
 func (p *openProxy) serveConn(ctx context.Context, ch net.Conn) error {
 	timer := time.AfterFunc(connectHeadTimeout, func() { ch.Close() })
 	target, err := readConnectHead(ch)
@@ -117,18 +90,7 @@ func (p *openProxy) serveConn(ctx context.Context, ch net.Conn) error {
 			ch.Close()
 			return err
 		}
-		inner, outer := net.Pipe()
-		go func() {
-			_, _ = io.Copy(outer, ch)
-			outer.Close()
-			ch.Close()
-		}()
-		go func() {
-			_, _ = io.Copy(ch, outer)
-			ch.Close()
-			outer.Close()
-		}()
-		return p.serve(ctx, inner, target)
+		return p.serve(ctx, withDeadlines(ch), target)
 	}
 	dctx, cancel := context.WithTimeout(ctx, openProxyDialTimeout)
 	up, err := p.dial(dctx, target)

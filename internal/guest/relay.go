@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
@@ -45,30 +44,11 @@ func (l *link) startRelay(a *Agent, log *slog.Logger) error {
 // serveRelay relays every connection ln accepts with serve, until the function it returns is
 // called (which waits for them to end).
 func serveRelay(ln net.Listener, serve func(context.Context, net.Conn, string) error, log *slog.Logger) func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := serveRelayConn(ctx, c, serve); err != nil && ctx.Err() == nil && log != nil {
-					log.Warn("secrets relay", "error", err)
-				}
-			}()
+	return serveEach(ln, 0, nil, func(ctx context.Context, c net.Conn) {
+		if err := serveRelayConn(ctx, c, serve); err != nil && ctx.Err() == nil && log != nil {
+			log.Warn("secrets relay", "error", err)
 		}
-	}()
-	return func() {
-		cancel()
-		ln.Close()
-		wg.Wait()
-	}
+	})
 }
 
 // serveRelayConn reads the line the proxy wrote (at most maxRelayLine bytes, within
@@ -90,6 +70,12 @@ func serveRelayConn(ctx context.Context, ch net.Conn, serve func(context.Context
 		ch.Close()
 		return err
 	}
+	return serve(ctx, withDeadlines(ch), line)
+}
+
+// withDeadlines is ch as a net.Conn whose deadlines work (an SSH channel's do not): one end of
+// a net.Pipe, copied to and from ch; closing either end ends both.
+func withDeadlines(ch net.Conn) net.Conn {
 	inner, outer := net.Pipe()
 	go func() {
 		_, _ = io.Copy(outer, ch)
@@ -101,7 +87,7 @@ func serveRelayConn(ctx context.Context, ch net.Conn, serve func(context.Context
 		ch.Close()
 		outer.Close()
 	}()
-	return serve(ctx, inner, line)
+	return inner
 }
 
 // readRelayLine reads up to the first newline, one byte at a time (what follows is the

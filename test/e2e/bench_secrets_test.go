@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,16 +37,8 @@ func TestBenchmarkSecretsRelay(t *testing.T) {
 	}
 	n := envInt(t, "LIMACTL_MCP_BENCH_N", 30)
 	const value = "sk-ant-api03-e2eBENCH5v4lue-0123456789abcdef"
-	prov := startFakeProvider(t, value)
+	dir, prov, env := secretsProject(t, value)
 	testHostNames(t, "tls-plain.test")
-
-	dir := homeWorkdir(t)
-	mustT(t, os.WriteFile(filepath.Join(dir, "main.txt"), []byte("one\n"), 0o644))
-	_ = os.Chown(filepath.Join(dir, "main.txt"), vmUID(t), vmGID(t))
-	discardOnCleanup(t, dir)
-	env := []string{"ANTHROPIC_API_KEY=" + value,
-		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + prov.ln.Addr().String(),
-		secrets.TestCAEnv + "=" + prov.caFile}
 
 	inj := "https://api.anthropic.com/v1/models"
 	tun := fmt.Sprintf("https://tls-plain.test:%d/v1/models", prov.port())

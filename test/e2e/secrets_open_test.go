@@ -4,10 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,25 +22,8 @@ import (
 func TestSecretsUnderOpen(t *testing.T) {
 	const value = "sk-ant-api03-e2eOPEN4K2value-0123456789abcdef"
 	const valueRE = "e2eOPE[N]4K2value"
-	prov := startFakeProvider(t, value)
-
-	eln, err := net.Listen("tcp", "127.0.0.1:0")
-	mustT(t, err)
-	echo := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "ECHO %s", r.Header.Get("X-Api-Key"))
-	})}
-	go echo.Serve(eln)
-	t.Cleanup(func() { echo.Close() })
-	echoURL := fmt.Sprintf("http://echo-secrets.test:%d/", eln.Addr().(*net.TCPAddr).Port)
-	guestShell(t, `grep -q '# limactl-mcp-e2e-secrets' /etc/hosts || echo "$(getent hosts host.lima.internal | awk '{print $1; exit}') echo-secrets.test # limactl-mcp-e2e-secrets" | sudo tee -a /etc/hosts >/dev/null`)
-
-	dir := homeWorkdir(t)
-	mustT(t, os.WriteFile(filepath.Join(dir, "main.txt"), []byte("one\n"), 0o644))
-	_ = os.Chown(filepath.Join(dir, "main.txt"), vmUID(t), vmGID(t))
-	discardOnCleanup(t, dir)
-	env := []string{"ANTHROPIC_API_KEY=" + value,
-		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + prov.ln.Addr().String(),
-		secrets.TestCAEnv + "=" + prov.caFile}
+	dir, prov, env := secretsProject(t, value)
+	echoURL := fmt.Sprintf("http://echo-secrets.test:%d/", startEchoHost(t))
 
 	script := `echo "PLACEHOLDER=$ANTHROPIC_API_KEY"; echo "WHO=$(id -un)"; echo "BUNDLE=$SSL_CERT_FILE"
 curl -sS --max-time 60 -H "x-api-key: $ANTHROPIC_API_KEY" https://api.anthropic.com/v1/models; echo
@@ -59,7 +38,7 @@ echo "SCAN[$(sudo -n sh -c 'for p in /proc/[0-9]*; do for f in environ cmdline; 
 	cmd := mcpShellCmd(t, dir, env, "--network=open", "--secret", "ANTHROPIC_API_KEY", "--no-review", instanceName, "--", "sh", "-c", script)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	out := stdout.String()
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, stderr.String())
 	if err != nil {

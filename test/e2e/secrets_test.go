@@ -33,29 +33,10 @@ func TestSecretsRelay(t *testing.T) {
 	const value = "sk-ant-api03-e2eREAL7Q9value-0123456789abcdef"
 	const valueRE = "e2eREA[L]7Q9value"
 
-	// The fake provider.
-	prov := startFakeProvider(t, value)
-	pln, caFile := prov.ln, prov.caFile
-
-	// An allowed, unbound host that echoes the header it got.
-	eln, err := net.Listen("tcp", "127.0.0.1:0")
-	mustT(t, err)
-	echo := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "ECHO %s", r.Header.Get("X-Api-Key"))
-	})}
-	go echo.Serve(eln)
-	t.Cleanup(func() { echo.Close() })
-	echoPort := eln.Addr().(*net.TCPAddr).Port
-	guestShell(t, `grep -q '# limactl-mcp-e2e-secrets' /etc/hosts || echo "$(getent hosts host.lima.internal | awk '{print $1; exit}') echo-secrets.test # limactl-mcp-e2e-secrets" | sudo tee -a /etc/hosts >/dev/null`)
-
-	dir := homeWorkdir(t)
-	mustT(t, os.WriteFile(filepath.Join(dir, "main.txt"), []byte("one\n"), 0o644))
-	_ = os.Chown(filepath.Join(dir, "main.txt"), vmUID(t), vmGID(t))
-	discardOnCleanup(t, dir)
+	dir, prov, env := secretsProject(t, value)
+	pln := prov.ln
+	echoPort := startEchoHost(t)
 	user := staging.AgentUser(staging.SessionID(dir))
-	env := []string{"ANTHROPIC_API_KEY=" + value,
-		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + pln.Addr().String(),
-		secrets.TestCAEnv + "=" + caFile}
 
 	script := `echo "PLACEHOLDER=$ANTHROPIC_API_KEY"
 curl -sS --max-time 60 -H "x-api-key: $ANTHROPIC_API_KEY" https://api.anthropic.com/v1/models; echo
@@ -176,6 +157,37 @@ exec sleep 171`
 	}
 	_ = io.Discard
 	_ = user
+}
+
+// secretsProject makes a project directory (one file, discarded when the test ends), a fake
+// api.anthropic.com, and the environment that gives a command value as ANTHROPIC_API_KEY and
+// points the relay's test hook at the fake.
+func secretsProject(t *testing.T, value string) (dir string, prov *fakeProvider, env []string) {
+	t.Helper()
+	prov = startFakeProvider(t, value)
+	dir = homeWorkdir(t)
+	mustT(t, os.WriteFile(filepath.Join(dir, "main.txt"), []byte("one\n"), 0o644))
+	_ = os.Chown(filepath.Join(dir, "main.txt"), vmUID(t), vmGID(t))
+	discardOnCleanup(t, dir)
+	env = []string{"ANTHROPIC_API_KEY=" + value,
+		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + prov.ln.Addr().String(),
+		secrets.TestCAEnv + "=" + prov.caFile}
+	return dir, prov, env
+}
+
+// startEchoHost serves plain HTTP on the host's loopback as echo-secrets.test (the guest's
+// /etc/hosts), answering "ECHO " and the x-api-key it got; it returns the port.
+func startEchoHost(t *testing.T) int {
+	t.Helper()
+	eln, err := net.Listen("tcp", "127.0.0.1:0")
+	mustT(t, err)
+	echo := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "ECHO %s", r.Header.Get("X-Api-Key"))
+	})}
+	go echo.Serve(eln)
+	t.Cleanup(func() { echo.Close() })
+	guestShell(t, `grep -q '# limactl-mcp-e2e-secrets' /etc/hosts || echo "$(getent hosts host.lima.internal | awk '{print $1; exit}') echo-secrets.test # limactl-mcp-e2e-secrets" | sudo tee -a /etc/hosts >/dev/null`)
+	return eln.Addr().(*net.TCPAddr).Port
 }
 
 // fakeProvider is a TLS server on the host's loopback answering as api.anthropic.com (a CA of

@@ -18,27 +18,40 @@ type Layout struct {
 	// listen there even while the proxy is down.
 	ProxyAddrs []string
 	// Secrets is where the session relays' directories are (secrets.go); TrustDir the system's
-	// directory of extra CA certificates, TrustBundle the bundle update-ca-certificates makes
-	// of them; UpdateTrust runs update-ca-certificates (off in tests).
+	// directory of extra CA certificates, TrustBundle the bundle TrustTool makes of them;
+	// UpdateTrust runs TrustTool (off in tests).
 	Secrets     string
 	TrustDir    string
 	TrustBundle string
+	TrustTool   []string
 	UpdateTrust bool
 }
 
 // DefaultLayout is the layout of a real guest.
 func DefaultLayout() Layout {
-	return Layout{
-		ConfigDir:  "/etc/limactl-mcp/net",
-		LogDir:     "/var/log/limactl-mcp/net",
-		HomeBase:   netpolicy.AgentHomeBase,
-		ProxyAddrs: []string{"127.0.0.1:929", "[::1]:929"},
-		Secrets:    netpolicy.SecretsBase,
-		// Debian and Ubuntu (Lima's default images); Fedora's update-ca-trust is not handled.
-		TrustDir:    "/usr/local/share/ca-certificates",
-		TrustBundle: "/etc/ssl/certs/ca-certificates.crt",
+	l := Layout{
+		ConfigDir:   "/etc/limactl-mcp/net",
+		LogDir:      "/var/log/limactl-mcp/net",
+		HomeBase:    netpolicy.AgentHomeBase,
+		ProxyAddrs:  []string{"127.0.0.1:929", "[::1]:929"},
+		Secrets:     netpolicy.SecretsBase,
 		UpdateTrust: true,
 	}
+	l.TrustDir, l.TrustBundle, l.TrustTool = trustStore(findTool)
+	return l
+}
+
+// trustStore is where the guest's system CA store takes an extra certificate, the bundle it
+// makes, and the command that makes it: Debian, Ubuntu and Alpine's update-ca-certificates, or
+// Fedora's (and RHEL's) update-ca-trust. Without either, Debian's, whose tool's absence
+// updateTrust then reports with the fix.
+func trustStore(find func(string) (string, error)) (dir, bundle string, tool []string) {
+	if _, err := find("update-ca-certificates"); err != nil {
+		if p, err := find("update-ca-trust"); err == nil {
+			return "/etc/pki/ca-trust/source/anchors", "/etc/pki/tls/certs/ca-bundle.crt", []string{p, "extract"}
+		}
+	}
+	return "/usr/local/share/ca-certificates", "/etc/ssl/certs/ca-certificates.crt", []string{"update-ca-certificates"}
 }
 
 // ProxyAddr is the address the agent's environment points at (the first of ProxyAddrs).

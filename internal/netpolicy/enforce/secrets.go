@@ -159,17 +159,20 @@ func dropSecrets(ctx context.Context, l Layout, user string) error {
 	return updateTrust(ctx, l)
 }
 
-// updateTrust rebuilds the system's bundle (Debian and Ubuntu).
+// updateTrust rebuilds the system's bundle with its TrustTool (layout.go: trustStore).
 func updateTrust(ctx context.Context, l Layout) error {
 	if !l.UpdateTrust {
 		return nil
 	}
-	tool, err := findTool("update-ca-certificates")
-	if err != nil {
-		return errors.New("update-ca-certificates is not installed in the guest, so it cannot trust the session CA (install ca-certificates; Debian and Ubuntu images have it)")
+	if len(l.TrustTool) == 0 {
+		return errors.New("no tool to rebuild the guest's CA bundle")
 	}
-	if out, err := exec.CommandContext(ctx, tool).CombinedOutput(); err != nil {
-		return fmt.Errorf("update-ca-certificates: %v: %s", err, truncate(strings.TrimSpace(string(out)), 300))
+	tool, err := findTool(l.TrustTool[0])
+	if err != nil {
+		return fmt.Errorf("%s is not installed in the guest, so it cannot trust the session CA (install ca-certificates: Debian, Ubuntu, Alpine and Fedora images have it)", filepath.Base(l.TrustTool[0]))
+	}
+	if out, err := exec.CommandContext(ctx, tool, l.TrustTool[1:]...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v: %s", filepath.Base(l.TrustTool[0]), err, truncate(strings.TrimSpace(string(out)), 300))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package enforce
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -338,5 +339,54 @@ func TestEnsureAndDropSecretsFiles(t *testing.T) {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Errorf("%s left: %v", p, err)
 		}
+	}
+}
+
+// TestTrustStoreByDistribution: the guest's CA store is the one its distribution has: Debian's
+// (and Ubuntu's, Alpine's) update-ca-certificates, else Fedora's update-ca-trust; with neither,
+// Debian's, whose absence the set-up reports with the fix. The tool runs with its arguments.
+func TestTrustStoreByDistribution(t *testing.T) {
+	has := func(names ...string) func(string) (string, error) {
+		return func(name string) (string, error) {
+			for _, n := range names {
+				if n == name {
+					return "/usr/bin/" + name, nil
+				}
+			}
+			return "", errors.New("not found")
+		}
+	}
+	for _, c := range []struct {
+		tools      []string
+		dir, tool0 string
+	}{
+		{[]string{"update-ca-certificates"}, "/usr/local/share/ca-certificates", "update-ca-certificates"},
+		{[]string{"update-ca-certificates", "update-ca-trust"}, "/usr/local/share/ca-certificates", "update-ca-certificates"},
+		{[]string{"update-ca-trust"}, "/etc/pki/ca-trust/source/anchors", "/usr/bin/update-ca-trust"},
+		{nil, "/usr/local/share/ca-certificates", "update-ca-certificates"},
+	} {
+		dir, bundle, tool := trustStore(has(c.tools...))
+		if dir != c.dir || tool[0] != c.tool0 || bundle == "" {
+			t.Errorf("with %v: %s %s %v", c.tools, dir, bundle, tool)
+		}
+	}
+
+	// The tool is run with its arguments (a stand-in that records them).
+	tmp := t.TempDir()
+	record := filepath.Join(tmp, "args")
+	fake := filepath.Join(tmp, "update-ca-trust")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho \"$@\" > "+record+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{UpdateTrust: true, TrustTool: []string{fake, "extract"}}
+	if err := updateTrust(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(record); err != nil || string(b) != "extract\n" {
+		t.Errorf("the tool got %q (%v)", b, err)
+	}
+	l.TrustTool = []string{filepath.Join(tmp, "update-ca-certificates")}
+	if err := updateTrust(context.Background(), l); err == nil || !strings.Contains(err.Error(), "update-ca-certificates is not installed in the guest") || !strings.Contains(err.Error(), "install ca-certificates") {
+		t.Errorf("a missing tool: %v", err)
 	}
 }
