@@ -51,3 +51,23 @@ func FuzzReadConnectHead(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenSecretsDirOf: the guest's answer naming the secrets' directory is taken only as one
+// clean absolute path ending in the id this side chose.
+func TestOpenSecretsDirOf(t *testing.T) {
+	const id = "0123456789abcdef"
+	if dir, err := openSecretsDirOf([]byte("/home/u/.cache/limactl-mcp/secrets/"+id+"\n"), id); err != nil || dir != "/home/u/.cache/limactl-mcp/secrets/"+id {
+		t.Errorf("a good answer: %q %v", dir, err)
+	}
+	for _, bad := range []string{
+		"", "\n", id, "relative/" + id, "/a/../" + id + "/../" + id, "/a//" + id, "/a/" + id + "/",
+		"/a/other", "/a/" + id + "\n/b/" + id, "/a\r/" + id, "/a\x00/" + id, "/" + strings.Repeat("a", 5000) + "/" + id,
+		"/a/" + id + "\n\n",
+	} {
+		if dir, err := openSecretsDirOf([]byte(bad), id); err == nil {
+			t.Errorf("%q taken as %q", bad, dir)
+		} else if strings.ContainsAny(err.Error(), "\r\x00") {
+			t.Errorf("the error carries the guest's control characters: %q", err)
+		}
+	}
+}

@@ -111,10 +111,9 @@ printf '%s\n' "$d"`
 	if err != nil {
 		return fmt.Errorf("writing the session CA into the guest: %w", err)
 	}
-	// The guest's answer: a path of ours (the id) in a directory the guest chose.
-	dir := strings.TrimSuffix(string(out), "\n")
-	if !path.IsAbs(dir) || path.Clean(dir) != dir || path.Base(dir) != id || strings.ContainsAny(dir, "\n\r\x00") || len(dir) > 4096 {
-		return fmt.Errorf("the guest named %q for the secrets' directory", sshlink.Truncate(dir, 200))
+	dir, err := openSecretsDirOf(out, id)
+	if err != nil {
+		return err
 	}
 	env := openSecretsEnv(dir, addr.Port, s.Setup.Env)
 	if _, err := l.t.Stream(ctx, "umask 077 && cat > "+q(dir+"/env"), strings.NewReader(env)); err != nil {
@@ -128,6 +127,16 @@ printf '%s\n' "$d"`
 		_, _ = t.Output(cctx, "rm -rf "+q(dir))
 	})
 	return nil
+}
+
+// openSecretsDirOf checks the guest's answer naming the secrets' directory: one line, a clean
+// absolute path ending in the id this side chose, in a directory the guest chose (its home).
+func openSecretsDirOf(out []byte, id string) (string, error) {
+	dir := strings.TrimSuffix(string(out), "\n")
+	if !path.IsAbs(dir) || path.Clean(dir) != dir || path.Base(dir) != id || strings.ContainsAny(dir, "\n\r\x00") || len(dir) > 4096 {
+		return "", fmt.Errorf("the guest named %q for the secrets' directory", sshlink.Truncate(dir, 200))
+	}
+	return dir, nil
 }
 
 // openSecretsEnv is the environment of the agent's commands under open with secrets: HTTPS
