@@ -36,7 +36,7 @@ func TestOpenSecretsProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := secrets.OpenSession(t.TempDir(), set)
+	sess, err := secrets.OpenSession(t.TempDir(), set, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

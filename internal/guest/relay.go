@@ -20,11 +20,17 @@ type AgentSecrets struct {
 	// Serve relays one connection from the guest's proxy, addressed to target (a bound
 	// host:port): secrets.Relay.Serve. It closes c.
 	Serve func(ctx context.Context, c net.Conn, target string) error
+	// ServeRuled relays one connection addressed to a host that method and path rules only
+	// name (Setup.RuleTargets), checking each request against rules, the ones the proxy sent:
+	// secrets.Relay.ServeRuled. It closes c. nil: such connections are refused.
+	ServeRuled func(ctx context.Context, c net.Conn, target string, rules []string) error
 }
 
 const (
-	// maxRelayLine bounds the line the guest's proxy writes first (host:port and a newline).
-	maxRelayLine = 300
+	// maxRelayLine bounds the line the guest's proxy writes first: host:port, then for a
+	// rule target a space and its rules joined by ',' (netpolicy's own spelling), and a
+	// newline.
+	maxRelayLine = 16 << 10
 	// relayLineTimeout bounds the wait for it.
 	relayLineTimeout = 30 * time.Second
 )
@@ -37,26 +43,26 @@ func (l *link) startRelay(a *Agent, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	l.closers = append(l.closers, serveRelay(ln, a.Secrets.Serve, log))
+	l.closers = append(l.closers, serveRelay(ln, a.Secrets, log))
 	return nil
 }
 
-// serveRelay relays every connection ln accepts with serve, until the function it returns is
+// serveRelay relays every connection ln accepts with s, until the function it returns is
 // called (which waits for them to end).
-func serveRelay(ln net.Listener, serve func(context.Context, net.Conn, string) error, log *slog.Logger) func() {
+func serveRelay(ln net.Listener, s *AgentSecrets, log *slog.Logger) func() {
 	return serveEach(ln, 0, nil, func(ctx context.Context, c net.Conn) {
-		if err := serveRelayConn(ctx, c, serve); err != nil && ctx.Err() == nil && log != nil {
+		if err := serveRelayConn(ctx, c, s); err != nil && ctx.Err() == nil && log != nil {
 			log.Warn("secrets relay", "error", err)
 		}
 	})
 }
 
 // serveRelayConn reads the line the proxy wrote (at most maxRelayLine bytes, within
-// relayLineTimeout, a bound host:port by its form: the relay checks it against its own set) and
-// hands the rest of the connection to serve. An SSH channel has no deadlines, which the relay
-// bounds every wait with: it gets one end of a net.Pipe, which has, copied to and from the
-// channel (closing either end ends both).
-func serveRelayConn(ctx context.Context, ch net.Conn, serve func(context.Context, net.Conn, string) error) error {
+// relayLineTimeout): a bound host:port by its form, or a rule target and its rules; the relay
+// checks the target against its own) and hands the rest of the connection to s. An SSH channel
+// has no deadlines, which the relay bounds every wait with: it gets one end of a net.Pipe,
+// which has, copied to and from the channel (closing either end ends both).
+func serveRelayConn(ctx context.Context, ch net.Conn, s *AgentSecrets) error {
 	timer := time.AfterFunc(relayLineTimeout, func() { ch.Close() })
 	line, err := readRelayLine(ch)
 	if !timer.Stop() || err != nil {
@@ -66,11 +72,19 @@ func serveRelayConn(ctx context.Context, ch net.Conn, serve func(context.Context
 		}
 		return err
 	}
-	if _, _, err := netpolicy.SplitBoundHost(line); err != nil {
+	target, rules, ruled := strings.Cut(line, " ")
+	if _, _, err := netpolicy.SplitBoundHost(target); err != nil {
 		ch.Close()
 		return err
 	}
-	return serve(ctx, withDeadlines(ch), line)
+	if !ruled {
+		return s.Serve(ctx, withDeadlines(ch), target)
+	}
+	if s.ServeRuled == nil || rules == "" {
+		ch.Close()
+		return errors.New("the proxy asked for a rule target's relay, which this connection does not hold")
+	}
+	return s.ServeRuled(ctx, withDeadlines(ch), target, strings.Split(rules, ","))
 }
 
 // withDeadlines is ch as a net.Conn whose deadlines work (an SSH channel's do not): one end of

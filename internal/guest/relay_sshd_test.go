@@ -59,7 +59,7 @@ func TestRelayOverStreamlocalForward(t *testing.T) {
 		t.Fatalf("streamlocal forward: %v", err)
 	}
 	// startRelay's loop, on this socket (its own path is the guest's /run/limactl-mcp/...).
-	t.Cleanup(serveRelay(ln, relay.Serve, slog.New(slog.DiscardHandler)))
+	t.Cleanup(serveRelay(ln, &AgentSecrets{Serve: relay.Serve}, slog.New(slog.DiscardHandler)))
 
 	guestCAs := x509.NewCertPool()
 	guestCAs.AddCert(sessCA.Certificate())
@@ -136,7 +136,7 @@ func TestRelayOfTheSecondProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := secrets.OpenSession(stateDir, set)
+		s, err := secrets.OpenSession(stateDir, set, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestRelayOfTheSecondProcess(t *testing.T) {
 		if err != nil {
 			t.Fatalf("streamlocal forward: %v", err)
 		}
-		t.Cleanup(serveRelay(ln, s.Serve, slog.New(slog.DiscardHandler)))
+		t.Cleanup(serveRelay(ln, &AgentSecrets{Serve: s.Serve}, slog.New(slog.DiscardHandler)))
 		return s
 	}
 	first := process()

@@ -3,18 +3,21 @@ package netpolicy
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // An HTTP rule is an allow-list entry that lets plain HTTP requests through by method and path:
 // HOST[:PORT][/PATH][:METHODS], with METHODS "ro" (GET and HEAD) or methods joined by '+'
-// (GET+POST), and PATH a path that a final '*' makes a prefix (/simple/*). It allows requests
-// only: an HTTPS tunnel (CONNECT) to its host is refused, since the proxy cannot read the
-// requests inside one (docs/network.md "Method and path rules").
+// (GET+POST), and PATH a path where each '*' stands for any run of characters, '/' included
+// (/simple/* a prefix, /*/git-upload-pack any repository's). It allows requests only: an HTTPS
+// tunnel (CONNECT) to its host carries requests the guest's proxy cannot read, so it is refused
+// there, or handed to the session's relay on the host, which terminates TLS and checks each
+// request (docs/network.md "Method and path rules").
 type httpRule struct {
 	host    string   // canonical host, wildcard or IP address
 	port    int      // 0: every port
-	path    string   // "" every path; a final '*' makes it a prefix
+	path    string   // "" every path; each '*' is any run of characters
 	methods []string // nil every method; sorted
 }
 
@@ -99,26 +102,32 @@ func parseMethods(s string) ([]string, error) {
 	return out, nil
 }
 
+// maxRuleStars bounds the '*' of a rule's path (each is a scan of the request's path).
+const maxRuleStars = 4
+
 // checkRulePath checks a rule's path: it starts with '/', holds no dot segment, no
-// percent-encoding, no ':' or ',' (which the entry's syntax uses), no space, and '*' only at
-// its end.
+// percent-encoding, no ':' or ',' (which the entry's syntax uses), no space, and at most
+// maxRuleStars '*', never two side by side.
 func checkRulePath(p string) error {
 	if len(p) > maxRulePath {
 		return fmt.Errorf("path %q is longer than %d characters", p[:40]+"...", maxRulePath)
 	}
-	body := strings.TrimSuffix(p, "*")
-	for i := 0; i < len(body); i++ {
-		c := body[i]
+	if n := strings.Count(p, "*"); n > maxRuleStars {
+		return fmt.Errorf("path %q: at most %d '*'", p, maxRuleStars)
+	}
+	if strings.Contains(p, "**") {
+		return fmt.Errorf("path %q: '**' (one '*' already spans any characters, '/' included)", p)
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("/-._~!$&'()+;=@", c) >= 0:
-		case c == '*':
-			return fmt.Errorf("path %q: '*' is allowed only at the end (a prefix)", p)
+		case strings.IndexByte("/-._~!$&'()+;=@*", c) >= 0:
 		default:
 			return fmt.Errorf("path %q: character %q is not allowed in a rule's path (no ':', ',', '%%', '?', '#' or space)", p, c)
 		}
 	}
-	for _, seg := range strings.Split(body, "/") {
+	for _, seg := range strings.Split(p, "/") {
 		if seg == "." || seg == ".." {
 			return fmt.Errorf("path %q: no '.' or '..' segment", p)
 		}
@@ -165,10 +174,32 @@ func (r httpRule) allowsRequest(method, path string) bool {
 	if r.path == "" {
 		return true
 	}
-	if prefix, ok := strings.CutSuffix(r.path, "*"); ok {
-		return strings.HasPrefix(path, prefix)
+	return matchPathGlob(r.path, path)
+}
+
+// matchPathGlob says whether path matches pattern, where each '*' stands for any run of
+// characters ('/' included) and every other character for itself. The pieces between the
+// stars are found left to right, each at its first place after the one before: for a pattern
+// whose last piece must end the path, that first fit leaves the most room, so it never misses
+// a match.
+func matchPathGlob(pattern, path string) bool {
+	pieces := strings.Split(pattern, "*")
+	if len(pieces) == 1 {
+		return path == pattern
 	}
-	return path == r.path
+	first, last := pieces[0], pieces[len(pieces)-1]
+	if !strings.HasPrefix(path, first) {
+		return false
+	}
+	rest := path[len(first):]
+	for _, mid := range pieces[1 : len(pieces)-1] {
+		i := strings.Index(rest, mid)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(mid):]
+	}
+	return len(rest) >= len(last) && strings.HasSuffix(rest, last)
 }
 
 // RequestPath checks the path of a plain HTTP request (its escaped path, as sent) before a
@@ -193,4 +224,56 @@ func RequestPath(escaped string) error {
 		}
 	}
 	return nil
+}
+
+// HTTPSPort is the port a rule without one is read on for HTTPS (its relay's target).
+const HTTPSPort = 443
+
+// RuleTargets are the host:port whose HTTPS the session's relay terminates to check each
+// request against the rules (docs/network.md "Read-only HTTPS"): the host of every rule that
+// names one DNS name (not a wildcard, not an IP address: the session CA signs names), on the
+// rule's port or HTTPSPort, when no plain entry allows that host:port already (then every
+// request goes through as a tunnel). Sorted, each once.
+func (p Policy) RuleTargets() []string {
+	if p.mode != ModeAllow {
+		return nil
+	}
+	var out []string
+	for _, r := range p.rules {
+		if strings.HasPrefix(r.host, "*.") {
+			continue
+		}
+		if _, ip := parseIP(r.host); ip {
+			continue
+		}
+		port := r.port
+		if port == 0 {
+			port = HTTPSPort
+		}
+		if p.AllowsPort(r.host, port) {
+			continue
+		}
+		if t := r.host + ":" + strconv.Itoa(port); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RulesPolicy is the policy of the rules alone (canonical entries, as RulesFor gives them): what
+// the session's relay checks a terminated connection's requests with. A plain entry among them
+// is refused (the relay must not widen what the proxy decided).
+func RulesPolicy(rules []string) (Policy, error) {
+	if len(rules) == 0 {
+		return Policy{}, fmt.Errorf("no rules")
+	}
+	p, err := Parse("allow:" + strings.Join(rules, ","))
+	if err != nil {
+		return Policy{}, err
+	}
+	if len(p.plain) > 0 {
+		return Policy{}, fmt.Errorf("%q is not a method or path rule", p.plain[0])
+	}
+	return p, nil
 }

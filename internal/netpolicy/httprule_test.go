@@ -1,19 +1,21 @@
 package netpolicy
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
 
 func TestHTTPRulesParse(t *testing.T) {
 	for in, want := range map[string]string{
-		"allow:Example.com:ro":                "allow:example.com:ro",
-		"allow:example.com:HEAD+GET":          "allow:example.com:ro",
-		"allow:example.com:8080/simple/*:GET": "allow:example.com:8080/simple/*:GET",
-		"allow:example.com/*":                 "allow:example.com/*",
-		"allow:*.example.com/api:POST+GET":    "allow:*.example.com/api:GET+POST",
-		"allow:[::1]:8080:ro":                 "allow:[::1]:8080:ro",
-		"allow:10.0.0.5:ro,example.com":       "allow:10.0.0.5:ro,example.com",
+		"allow:Example.com:ro":                    "allow:example.com:ro",
+		"allow:example.com:HEAD+GET":              "allow:example.com:ro",
+		"allow:example.com:8080/simple/*:GET":     "allow:example.com:8080/simple/*:GET",
+		"allow:example.com/*":                     "allow:example.com/*",
+		"allow:*.example.com/api:POST+GET":        "allow:*.example.com/api:GET+POST",
+		"allow:[::1]:8080:ro":                     "allow:[::1]:8080:ro",
+		"allow:10.0.0.5:ro,example.com":           "allow:10.0.0.5:ro,example.com",
+		"allow:github.com/*/git-upload-pack:POST": "allow:github.com/*/git-upload-pack:POST",
 	} {
 		p, err := Parse(in)
 		if err != nil {
@@ -29,15 +31,16 @@ func TestHTTPRulesParse(t *testing.T) {
 		}
 	}
 	for in, wantErr := range map[string]string{
-		"allow:example.com/a/../b":   "no '.' or '..' segment",
-		"allow:example.com/a*b":      "'*' is allowed only at the end",
-		"allow:example.com/a%2fb":    "not allowed in a rule's path",
-		"allow:example.com:CONNECT":  "CONNECT is a tunnel",
-		"allow:@go:ro":               "a preset stands for hosts on every port",
-		"allow:@go/x":                "is not a preset",
-		"allow:example.com:GET++PUT": "an empty method",
-		"allow:example.com:https":    "not a number from 1 to 65535",
-		"allow:http://example.com/x": "not a URL",
+		"allow:example.com/a/../b":    "no '.' or '..' segment",
+		"allow:example.com/a**b":      "'**'",
+		"allow:example.com/*a*b*c*d*": "at most 4 '*'",
+		"allow:example.com/a%2fb":     "not allowed in a rule's path",
+		"allow:example.com:CONNECT":   "CONNECT is a tunnel",
+		"allow:@go:ro":                "a preset stands for hosts on every port",
+		"allow:@go/x":                 "is not a preset",
+		"allow:example.com:GET++PUT":  "an empty method",
+		"allow:example.com:https":     "not a number from 1 to 65535",
+		"allow:http://example.com/x":  "not a URL",
 	} {
 		_, err := Parse(in)
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
@@ -88,6 +91,53 @@ func TestHTTPRulesAllow(t *testing.T) {
 	}
 }
 
+func TestRulePathGlob(t *testing.T) {
+	for _, c := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"/*/git-upload-pack", "/owner/repo.git/git-upload-pack", true},
+		{"/*/git-upload-pack", "/git-upload-pack", false},
+		{"/*/git-upload-pack", "//git-upload-pack", true},
+		{"/*/git-upload-pack", "/owner/repo.git/git-receive-pack", false},
+		{"/*/git-upload-pack", "/owner/repo.git/git-upload-pack/x", false},
+		{"/a/*/b/*", "/a/x/y/b/z", true},
+		{"/a/*/b/*", "/a/b/z", false},
+		{"/a*a", "/a", false},
+		{"/a*a", "/aa", true},
+		{"/x*y*z", "/xzyz", true},
+		{"/x*y*z", "/xzy", false},
+		{"/simple/*", "/simple/", true},
+		{"/simple/*", "/simplex", false},
+		{"/index.html", "/index.html", true},
+		{"/index.html", "/index.htm", false},
+	} {
+		if got := matchPathGlob(c.pattern, c.path); got != c.want {
+			t.Errorf("matchPathGlob(%q, %q) = %v, want %v", c.pattern, c.path, got, c.want)
+		}
+	}
+}
+
+// FuzzRulePathGlob checks the glob against a regular expression built from the same pattern.
+func FuzzRulePathGlob(f *testing.F) {
+	f.Add("/*/git-upload-pack", "/o/r.git/git-upload-pack")
+	f.Add("/a*b*c", "/abcbc")
+	f.Add("/x*x*x", "/xxxx")
+	f.Fuzz(func(t *testing.T, pattern, path string) {
+		if checkRulePath(pattern) != nil || !strings.HasPrefix(pattern, "/") || len(path) > 200 {
+			return
+		}
+		parts := strings.Split(pattern, "*")
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		re := regexp.MustCompile("^" + strings.Join(parts, "(?s:.*)") + "$")
+		if got, want := matchPathGlob(pattern, path), re.MatchString(path); got != want {
+			t.Fatalf("matchPathGlob(%q, %q) = %v, the regexp says %v", pattern, path, got, want)
+		}
+	})
+}
+
 func TestRequestPath(t *testing.T) {
 	for _, ok := range []string{"", "/", "/a/b.txt", "/a%20b"} {
 		if err := RequestPath(ok); err != nil {
@@ -98,5 +148,36 @@ func TestRequestPath(t *testing.T) {
 		if err := RequestPath(bad); err == nil {
 			t.Errorf("RequestPath(%q) accepted", bad)
 		}
+	}
+}
+
+func TestRuleTargets(t *testing.T) {
+	for in, want := range map[string]string{
+		"allow:github.com:ro,github.com/*/git-upload-pack:POST": "github.com:443",
+		"allow:github.com:ro,github.com":                        "",                 // a plain entry: a tunnel
+		"allow:github.com:ro,github.com:443":                    "",                 // the same, on 443
+		"allow:github.com:ro,github.com:22":                     "github.com:443",   // another port only
+		"allow:api.example:8443/v1/*:GET,*.example:ro":          "api.example:8443", // not a wildcard
+		"allow:10.0.0.5:ro,[::1]:ro":                            "",                 // not an IP address
+		"allow:b.example:ro,a.example:GET,a.example:HEAD":       "a.example:443,b.example:443",
+		"open": "",
+		"none": "",
+	} {
+		p, err := Parse(in)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", in, err)
+		}
+		if got := strings.Join(p.RuleTargets(), ","); got != want {
+			t.Errorf("%s: RuleTargets = %q, want %q", in, got, want)
+		}
+	}
+	if err := (&SecretsSetup{RuleTargets: []string{"github.com"}}).Check(); err == nil {
+		t.Error("a rule target without a port was accepted")
+	}
+	if err := (&SecretsSetup{}).Check(); err == nil || !strings.Contains(err.Error(), "bound hosts and rule targets") {
+		t.Errorf("an empty setup: %v", err)
+	}
+	if _, err := RulesPolicy([]string{"github.com:ro", "github.com"}); err == nil {
+		t.Error("RulesPolicy took a plain entry")
 	}
 }

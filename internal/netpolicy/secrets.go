@@ -19,6 +19,10 @@ import (
 type SecretsSetup struct {
 	// Hosts are the bound host:port (lower case, a DNS name, a port).
 	Hosts []string `json:"hosts"`
+	// RuleTargets are the host:port that method and path rules only name (Policy.RuleTargets):
+	// the proxy hands their CONNECTs to the relay too, which terminates TLS with the session CA
+	// and checks each request against the rules the proxy sends with it (nothing injected).
+	RuleTargets []string `json:"rule_targets,omitempty"`
 	// CAPEM is the session CA's certificate (PEM): public, the key stays on the host.
 	CAPEM string `json:"ca_pem"`
 	// Env are NAME=PLACEHOLDER for the agent's environment.
@@ -69,10 +73,10 @@ func ParseSecretsSetup(data []byte) (*SecretsSetup, error) {
 
 // Check refuses a setup that is not what the host makes.
 func (s *SecretsSetup) Check() error {
-	if len(s.Hosts) == 0 || len(s.Hosts) > maxSecretHosts {
-		return fmt.Errorf("the secrets setup needs 1 to %d bound hosts", maxSecretHosts)
+	if n := len(s.Hosts) + len(s.RuleTargets); n == 0 || n > maxSecretHosts {
+		return fmt.Errorf("the secrets setup needs 1 to %d bound hosts and rule targets", maxSecretHosts)
 	}
-	for _, h := range s.Hosts {
+	for _, h := range append(slices.Clone(s.Hosts), s.RuleTargets...) {
 		if _, _, err := SplitBoundHost(h); err != nil {
 			return err
 		}

@@ -21,6 +21,13 @@ type Log struct {
 	dropped int
 	counts  map[string]map[string]int // secret -> host -> uses
 	bare    int                       // requests to a bound host that carried no secret
+	ruled   map[string]*ruledCount    // rule target -> requests checked against the rules
+}
+
+// ruledCount counts the requests to a rule target: allowed, and refused with the last one.
+type ruledCount struct {
+	allowed, refused int
+	last             string // "METHOD PATH" of the last refused
 }
 
 // Record keeps u.
@@ -37,6 +44,23 @@ func (l *Log) Record(u Use) {
 		l.dropped += n
 	}
 	l.uses = append(l.uses, u)
+	if u.Rules {
+		if l.ruled == nil {
+			l.ruled = map[string]*ruledCount{}
+		}
+		rc := l.ruled[u.Host]
+		if rc == nil {
+			rc = &ruledCount{}
+			l.ruled[u.Host] = rc
+		}
+		if u.Refused {
+			rc.refused++
+			rc.last = u.Method + " " + u.Path
+		} else {
+			rc.allowed++
+		}
+		return
+	}
 	if len(u.Secrets) == 0 {
 		l.bare++
 	}
@@ -93,6 +117,19 @@ func (l *Log) Summary() []string {
 			with = "with " + strings.Join(hosts, ", ")
 		}
 		lines = append(lines, fmt.Sprintf("%s used %d %s, %s", n, total, times, with))
+	}
+	targets := make([]string, 0, len(l.ruled))
+	for t := range l.ruled {
+		targets = append(targets, t)
+	}
+	slices.Sort(targets)
+	for _, t := range targets {
+		rc := l.ruled[t]
+		line := fmt.Sprintf("%s: %d HTTPS requests allowed by the network rules, %d refused", strings.TrimSuffix(t, ":443"), rc.allowed, rc.refused)
+		if rc.refused > 0 {
+			line += " (the last: " + rc.last + ")"
+		}
+		lines = append(lines, line)
 	}
 	return lines
 }

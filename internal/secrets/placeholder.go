@@ -123,6 +123,9 @@ func (s *Set) Hosts() []string {
 	return hosts
 }
 
+// BoundNames are the bound hosts' names (no port), sorted, once each.
+func (s *Set) BoundNames() []string { return hostNames(s.Hosts()) }
+
 // Bound says whether target (host:port) is a bound host.
 func (s *Set) Bound(target string) bool {
 	return slices.Contains(s.Hosts(), strings.ToLower(target))

@@ -13,9 +13,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
 // Defaults of a Relay.
@@ -51,7 +54,11 @@ type Use struct {
 	// Status is the response's status code (0: none came).
 	Status int
 	// Err says why the request failed, if it did.
-	Err string
+	Err string `json:",omitempty"`
+	// Rules: the request went to a host that method and path rules only name, and was checked
+	// against them (Relay.ServeRuled); Refused: they did not allow it (it never left).
+	Rules   bool `json:",omitempty"`
+	Refused bool `json:",omitempty"`
 }
 
 // Recorder takes every Use. It must not block for long (the request waits for it).
@@ -65,6 +72,9 @@ type Relay struct {
 	CA  *CA
 	// Recorder takes the log of uses (nil: none).
 	Recorder Recorder
+	// RuleTargets are the host:port, named by method and path rules only, whose HTTPS the
+	// relay terminates to check each request (ServeRuled); the CA signs their names too.
+	RuleTargets []string
 	// Dial reaches a bound host:port (default: a net.Dialer; tests point it at a fake
 	// provider).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -96,6 +106,38 @@ func (r *Relay) Serve(ctx context.Context, conn net.Conn, target string) error {
 		return ErrNotBound
 	}
 	c := &session{relay: r, target: target, host: host, port: port, secrets: r.Set.For(target)}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		conn.Close()
+		c.closeUp()
+	})
+	defer stop()
+	defer c.closeUp()
+	return c.serve(ctx, conn)
+}
+
+// ServeRuled relays one connection from the guest's proxy to target, a host:port that the
+// session's method and path rules only name (netpolicy.Policy.RuleTargets), with rules, the
+// canonical rules the proxy holds for it now: it terminates TLS with the CA's leaf as Serve
+// does, lets through each request that a rule allows (its method, and its path as sent,
+// checked as the proxy checks a plain request's: netpolicy.RequestPath), and answers every
+// other one 403 without sending it on. Nothing is injected; an upgrade (a WebSocket) is
+// refused, since what it carries could not be read. ErrNotBound: target is not one of
+// RuleTargets, or rules are not rules for it.
+func (r *Relay) ServeRuled(ctx context.Context, conn net.Conn, target string, rules []string) error {
+	defer conn.Close()
+	target = strings.ToLower(target)
+	host, port, err := net.SplitHostPort(target)
+	if err != nil || r.CA == nil || !slices.Contains(r.RuleTargets, target) {
+		return ErrNotBound
+	}
+	pol, err := netpolicy.RulesPolicy(rules)
+	portNum, _ := strconv.Atoi(port)
+	if err != nil || len(pol.RulesFor(host, portNum)) == 0 {
+		return fmt.Errorf("%w: the rules for %s are not rules for it (%v)", ErrNotBound, target, err)
+	}
+	c := &session{relay: r, target: target, host: host, port: port, rules: &pol, portNum: portNum}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
@@ -140,11 +182,14 @@ type session struct {
 	target     string
 	host, port string
 	secrets    []Secret
-	up         *tls.Conn
-	upR        *bufio.Reader
-	upW        *bufio.Writer
-	clientW    *bufio.Writer
-	clientTLS  *tls.Conn
+	// rules, when set, decide each request (ServeRuled); portNum is port's number.
+	rules     *netpolicy.Policy
+	portNum   int
+	up        *tls.Conn
+	upR       *bufio.Reader
+	upW       *bufio.Writer
+	clientW   *bufio.Writer
+	clientTLS *tls.Conn
 }
 
 func (c *session) closeUp() {
@@ -236,6 +281,17 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 	case !c.sameHost(req.Host):
 		return fail(http.StatusMisdirectedRequest, "Host %q on a connection to %s", capPath(req.Host), c.host)
 	}
+	if c.rules != nil {
+		use.Rules = true
+		if why := c.checkRules(req); why != "" {
+			// The policy at work, not a failure: answered, logged, the connection ended (its
+			// body unread), and no error for the caller to report.
+			use.Refused = true
+			_, _ = fail(http.StatusForbidden, "network policy: %s %s to %s: %s (the rules for it: %s; ask the person to allow it: limactl mcp network INSTANCE allow HOST[:PORT][/PATH][:METHODS])",
+				req.Method, capPath(req.URL.EscapedPath()), c.target, why, strings.Join(c.rules.RulesFor(c.host, c.portNum), ", "))
+			return false, nil
+		}
+	}
 	injected := inject(req, c.secrets)
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""} // else req.Write adds Go's
@@ -317,6 +373,26 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 		return false, fmt.Errorf("secrets relay: sending the request to %s: %w", c.target, werr)
 	}
 	return !resp.Close && !req.Close, nil
+}
+
+// checkRules says why the session's rules refuse req ("": they allow it). The path is the one
+// sent, escaped, checked as the guest's proxy checks a plain request's; the query is not part
+// of it. An upgrade is refused: what it carries afterwards could not be read.
+func (c *session) checkRules(req *http.Request) string {
+	path := req.URL.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if err := netpolicy.RequestPath(path); err != nil {
+		return err.Error()
+	}
+	if req.Header.Get("Upgrade") != "" {
+		return "an upgrade (a WebSocket) carries what the relay cannot check, so it is refused under rules"
+	}
+	if allowed, _ := c.rules.AllowsRequest(c.host, c.portNum, req.Method, path); !allowed {
+		return "no rule allows this method on this path"
+	}
+	return ""
 }
 
 // abort ends both sides of a round trip that went wrong, and waits for its request's writer

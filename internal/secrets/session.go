@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -38,11 +39,16 @@ type Session struct {
 }
 
 // OpenSession opens (or makes) the session CA in dir, the session's host state directory,
-// for set's bound hosts, and the relay with its log there. set's placeholders become the
+// for set's bound hosts and ruleTargets (host:port that method and path rules only name,
+// whose HTTPS the relay reads: netpolicy.Policy.RuleTargets), and the relay with its log
+// there. set may be nil or empty when there are rule targets (no secret then). set's placeholders become the
 // session's (PlaceholdersFile: those another process of the session made for the same names,
 // kept for the next one otherwise). Both under the session's secrets lock, so that two
 // processes opening at once agree on the placeholders and the CA.
-func OpenSession(dir string, set *Set) (*Session, error) {
+func OpenSession(dir string, set *Set, ruleTargets []string) (*Session, error) {
+	if set == nil {
+		set = &Set{}
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
@@ -56,12 +62,12 @@ func OpenSession(dir string, set *Set) (*Session, error) {
 	if err := set.sharePlaceholders(root, dir); err != nil {
 		return nil, err
 	}
-	ca, err := OpenCA(dir, set.Hosts())
+	ca, err := OpenCA(dir, append(set.Hosts(), ruleTargets...))
 	if err != nil {
 		return nil, err
 	}
 	flog := &FileLog{Dir: dir}
-	relay := &Relay{Set: set, CA: ca, Recorder: flog}
+	relay := &Relay{Set: set, CA: ca, Recorder: flog, RuleTargets: slices.Clone(ruleTargets)}
 	if err := applyTestHook(relay); err != nil {
 		return nil, err
 	}
@@ -70,15 +76,20 @@ func OpenSession(dir string, set *Set) (*Session, error) {
 
 // Setup is what the guest is given: bound hosts, the CA's certificate, the placeholders.
 func (s *Session) Setup() netpolicy.SecretsSetup {
-	return netpolicy.SecretsSetup{Hosts: s.Set.Hosts(), CAPEM: string(s.CA.CertPEM()), Env: s.Set.Env()}
+	return netpolicy.SecretsSetup{Hosts: s.Set.Hosts(), RuleTargets: slices.Clone(s.Relay.RuleTargets), CAPEM: string(s.CA.CertPEM()), Env: s.Set.Env()}
 }
 
 // BoundNames are the bound hosts' names (no port): what an allowlist must hold.
-func (s *Session) BoundNames() []string { return hostNames(s.Set.Hosts()) }
+func (s *Session) BoundNames() []string { return s.Set.BoundNames() }
 
 // Serve is Relay.Serve (for guest.AgentSecrets).
 func (s *Session) Serve(ctx context.Context, c net.Conn, target string) error {
 	return s.Relay.Serve(ctx, c, target)
+}
+
+// ServeRuled is Relay.ServeRuled (for guest.AgentSecrets).
+func (s *Session) ServeRuled(ctx context.Context, c net.Conn, target string, rules []string) error {
+	return s.Relay.ServeRuled(ctx, c, target, rules)
 }
 
 // FileLog is a Recorder that keeps the uses in memory (Log) and appends each to the session's

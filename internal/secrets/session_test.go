@@ -14,7 +14,7 @@ func TestSessionLogFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := OpenSession(dir, set)
+	s, err := OpenSession(dir, set, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestSessionLogFile(t *testing.T) {
 func TestTestHook(t *testing.T) {
 	t.Setenv(TestUpstreamEnv, "api.anthropic.com:443")
 	set, _ := NewSet(Secret{Name: "X", Value: "v-0123456789", Placeholder: NewPlaceholder("", 40), Hosts: []string{"api.anthropic.com:443"}})
-	if _, err := OpenSession(t.TempDir(), set); err == nil || !strings.Contains(err.Error(), TestUpstreamEnv) {
+	if _, err := OpenSession(t.TempDir(), set, nil); err == nil || !strings.Contains(err.Error(), TestUpstreamEnv) {
 		t.Errorf("a bad hook: %v", err)
 	}
 }
@@ -147,7 +147,7 @@ func TestSessionSharesPlaceholders(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			s, err := OpenSession(dir, newSet(false))
+			s, err := OpenSession(dir, newSet(false), nil)
 			opened[i] = s
 			errs <- err
 		}()
@@ -165,21 +165,21 @@ func TestSessionSharesPlaceholders(t *testing.T) {
 	}
 	// A later process that asks for one more: the first's placeholder again, a new one for
 	// the other name, kept for the next process.
-	wider, err := OpenSession(dir, newSet(true))
+	wider, err := OpenSession(dir, newSet(true), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := wider.Setup().Env; got[0] != first.Env[0] || !strings.HasPrefix(got[1], "GITHUB_TOKEN=ghp_"+PlaceholderMark) {
 		t.Errorf("the wider set: %v, want %s and a GitHub placeholder", got, first.Env[0])
 	}
-	again, err := OpenSession(dir, newSet(true))
+	again, err := OpenSession(dir, newSet(true), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(again.Setup().Env, " ") != strings.Join(wider.Setup().Env, " ") {
 		t.Errorf("a restart: %v, want %v", again.Setup().Env, wider.Setup().Env)
 	}
-	narrow, err := OpenSession(dir, newSet(false))
+	narrow, err := OpenSession(dir, newSet(false), nil)
 	if err != nil || strings.Join(narrow.Setup().Env, " ") != first.Env[0] {
 		t.Errorf("the narrower set again: %v, %v", narrow.Setup().Env, err)
 	}
@@ -202,7 +202,7 @@ func TestSessionSharesPlaceholders(t *testing.T) {
 	// itself): a new one for that name, written back.
 	for _, bad := range []string{"sk-" + PlaceholderMark + "abcdefghijklmnopqrstuvwxyz", "sk-ant-api03-" + PlaceholderMark + "abc$efghijklmnopqrstuvwxyz", "sk-ant-api03-" + PlaceholderMark + "short", value} {
 		os.WriteFile(path, []byte(`{"placeholders":{"ANTHROPIC_API_KEY":"`+bad+`"}}`), 0o600)
-		s, err := OpenSession(dir, newSet(false))
+		s, err := OpenSession(dir, newSet(false), nil)
 		if err != nil {
 			t.Fatalf("%q: %v", bad, err)
 		}
@@ -229,7 +229,7 @@ func TestSessionSharesPlaceholders(t *testing.T) {
 	} {
 		os.RemoveAll(path)
 		damage()
-		_, err := OpenSession(dir, newSet(false))
+		_, err := OpenSession(dir, newSet(false), nil)
 		if err == nil || !strings.Contains(err.Error(), "remove") || strings.Contains(err.Error(), "value-0123456789") {
 			t.Errorf("%s: %v", name, err)
 		}

@@ -68,13 +68,21 @@ func ResolveSecrets(ctx context.Context, f SecretFlags, lookup func(string) (str
 // the session's host state directory), the relay, and the bound hosts added to its allowlist.
 // It must run before the session's connection is first used. Under open the session's
 // connection carries the proxy of the bound hosts instead; under none it refuses with the fix. w gets a line saying which hosts joined the allowlist.
+//
+// The relay also reads the HTTPS of the hosts that the agent's method and path rules only name
+// (netpolicy.Policy.RuleTargets: `github.com:ro`), to check each request against the rules:
+// such a policy wires the session CA and the relay without any secret.
 func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set, w io.Writer) (*secrets.Session, error) {
-	if set == nil {
-		return nil, nil
-	}
 	pol, err := netpolicy.Parse(plan.Net.Network)
 	if err != nil {
 		return nil, err
+	}
+	ruleTargets, err := agentRuleTargets(plan, set)
+	if err != nil {
+		return nil, err
+	}
+	if set == nil && len(ruleTargets) == 0 {
+		return nil, nil
 	}
 	if pol.Mode() == netpolicy.ModeNone {
 		return nil, errors.New("--secret: under --network none no host may be reached, the bound ones included: use --network allow:HOST,... (the bound hosts are added to it) or open")
@@ -87,7 +95,7 @@ func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	s, err := secrets.OpenSession(dir, set)
+	s, err := secrets.OpenSession(dir, set, ruleTargets)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +134,14 @@ func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set
 	// Their bound hosts join the allowlist of whichever policy each set-up puts in place
 	// (guest.Agent.CurrentPolicy).
 	for _, ag := range agents {
-		ag.Secrets = &guest.AgentSecrets{Setup: s.Setup(), Serve: s.Serve}
+		ag.Secrets = &guest.AgentSecrets{Setup: s.Setup(), Serve: s.Serve, ServeRuled: s.ServeRuled}
+	}
+	if len(ruleTargets) > 0 && w != nil {
+		fmt.Fprintf(w, "limactl-mcp: network rules: the relay on the host reads the HTTPS of %s (the guest trusts this session's CA for it) and lets through only the requests the rules allow\n",
+			strings.Join(ruleTargets, ", "))
+	}
+	if set == nil {
+		return s, nil
 	}
 	if len(added) > 0 && w != nil {
 		fmt.Fprintf(w, "limactl-mcp: the secrets' bound hosts join the allowlist for this run: %s\n", strings.Join(added, ", "))
@@ -136,4 +151,21 @@ func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set
 			strings.Join(set.Names(), ", "), strings.Join(set.Hosts(), ", "))
 	}
 	return s, nil
+}
+
+// agentRuleTargets are the rule targets of the planned agent's policy (netpolicy.Policy
+// .RuleTargets), the secrets' bound hosts counted as the plain entries they become.
+func agentRuleTargets(plan *sessionopen.Plan, set *secrets.Set) ([]string, error) {
+	a := plan.Net.Agent
+	if a == nil {
+		return nil, nil
+	}
+	p, err := netpolicy.Parse(a.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if set != nil {
+		p = p.WithHosts(set.BoundNames())
+	}
+	return p.RuleTargets(), nil
 }

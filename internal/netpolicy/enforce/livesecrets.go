@@ -15,6 +15,7 @@ import (
 type keptFromSetup struct {
 	hosts       []string
 	secretHosts []string
+	ruleTargets []string
 	relayUID    int
 	env         string
 }
@@ -24,10 +25,10 @@ type keptFromSetup struct {
 // session has no secrets (nothing to keep).
 func keptSecrets(l Layout, user string) (keptFromSetup, bool) {
 	up, held, err := readPolicyFile(l.policyFile(user))
-	if err != nil || len(up.SecretHosts) == 0 || up.RelayUID <= 0 {
+	if err != nil || len(up.SecretHosts)+len(up.RuleTargets) == 0 || up.RelayUID <= 0 {
 		return keptFromSetup{}, false
 	}
-	k := keptFromSetup{secretHosts: up.SecretHosts, relayUID: up.RelayUID}
+	k := keptFromSetup{secretHosts: up.SecretHosts, ruleTargets: up.RuleTargets, relayUID: up.RelayUID}
 	for _, hp := range up.SecretHosts {
 		if h, _, err := netpolicy.SplitBoundHost(hp); err == nil {
 			k.hosts = append(k.hosts, h)

@@ -24,6 +24,9 @@ type UserPolicy struct {
 	// SecretHosts are the bound host:port whose CONNECTs go to the session's relay, and
 	// RelayUID the Lima user who must be listening there (secrets.go).
 	SecretHosts []string `json:"secret_hosts,omitempty"`
+	// RuleTargets are the host:port that method and path rules only name, whose CONNECTs go
+	// to the relay too, with the rules: it terminates TLS and checks each request.
+	RuleTargets []string `json:"rule_targets,omitempty"`
 	RelayUID    int      `json:"relay_uid,omitempty"`
 }
 

@@ -261,7 +261,7 @@ func refusal(policy netpolicy.Policy, host string, port int) (reason, msg string
 	case len(policy.RulesFor(host, port)) > 0:
 		// Only HTTP rules name it: a tunnel (HTTPS) carries requests the proxy cannot read.
 		rules := strings.Join(policy.RulesFor(host, port), ", ")
-		return "tunnel under http rules", fmt.Sprintf("limactl-mcp network policy %s: %s is allowed for plain HTTP requests by the rules %s only; a tunnel (HTTPS, CONNECT) carries requests the proxy cannot read, so it is refused (%s, without a method or path, to allow every request)\n", policy, target, rules, ask)
+		return "tunnel under http rules", fmt.Sprintf("limactl-mcp network policy %s: %s is allowed by the rules %s only, and this session's relay does not read its HTTPS (it does for a host name that rules named when the session's agent started: start it again to have each request checked); a tunnel (CONNECT) carries requests the proxy cannot read, so it is refused (%s, without a method or path, to allow every request)\n", policy, target, rules, ask)
 	case policy.AllowsSomePort(host):
 		return "port not allowed", fmt.Sprintf("limactl-mcp network policy %s: %s is allowed on other ports only (%s)\n", policy, target, ask)
 	}
@@ -333,6 +333,12 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 		p.tunnelToRelay(c, br, user, host, port, target)
 		return
 	}
+	if line, ok := ruleTarget(user, policy, host, port); ok {
+		// A host that method and path rules only name, whose HTTPS the relay reads: it checks
+		// each request against the rules given on its line.
+		p.tunnelToRelay(c, br, user, host, port, line)
+		return
+	}
 	upstream, reason, ok := p.open(c, br, user, policy, host, port)
 	if !ok {
 		return
@@ -345,13 +351,18 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down, Reason: reason})
 }
 
-// tunnelToRelay serves a CONNECT to a bound host through the session's relay: no fallback
-// when the relay is not there (a 502 saying so).
-func (p *Proxy) tunnelToRelay(c net.Conn, br *bufio.Reader, user UserPolicy, host string, port int, target string) {
-	upstream, err := dialRelay(p.layout, user, target)
+// tunnelToRelay serves a CONNECT to a bound host, or to a host the rules only name, through
+// the session's relay (line: what the relay reads first, the target and the rules if any): no
+// fallback when the relay is not there (a 502 saying so).
+func (p *Proxy) tunnelToRelay(c net.Conn, br *bufio.Reader, user UserPolicy, host string, port int, line string) {
+	upstream, err := dialRelay(p.layout, user, line)
 	if err != nil {
+		what := "a bound host of the session's secrets"
+		if strings.Contains(line, " ") {
+			what = "named by method and path rules, whose requests the relay reads"
+		}
 		p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, Reason: "secrets relay failed: " + err.Error()})
-		writeError(c, 502, "Bad Gateway", fmt.Sprintf("limactl-mcp network proxy: %s is a bound host of the session's secrets, but its relay on the host could not be reached: %v\n", host, err))
+		writeError(c, 502, "Bad Gateway", fmt.Sprintf("limactl-mcp network proxy: %s is %s, but the session's relay on the host could not be reached: %v\n", host, what, err))
 		return
 	}
 	defer upstream.Close()

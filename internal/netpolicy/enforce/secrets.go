@@ -24,7 +24,7 @@ import (
 // checkSecrets checks the secrets part of a policy file: bound hosts only under allow, each
 // on the allowlist, with the uid of the Lima user who listens for the relay.
 func (u UserPolicy) checkSecrets(p netpolicy.Policy) error {
-	if len(u.SecretHosts) == 0 {
+	if len(u.SecretHosts) == 0 && len(u.RuleTargets) == 0 {
 		if u.RelayUID != 0 {
 			return fmt.Errorf("user %s: a relay uid without bound hosts", u.User)
 		}
@@ -43,6 +43,13 @@ func (u UserPolicy) checkSecrets(p netpolicy.Policy) error {
 		}
 		if !p.Allows(host) {
 			return fmt.Errorf("user %s: bound host %s is not on the allowlist", u.User, host)
+		}
+	}
+	for _, hp := range u.RuleTargets {
+		// Whether rules name it is the proxy's to check at each CONNECT (a live change may
+		// drop them): a target without rules is never handed to the relay.
+		if _, _, err := netpolicy.SplitBoundHost(hp); err != nil {
+			return fmt.Errorf("user %s: rule target: %w", u.User, err)
 		}
 	}
 	return nil
@@ -175,6 +182,22 @@ func updateTrust(ctx context.Context, l Layout) error {
 		return fmt.Errorf("%s: %v: %s", filepath.Base(l.TrustTool[0]), err, truncate(strings.TrimSpace(string(out)), 300))
 	}
 	return nil
+}
+
+// ruleTarget is the relay's line for a CONNECT to host:port that user's relay terminates for
+// its method and path rules (netpolicy.RuleTargets): "host:port RULE,RULE...", the rules the
+// policy has for it now (a live change included). ok is false when the relay does not
+// terminate it, or when a plain entry allows the host:port (a tunnel then) or no rule names it.
+func ruleTarget(user UserPolicy, policy netpolicy.Policy, host string, port int) (line string, ok bool) {
+	if len(user.RuleTargets) == 0 || policy.AllowsPort(host, port) {
+		return "", false
+	}
+	target := fmt.Sprintf("%s:%d", strings.TrimSuffix(strings.ToLower(host), "."), port)
+	rules := policy.RulesFor(host, port)
+	if !slices.Contains(user.RuleTargets, target) || len(rules) == 0 {
+		return "", false
+	}
+	return target + " " + strings.Join(rules, ","), true
 }
 
 // boundTarget says whether host:port is one of user's bound hosts (a trailing dot and case

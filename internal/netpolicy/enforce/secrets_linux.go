@@ -12,13 +12,13 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
-// dialRelay connects to user's relay socket for target (a bound host:port) and tells the relay
-// which host it is for: the directory is opened with no symbolic link followed at any
+// dialRelay connects to user's relay socket and tells the relay what the connection is for,
+// line: a bound host:port, or a rule target and its rules (ruleTarget). The directory is opened with no symbolic link followed at any
 // component (openDirNoFollow) and must be the relay user's and 0700; the socket is reached
 // through that descriptor (/proc/self/fd/N/relay.sock: there is no connectat); the listener
 // must be the relay user (SO_PEERCRED: sshd's session, as the Lima user, listens there for the
-// host). The relay checks target against its own bound hosts again.
-func dialRelay(l Layout, user UserPolicy, target string) (net.Conn, error) {
+// host). The relay checks the target against its own bound hosts and rule targets again.
+func dialRelay(l Layout, user UserPolicy, line string) (net.Conn, error) {
 	dir := l.secretsDir(user.User)
 	fd, err := openDirNoFollow(dir)
 	if err != nil {
@@ -48,7 +48,7 @@ func dialRelay(l Layout, user UserPolicy, target string) (net.Conn, error) {
 		return nil, fmt.Errorf("the relay socket is not held by the Lima user (uid %d): refused", user.RelayUID)
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(dialTimeout))
-	if _, err := c.Write([]byte(target + "\n")); err != nil {
+	if _, err := c.Write([]byte(line + "\n")); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("writing to the relay: %w", err)
 	}

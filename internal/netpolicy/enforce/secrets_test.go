@@ -280,12 +280,19 @@ func TestSecretsPolicyChecks(t *testing.T) {
 		{User: "lmcp-x", UID: 1000, Policy: "allow:b.test", SecretHosts: []string{"a.test:443"}, RelayUID: 1},
 		{User: "lmcp-x", UID: 1000, Policy: "allow:a.test", SecretHosts: []string{"a.test"}, RelayUID: 1},
 		{User: "lmcp-x", UID: 1000, Policy: "allow:a.test", RelayUID: 1},
+		{User: "lmcp-x", UID: 1000, Policy: "allow:a.test:ro", RuleTargets: []string{"a.test:443"}},
+		{User: "lmcp-x", UID: 1000, Policy: "none", RuleTargets: []string{"a.test:443"}, RelayUID: 1},
+		{User: "lmcp-x", UID: 1000, Policy: "allow:a.test:ro", RuleTargets: []string{"a.test"}, RelayUID: 1},
+		{User: "lmcp-x", UID: 1000, Policy: "allow:a.test:ro", RuleTargets: []string{"10.0.0.1:443"}, RelayUID: 1},
 	} {
 		if _, err := u.parsed(); err == nil {
 			t.Errorf("%+v: accepted", u)
 		}
 	}
 	if _, err := (UserPolicy{User: "lmcp-x", UID: 1000, Policy: "allow:a.test", SecretHosts: []string{"a.test:443"}, RelayUID: 1}).parsed(); err != nil {
+		t.Error(err)
+	}
+	if _, err := (UserPolicy{User: "lmcp-x", UID: 1000, Policy: "allow:a.test:ro", RuleTargets: []string{"a.test:443"}, RelayUID: 1}).parsed(); err != nil {
 		t.Error(err)
 	}
 }
@@ -388,5 +395,53 @@ func TestTrustStoreByDistribution(t *testing.T) {
 	l.TrustTool = []string{filepath.Join(tmp, "update-ca-certificates")}
 	if err := updateTrust(context.Background(), l); err == nil || !strings.Contains(err.Error(), "update-ca-certificates is not installed in the guest") || !strings.Contains(err.Error(), "install ca-certificates") {
 		t.Errorf("a missing tool: %v", err)
+	}
+}
+
+// TestProxyHandsRuleTargetsToTheRelay: a CONNECT to a host:port that method and path rules
+// only name, and that the session's relay terminates (RuleTargets), goes to the relay with the
+// rules the policy holds for it now; on another port, or once a live change drops its rules,
+// or when a plain entry allows it, it does not.
+func TestProxyHandsRuleTargetsToTheRelay(t *testing.T) {
+	f := startSecretsFixture(t)
+	write := func(policy string) {
+		u, _ := user.Lookup(f.agent)
+		uid, _ := strconv.Atoi(u.Uid)
+		writePolicy(t, f.layout, UserPolicy{User: "lmcp-test", UID: uid, Policy: policy, RuleTargets: []string{"ruled.test:443"}, RelayUID: uid})
+	}
+	write("allow:localhost,ruled.test:ro,ruled.test/*/git-upload-pack:POST")
+	f.restartProxy(t)
+	f.startRelay(t)
+	out, code := f.curlAs(t, "-p", "http://RULED.test.:443/o/r.git/info/refs")
+	if code != 0 || !strings.Contains(out, "relay got ruled.test:443 ") {
+		t.Fatalf("CONNECT ruled.test:443: exit %d\n%s", code, out)
+	}
+	for _, rule := range []string{"ruled.test:ro", "ruled.test/*/git-upload-pack:POST"} {
+		if !strings.Contains(out, rule) {
+			t.Errorf("the relay's line lacks the rule %s: %s", rule, out)
+		}
+	}
+	// Another port: not a rule target; refused as a tunnel the proxy cannot read.
+	out, _ = f.curlAs(t, "-i", "-p", "http://ruled.test:8443/")
+	if strings.Contains(out, "relay got") || f.lastReason(t) != "tunnel under http rules" {
+		t.Errorf("ruled.test:8443: %q (%s)", out, f.lastReason(t))
+	}
+	// Rules of the same host with a live change: the relay gets the new ones.
+	write("allow:localhost,ruled.test:GET")
+	out, code = f.curlAs(t, "-p", "http://ruled.test:443/")
+	if code != 0 || !strings.Contains(out, "relay got ruled.test:443 ruled.test:GET") || strings.Contains(out, "upload-pack") {
+		t.Errorf("after the change of rules: exit %d\n%s", code, out)
+	}
+	// The rules dropped: refused, never relayed (the target alone allows nothing).
+	write("allow:localhost")
+	out, _ = f.curlAs(t, "-i", "-p", "http://ruled.test:443/")
+	if strings.Contains(out, "relay got") || f.lastReason(t) != "not on the allowlist" {
+		t.Errorf("without rules: %q (%s)", out, f.lastReason(t))
+	}
+	// A plain entry allows every request: a tunnel, not the relay.
+	write("allow:localhost,ruled.test,ruled.test:ro")
+	out, _ = f.curlAs(t, "-i", "-p", "http://ruled.test:443/")
+	if strings.Contains(out, "relay got") {
+		t.Errorf("a plainly allowed host went to the relay: %q", out)
 	}
 }
