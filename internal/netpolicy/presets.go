@@ -10,10 +10,11 @@ import (
 // for a set of hosts (allow:@go,@npm,example.com). docs/network.md lists it exactly (a test in
 // internal/command/networkcmd checks it) and `limactl mcp network presets` prints it.
 //
-// A preset is host names only, like every policy entry: it allows every request to its hosts,
+// A preset is policy entries: host names for most, which allow every request to their hosts,
 // including those that write (a publish to a registry, a push to GitHub with a token the agent
-// holds). Hosts shared with other users (storage.googleapis.com serves every Google Cloud
-// Storage bucket) are named in the preset's note.
+// holds); method and path rules for the read-only ones (@github-read), which do not. Hosts
+// shared with other users (storage.googleapis.com serves every Google Cloud Storage bucket) are
+// named in the preset's note.
 var presetTable = []presetDef{
 	{Name: "go", Summary: "Go modules: the module proxy and checksum database (go mod download, go get, toolchain downloads)",
 		Hosts: []string{"proxy.golang.org", "sum.golang.org", "storage.googleapis.com"},
@@ -32,7 +33,10 @@ var presetTable = []presetDef{
 		Hosts: []string{"deb.debian.org", "security.debian.org", "archive.ubuntu.com", "*.archive.ubuntu.com", "security.ubuntu.com", "ports.ubuntu.com"}},
 	{Name: "github", Summary: "GitHub: clones, the API, archives, raw files and release downloads",
 		Hosts: []string{"github.com", "api.github.com", "codeload.github.com", "raw.githubusercontent.com", "objects.githubusercontent.com", "release-assets.githubusercontent.com"},
-		Note:  "host names only: a push or an API write with a token the agent holds goes through too"},
+		Note:  "host names only: a push or an API write with a token the agent holds goes through too; @github-read does not let them"},
+	{Name: "github-read", Summary: "GitHub read only: clone and fetch over HTTPS, API reads, archives, raw files and release downloads; a push or any other write is refused",
+		Hosts: []string{"github.com:ro", "github.com/*/git-upload-pack:POST", "api.github.com:ro", "codeload.github.com:ro", "raw.githubusercontent.com:ro", "objects.githubusercontent.com:ro", "release-assets.githubusercontent.com:ro"},
+		Note:  "method and path rules, whose HTTPS the session's relay on the host reads (docs/network.md, Read-only HTTPS); not git over SSH, not Git LFS (its batch API is a POST)"},
 	{Name: "anthropic", Summary: "Anthropic's API (Claude)",
 		Hosts: []string{"api.anthropic.com"}},
 	{Name: "openai", Summary: "OpenAI's API",

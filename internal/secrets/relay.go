@@ -105,16 +105,7 @@ func (r *Relay) Serve(ctx context.Context, conn net.Conn, target string) error {
 	if err != nil || r.Set == nil || r.CA == nil || !r.Set.Bound(target) {
 		return ErrNotBound
 	}
-	c := &session{relay: r, target: target, host: host, port: port, secrets: r.Set.For(target)}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		conn.Close()
-		c.closeUp()
-	})
-	defer stop()
-	defer c.closeUp()
-	return c.serve(ctx, conn)
+	return (&session{relay: r, target: target, host: host, port: port, secrets: r.Set.For(target)}).run(ctx, conn)
 }
 
 // ServeRuled relays one connection from the guest's proxy to target, a host:port that the
@@ -137,7 +128,11 @@ func (r *Relay) ServeRuled(ctx context.Context, conn net.Conn, target string, ru
 	if err != nil || len(pol.RulesFor(host, portNum)) == 0 {
 		return fmt.Errorf("%w: the rules for %s are not rules for it (%v)", ErrNotBound, target, err)
 	}
-	c := &session{relay: r, target: target, host: host, port: port, rules: &pol, portNum: portNum}
+	return (&session{relay: r, target: target, host: host, port: port, rules: &pol, portNum: portNum}).run(ctx, conn)
+}
+
+// run serves conn as c until either side ends it or ctx is done (which closes both sides).
+func (c *session) run(ctx context.Context, conn net.Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +18,9 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 )
 
-// Read-only HTTPS (issue 26): under `allow:github.com:ro,github.com/*/git-upload-pack:POST`
-// the session's relay on the host terminates github.com's TLS and checks each request. A real
+// Read-only HTTPS (issue 26): under `allow:@github-read` (github.com:ro,
+// github.com/*/git-upload-pack:POST and the other GitHub hosts read-only) the session's relay
+// on the host terminates github.com's TLS and checks each request. A real
 // git in the guest, run by `limactl mcp shell`, clones and fetches from a git server on the
 // host's loopback under github.com's name (git http-backend, TLS of a CA of its own, reached
 // through the relay's test hook), and its push is refused before it reaches the server, which
@@ -51,7 +53,7 @@ echo more >> hello.txt && git -c user.email=agent@example.com -c user.name=agent
 git push -q origin HEAD:main 2>&1; echo "PUSH-EXIT=$?"
 curl -sS --max-time 30 -X POST -H 'Content-Type: application/x-git-receive-pack-request' --data-binary 0000 https://github.com/o/r.git/git-receive-pack; echo
 curl -sS --max-time 30 -o /dev/null -w 'GET-REFS=%{http_code}\n' 'https://github.com/o/r.git/info/refs?service=git-upload-pack'`
-	cmd := mcpShellCmd(t, dir, env, "--network=allow:github.com:ro,github.com/*/git-upload-pack:POST", "--no-review", instanceName, "--", "sh", "-c", script)
+	cmd := mcpShellCmd(t, dir, env, "--network=allow:@github-read", "--no-review", instanceName, "--", "sh", "-c", script)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -71,7 +73,7 @@ curl -sS --max-time 30 -o /dev/null -w 'GET-REFS=%{http_code}\n' 'https://github
 	if strings.Contains(stderr.String(), `msg="secrets relay"`) {
 		t.Errorf("a refusal by the rules was reported as the relay's failure")
 	}
-	if !strings.Contains(stderr.String(), "the relay on the host reads the HTTPS of github.com:443") {
+	if relay := regexp.MustCompile(`the relay on the host reads the HTTPS of [^\n]*\bgithub\.com:443`); !relay.MatchString(stderr.String()) {
 		t.Errorf("the shell did not say that the relay reads github.com's HTTPS")
 	}
 	seen := srv.seen()
