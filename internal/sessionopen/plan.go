@@ -87,7 +87,7 @@ func (p *Plan) Changes() bool {
 // Conn is the session's connection: its agent user's under a network policy (made on first
 // use, closed with the Target), else the Lima user's. Nil when the Target has no connection.
 func (p *Plan) Conn() *guest.Conn {
-	return p.t.AgentConn(p.Net.Agent)
+	return p.t.planConn(p.Net.Agent)
 }
 
 // Release makes the earlier policy's agent user hand the copy back to the Lima user, when the

@@ -36,6 +36,7 @@ type Target struct {
 	newConn func(*guest.Agent) *guest.Conn
 	mu      sync.Mutex
 	agents  map[string]*guest.Conn // by agent user
+	retired []*guest.Conn          // replaced in agents by a plan's (planConn), closed with the Target
 }
 
 // Options say how Open connects to the guest.
@@ -76,14 +77,26 @@ func Open(ctx context.Context, limactl, name string, opts Options) (*Target, err
 
 // AgentConn is the connection for a session that works as agent in the guest (under a network
 // policy; nil: Conn itself), made on first use and closed with the Target. Nil when Conn is.
-func (t *Target) AgentConn(a *guest.Agent) *guest.Conn {
+func (t *Target) AgentConn(a *guest.Agent) *guest.Conn { return t.agentConn(a, false) }
+
+// planConn is AgentConn for a Plan's agent, which wins over a connection made earlier for the
+// same user from the stored session (ConnFor: `shell` loads the session before it plans): that
+// one holds the policy the session had, and its set-up would put that policy, not the one this
+// command asked for, in place for the command (a narrower --network ran its first command
+// under the wider policy before).
+func (t *Target) planConn(a *guest.Agent) *guest.Conn { return t.agentConn(a, true) }
+
+func (t *Target) agentConn(a *guest.Agent, plan bool) *guest.Conn {
 	if a == nil || t.Conn == nil || t.newConn == nil {
 		return t.Conn
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c, ok := t.agents[a.User]; ok {
-		return c
+		if !plan || c.Agent() == a {
+			return c
+		}
+		t.retired = append(t.retired, c)
 	}
 	if t.agents == nil {
 		t.agents = map[string]*guest.Conn{}
@@ -126,6 +139,9 @@ func (t *Target) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, c := range t.agents {
+		c.Close()
+	}
+	for _, c := range t.retired {
 		c.Close()
 	}
 }
