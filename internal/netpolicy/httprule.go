@@ -135,6 +135,34 @@ func checkRulePath(p string) error {
 	return nil
 }
 
+// ExactRule is the rule that allows one request, method on path to host:port, and no other
+// (host:port/path:METHOD: a rule without a port is for every port), for a
+// person allowing a request they saw refused (`watch`). The method and path are an agent's,
+// so what would make the rule allow more is refused: a method that is not one method (GET+PUT,
+// ro), a path with '*' (a pattern), or anything a rule's path cannot hold.
+func ExactRule(host string, port int, method, path string) (string, error) {
+	if method == "" || len(method) > 20 || strings.Trim(method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" || method == "CONNECT" {
+		return "", fmt.Errorf("the method %q is not one method a rule names", method)
+	}
+	if !strings.HasPrefix(path, "/") {
+		return "", fmt.Errorf("the path %q does not start with '/'", path)
+	}
+	if strings.Contains(path, "*") {
+		return "", fmt.Errorf("the path %q holds '*', which a rule reads as a pattern", path)
+	}
+	if err := checkRulePath(path); err != nil {
+		return "", err
+	}
+	hostEntry, err := normalizeEntry(host)
+	if err != nil || strings.ContainsAny(host, ",@*/: \t") || strings.ContainsAny(hostEntry, ",@*/:") {
+		return "", fmt.Errorf("the host %q is not one host name", host)
+	}
+	if port <= 0 || port > 65535 {
+		return "", fmt.Errorf("the port %d is not a port", port)
+	}
+	return joinRule(hostEntry, port) + path + ":" + method, nil
+}
+
 // String is the rule's canonical entry.
 func (r httpRule) String() string {
 	s := joinRule(r.host, r.port)

@@ -181,3 +181,81 @@ func TestRuleTargets(t *testing.T) {
 		t.Error("RulesPolicy took a plain entry")
 	}
 }
+
+// ExactRule: the rule `watch` adds for a request the relay refused allows that request and no
+// other. The method and path are the agent's; those that would widen it are refused.
+func TestExactRule(t *testing.T) {
+	for _, c := range []struct {
+		host         string
+		port         int
+		method, path string
+		want         string
+	}{
+		{"github.com", 443, "POST", "/o/r.git/git-receive-pack", "github.com:443/o/r.git/git-receive-pack:POST"},
+		{"GitHub.com", 8443, "PUT", "/x", "github.com:8443/x:PUT"},
+		{"registry.npmjs.org", 443, "PUT", "/e2e-project", "registry.npmjs.org:443/e2e-project:PUT"},
+	} {
+		if got, err := ExactRule(c.host, c.port, c.method, c.path); err != nil || got != c.want {
+			t.Errorf("ExactRule(%q, %d, %q, %q) = %q, %v; want %q", c.host, c.port, c.method, c.path, got, err, c.want)
+		}
+	}
+	for _, bad := range [][2]string{
+		{"PUT+POST", "/x"}, {"ro", "/x"}, {"", "/x"}, {"CONNECT", "/x"}, {"POST", "/*"}, {"POST", "/o/*/x"},
+		{"POST", "/a,b.test"}, {"POST", "/a:GET"}, {"POST", "/a/../b"}, {"POST", "x"}, {"POST", "/a b"}, {"POST", "/a%2Fb"},
+	} {
+		if got, err := ExactRule("github.com", 443, bad[0], bad[1]); err == nil {
+			t.Errorf("ExactRule(%q, %q) = %q, want a refusal", bad[0], bad[1], got)
+		}
+	}
+	for _, host := range []string{"@go", "a.test,b.test", "*.github.com", "a/b", ""} {
+		if got, err := ExactRule(host, 443, "POST", "/x"); err == nil {
+			t.Errorf("ExactRule(host %q) = %q, want a refusal", host, got)
+		}
+	}
+}
+
+// FuzzExactRule: whatever method and path an agent sends, a rule ExactRule makes, as the
+// policy reads it, is one entry that allows that request on that host and port, and not
+// another method, another path, another host or another port.
+func FuzzExactRule(f *testing.F) {
+	f.Add("POST", "/o/r.git/git-receive-pack", 443)
+	f.Add("PUT", "/a,b.test", 443)
+	f.Add("GET+PUT", "/x", 8443)
+	f.Add("POST", "/a:GET", 80)
+	f.Fuzz(func(t *testing.T, method, path string, port int) {
+		rule, err := ExactRule("github.com", port, method, path)
+		if err != nil {
+			return
+		}
+		p, err := Parse("allow:" + rule)
+		if err != nil {
+			t.Fatalf("ExactRule made %q, which does not parse: %v", rule, err)
+		}
+		if len(p.Entries()) != 1 {
+			t.Fatalf("ExactRule(%q, %q) made %q: %d entries", method, path, rule, len(p.Entries()))
+		}
+		if ok, byRule := p.AllowsRequest("github.com", port, method, path); !ok || !byRule {
+			t.Fatalf("%q does not allow %s %s", rule, method, path)
+		}
+		other := "GET"
+		if method == "GET" {
+			other = "POST"
+		}
+		for _, c := range []struct {
+			host         string
+			port         int
+			method, path string
+		}{
+			{"github.com", port, other, path},
+			{"github.com", port, method, path + "x"},
+			{"github.com", port, method, path + "/x"},
+			{"github.com", port, method, "/other" + path},
+			{"example.com", port, method, path},
+			{"github.com", port%65535 + 1, method, path},
+		} {
+			if ok, _ := p.AllowsRequest(c.host, c.port, c.method, c.path); ok {
+				t.Fatalf("%q (from %s %s) allows %s %s on %s:%d too", rule, method, path, c.method, c.path, c.host, c.port)
+			}
+		}
+	})
+}

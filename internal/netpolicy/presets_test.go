@@ -105,7 +105,7 @@ func TestCompositePresets(t *testing.T) {
 func TestParseRefusesUnknownPresets(t *testing.T) {
 	for _, tc := range []struct{ spec, wantInErr string }{
 		{"allow:@golang", `"@golang" is not a preset (did you mean @go?)`},
-		{"allow:@nope,example.com", `"@nope" is not a preset: the presets are @go, @npm, @pypi`},
+		{"allow:@nope,example.com", `"@nope" is not a preset: the presets are @go, @npm, @npm-read, @pypi`},
 		{"allow:@", `"@" is not a preset: the presets are`},
 		{"allow:@@go", `"@@go" is not a preset`},
 		{"allow:@go.", `"@go." is not a preset`},

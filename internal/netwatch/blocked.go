@@ -29,10 +29,21 @@ type Destination struct {
 	Held        bool   `json:"held,omitempty"`
 	ID          string `json:"id,omitempty"`
 	SecondsLeft int    `json:"seconds_left,omitempty"`
+	// Method and Path are those of a request the session's relay refused under the network
+	// rules (Via ViaRelay): HTTPS to a host that only rules name, read on the host.
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
 }
 
-// Entry is the destination as a policy names it: HOST:PORT (HOST when the port is unknown).
+// ViaRelay is the Via of a request the session's relay on the host refused under the rules.
+const ViaRelay = "relay"
+
+// Entry is the destination as a policy names it: HOST:PORT (HOST when the port is unknown);
+// for a request the relay refused, the rule for exactly it, HOST:PORT/PATH:METHOD.
 func (d Destination) Entry() string {
+	if d.Method != "" {
+		return d.Host + ":" + strconv.Itoa(d.Port) + d.Path + ":" + d.Method
+	}
 	if d.Port <= 0 {
 		return d.Host
 	}
@@ -56,40 +67,55 @@ func newBlocked() *blocked {
 	return &blocked{byEntry: map[string]*Destination{}, denied: map[string]bool{}, allowed: map[string]bool{}}
 }
 
-// add counts the entries not counted yet and returns the destinations they changed, in the
-// order of their last attempt, hidden ones left out.
+// add counts the blocked entries not counted yet and returns the destinations they changed,
+// in the order of their last attempt, hidden ones left out.
 func (b *blocked) add(entries []netpolicy.Entry) []Destination {
+	var evs []event
+	for _, e := range entries {
+		if e.Verdict == netpolicy.VerdictBlocked {
+			evs = append(evs, event{at: e.Time, d: Destination{Host: e.Host, Port: e.Port, Via: e.Via, Reason: e.Reason}})
+		}
+	}
+	return b.addEvents(evs)
+}
+
+// event is one refused attempt: its time, and its destination (no counts).
+type event struct {
+	at time.Time
+	d  Destination
+}
+
+// addEvents counts the events not counted yet (those of a source read again and again, oldest
+// first: after the newest time counted, or at that time beyond the ones counted at it) and
+// returns the destinations they changed, newest first, hidden ones left out.
+func (b *blocked) addEvents(evs []event) []Destination {
 	changed := map[string]bool{}
 	at := 0
 	newest, atNewest := b.seen, b.atSeen
-	for _, e := range entries {
-		if e.Time.Equal(b.seen) {
+	for _, e := range evs {
+		if e.at.Equal(b.seen) {
 			at++
 			if at <= b.atSeen {
 				continue
 			}
-		} else if e.Time.Before(b.seen) {
+		} else if e.at.Before(b.seen) {
 			continue
 		}
 		switch {
-		case e.Time.After(newest):
-			newest, atNewest = e.Time, 1
-		case e.Time.Equal(newest):
+		case e.at.After(newest):
+			newest, atNewest = e.at, 1
+		case e.at.Equal(newest):
 			atNewest++
 		}
-		if e.Verdict != netpolicy.VerdictBlocked {
-			continue
-		}
-		d := Destination{Host: e.Host, Port: e.Port}
-		key := d.Entry()
+		key := e.d.Entry()
 		cur := b.byEntry[key]
 		if cur == nil {
-			cur = &Destination{Host: e.Host, Port: e.Port, First: e.Time}
+			cur = &Destination{Host: e.d.Host, Port: e.d.Port, Method: e.d.Method, Path: e.d.Path, First: e.at}
 			b.byEntry[key] = cur
 		}
 		cur.Attempts++
-		if !e.Time.Before(cur.Last) {
-			cur.Last, cur.Via, cur.Reason = e.Time, e.Via, e.Reason
+		if !e.at.Before(cur.Last) {
+			cur.Last, cur.Via, cur.Reason = e.at, e.d.Via, e.d.Reason
 		}
 		delete(b.allowed, key)
 		changed[key] = true

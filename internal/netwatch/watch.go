@@ -22,6 +22,10 @@ type Source struct {
 	// Decide hands the person's decision (netpolicy.DecisionOnce, DecisionDeny) on a held
 	// connection (its id, the record's) to the guest (nil: no decision on held connections).
 	Decide func(ctx context.Context, id, decision string) error
+	// Requests reads the requests the session's relay on the host refused under the network
+	// rules, oldest first (nil: none are watched). Their method and path are the agent's: a
+	// rule is made of one only when it names exactly that request (Watch.Allow).
+	Requests func() ([]Request, error)
 	// Policy is the session's policy as recorded now.
 	Policy func() string
 	// Title names what is watched (shown through termsafe).
@@ -37,12 +41,23 @@ const (
 	DefaultInterval = time.Second
 )
 
+// Request is a request the session's relay refused under the network rules.
+type Request struct {
+	Time         time.Time
+	Host         string
+	Port         int
+	Method, Path string
+	Reason       string
+}
+
 // Watch is one watch of one session: its counted destinations and the person's decisions.
 // The reads and the decisions may run in goroutines of their own.
 type Watch struct {
 	src Source
 	mu  sync.Mutex
 	b   *blocked
+	// reqs are the requests the relay refused (Source.Requests), counted apart: another source.
+	reqs *blocked
 	// held are the connections the last read found held, read at readAt; seenHeld the ids
 	// read so far, decided the ids the person decided on (hidden until the guest drops them).
 	held              []netpolicy.HeldConn
@@ -52,7 +67,7 @@ type Watch struct {
 
 // New starts a watch of src with nothing counted yet.
 func New(src Source) *Watch {
-	return &Watch{src: src, b: newBlocked(), seenHeld: map[string]bool{}, decided: map[string]bool{}}
+	return &Watch{src: src, b: newBlocked(), reqs: newBlocked(), seenHeld: map[string]bool{}, decided: map[string]bool{}}
 }
 
 // Read reads the record once (bounded by ReadTimeout) and counts what is new: the
@@ -83,7 +98,27 @@ func (w *Watch) Read(ctx context.Context) ([]Destination, error) {
 			delete(w.decided, id)
 		}
 	}
-	return append(changed, w.b.add(rec.Entries)...), nil
+	changed = append(changed, w.b.add(rec.Entries)...)
+	if w.src.Requests == nil {
+		return changed, nil
+	}
+	reqs, err := w.src.Requests()
+	if err != nil {
+		return changed, fmt.Errorf("reading the relay's log of requests: %w", err)
+	}
+	evs := make([]event, len(reqs))
+	for i, r := range reqs {
+		evs[i] = event{at: r.Time, d: Destination{Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path, Via: ViaRelay, Reason: r.Reason}}
+	}
+	return append(changed, w.reqs.addEvents(evs)...), nil
+}
+
+// of is the count d belongs to: the guest's refusals, or the relay's requests.
+func (w *Watch) of(d Destination) *blocked {
+	if d.Method != "" {
+		return w.reqs
+	}
+	return w.b
 }
 
 // List is the destinations to decide on: the held connections first (oldest first), then the
@@ -91,7 +126,9 @@ func (w *Watch) Read(ctx context.Context) ([]Destination, error) {
 func (w *Watch) List() []Destination {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append(w.heldList(), w.b.list()...)
+	refused := append(w.b.list(), w.reqs.list()...)
+	sortNewestFirst(refused)
+	return append(w.heldList(), refused...)
 }
 
 // heldList is the held connections of the last read not decided on yet, their time left
@@ -134,18 +171,22 @@ func (w *Watch) Decide(ctx context.Context, d Destination, decision string) (str
 func (w *Watch) Deny(d Destination) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.b.denied[d.Entry()] = true
+	w.of(d).denied[d.Entry()] = true
 }
 
 // Allow applies the person's decision on d through Source.Allow; d leaves the list until it
 // is refused again. It returns what to say.
 func (w *Watch) Allow(ctx context.Context, d Destination, save bool) (string, error) {
-	msg, err := w.src.Allow(ctx, d.Entry(), save)
+	entry, err := exactRule(d)
+	if err != nil {
+		return "", err
+	}
+	msg, err := w.src.Allow(ctx, entry, save)
 	if err != nil {
 		return "", fmt.Errorf("allow %s: %w", termsafe.String(d.Entry()), err)
 	}
 	w.mu.Lock()
-	w.b.allowed[d.Entry()] = true
+	w.of(d).allowed[d.Entry()] = true
 	if d.Held {
 		w.decided[d.ID] = true // the proxy lets it through under the new policy
 	}
@@ -155,3 +196,18 @@ func (w *Watch) Allow(ctx context.Context, d Destination, save bool) (string, er
 
 // Policy is the session's policy as recorded now.
 func (w *Watch) Policy() string { return w.src.Policy() }
+
+// exactRule is the rule Allow adds for d: its own entry, or for a request the relay refused,
+// the rule for exactly that request (netpolicy.ExactRule: its method and path are the agent's
+// to choose, and "PUT+POST", a '*' or a ',' in them would make one key allow more than the
+// person sees refused). Such a request is allowed by hand, with the rule read first.
+func exactRule(d Destination) (string, error) {
+	if d.Method == "" {
+		return d.Entry(), nil
+	}
+	rule, err := netpolicy.ExactRule(d.Host, d.Port, d.Method, d.Path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v; allow it by hand with the rule you mean: limactl mcp network INSTANCE allow HOST/PATH:METHOD", termsafe.String(d.Entry()), termsafe.String(err.Error()))
+	}
+	return rule, nil
+}

@@ -94,3 +94,80 @@ func TestWatchHeld(t *testing.T) {
 		t.Errorf("no Decide: %v", err)
 	}
 }
+
+// Requests the session's relay refused under the rules (read on the host, beside the guest's
+// record) are listed with the guest's refusals, newest first, each counted once however often
+// the log is read; a allows exactly the refused request (HOST:PORT/PATH:METHOD), never more: a
+// method or path of the agent's that a rule would read as several methods
+// or a pattern is refused with how to allow it by hand, and nothing is changed.
+func TestWatchRelayRequests(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	g := &fakeGuest{}
+	g.rec.Entries = []netpolicy.Entry{{Time: t0.Add(time.Second), Host: "b.test", Port: 443, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy}}
+	var mu sync.Mutex
+	var reqs []Request
+	var allowed []string
+	src := g.source()
+	src.Requests = func() ([]Request, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]Request(nil), reqs...), nil
+	}
+	src.Allow = func(_ context.Context, entry string, save bool) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		allowed = append(allowed, entry)
+		return "allowed " + entry, nil
+	}
+	req := func(sec int, port int, method, path string) Request {
+		return Request{Time: t0.Add(time.Duration(sec) * time.Second), Host: "github.com", Port: port, Method: method, Path: path}
+	}
+	reqs = []Request{req(0, 443, "POST", "/o/r.git/git-receive-pack"), req(2, 443, "POST", "/o/r.git/git-receive-pack"), req(3, 8443, "PUT", "/x")}
+	w := New(src)
+	ctx := context.Background()
+	changed, err := w.Read(ctx)
+	if err != nil || len(changed) != 3 {
+		t.Fatalf("first read: %+v %v", changed, err)
+	}
+	list := w.List()
+	if len(list) != 3 || list[0].Entry() != "github.com:8443/x:PUT" || list[1].Entry() != "github.com:443/o/r.git/git-receive-pack:POST" || list[1].Attempts != 2 || list[1].Via != ViaRelay || list[2].Entry() != "b.test:443" {
+		t.Fatalf("list: %+v", list)
+	}
+	if changed, _ := w.Read(ctx); len(changed) != 0 {
+		t.Errorf("the same log again changed %+v", changed)
+	}
+	if msg, err := w.Allow(ctx, list[1], false); err != nil || msg != "allowed github.com:443/o/r.git/git-receive-pack:POST" {
+		t.Errorf("allow: %q %v", msg, err)
+	}
+	if l := w.List(); len(l) != 2 {
+		t.Errorf("after allow: %+v", l)
+	}
+	w.Deny(list[0])
+	if l := w.List(); len(l) != 1 || l[0].Host != "b.test" {
+		t.Errorf("after deny: %+v", l)
+	}
+	mu.Lock()
+	reqs = append(reqs, req(4, 443, "POST", "/o/r.git/git-receive-pack"), req(4, 8443, "PUT", "/x"))
+	mu.Unlock()
+	if changed, _ := w.Read(ctx); len(changed) != 1 || changed[0].Attempts != 3 {
+		t.Errorf("refused again: %+v (the allowed one comes back, the denied one stays hidden)", changed)
+	}
+
+	for _, hostile := range []Destination{
+		{Host: "github.com", Port: 443, Method: "PUT+POST", Path: "/x"},
+		{Host: "github.com", Port: 443, Method: "ro", Path: "/x"},
+		{Host: "github.com", Port: 443, Method: "POST", Path: "/*"},
+		{Host: "github.com", Port: 443, Method: "POST", Path: "/o/*/git-receive-pack"},
+		{Host: "github.com", Port: 443, Method: "POST", Path: "/a/../b"},
+		{Host: "github.com", Port: 443, Method: "POST", Path: "/a,b.test"},
+		{Host: "github.com", Port: 443, Method: "POST", Path: "relative"},
+		{Host: "github.com", Port: 443, Method: "POST", Path: "/a b"},
+	} {
+		if msg, err := w.Allow(ctx, hostile, false); err == nil || !strings.Contains(err.Error(), "by hand") {
+			t.Errorf("allow %s: %q %v, want a refusal that says how to allow it by hand", hostile.Entry(), msg, err)
+		}
+	}
+	if strings.Join(allowed, " ") != "github.com:443/o/r.git/git-receive-pack:POST" {
+		t.Errorf("entries allowed: %q", allowed)
+	}
+}

@@ -256,6 +256,21 @@ func (c *session) refuse(code int, format string, args ...any) {
 	c.clientW.Flush()
 }
 
+// maxRefusedBody is how much of a refused request's body the relay reads and drops.
+const maxRefusedBody = 32 << 20
+
+// drainRefused reads and drops the body of a request the rules refused, before the answer,
+// up to maxRefusedBody: a client that writes its whole body before it reads (npm's publish, a
+// PUT of a few MB) then reads the refusal, where a connection closed under its write would be
+// a network error it retries for a minute. Nothing of it goes anywhere. A client that waits
+// for 100 Continue sends no body; each read is bounded by the connection's idle deadline.
+func drainRefused(req *http.Request) {
+	if req.Body == nil || req.Body == http.NoBody || strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, req.Body, maxRefusedBody)
+}
+
 // roundTrip forwards one request and its response; keep says whether the connection goes on.
 func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *bufio.Reader) (keep bool, err error) {
 	use := Use{Time: time.Now(), Host: c.target, Method: req.Method, Path: capPath(req.URL.Path)}
@@ -282,8 +297,13 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 			// The policy at work, not a failure: answered, logged, the connection ended (its
 			// body unread), and no error for the caller to report.
 			use.Refused = true
-			_, _ = fail(http.StatusForbidden, "network policy: %s %s to %s: %s (the rules for it: %s; ask the person to allow it: limactl mcp network INSTANCE allow HOST[:PORT][/PATH][:METHODS])",
-				req.Method, capPath(req.URL.EscapedPath()), c.target, why, strings.Join(c.rules.RulesFor(c.host, c.portNum), ", "))
+			drainRefused(req)
+			ask := "limactl mcp network INSTANCE allow HOST[:PORT][/PATH][:METHODS]"
+			if rule, err := netpolicy.ExactRule(c.host, c.portNum, req.Method, req.URL.EscapedPath()); err == nil {
+				ask = "limactl mcp network INSTANCE allow " + rule + ", or the a key of limactl mcp watch INSTANCE, which lists it"
+			}
+			_, _ = fail(http.StatusForbidden, "network policy: %s %s to %s: %s (the rules for it: %s; ask the person to allow it: %s)",
+				req.Method, capPath(req.URL.EscapedPath()), c.target, why, strings.Join(c.rules.RulesFor(c.host, c.portNum), ", "), ask)
 			return false, nil
 		}
 	}

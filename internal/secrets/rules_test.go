@@ -1,10 +1,13 @@
 package secrets
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -115,5 +118,46 @@ func TestRelayRulesRefusesWhatItDoesNotTerminate(t *testing.T) {
 		if err := r.ServeRuled(context.Background(), nopConn(), cs.target, cs.rules); !errors.Is(err, ErrNotBound) {
 			t.Errorf("ServeRuled(%s, %q) = %v, want ErrNotBound", cs.target, cs.rules, err)
 		}
+	}
+}
+
+// TestRelayRulesRefusalReadsTheBody: a client that writes a refused request's whole body
+// before it reads (npm's publish: a PUT of the package) gets the relay's 403, not a connection
+// closed under its write (a network error npm retries for a minute). The pipe holds no byte:
+// every byte written is a byte the relay read.
+func TestRelayRulesRefusalReadsTheBody(t *testing.T) {
+	h := newHarness(t)
+	r, log, _ := ruledRelay(t, h, []string{unboundHost + ":ro"})
+	target := unboundHost + ":443"
+	client, relayEnd := net.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- r.ServeRuled(context.Background(), relayEnd, target, []string{unboundHost + ":ro"}) }()
+	pool := x509.NewCertPool()
+	pool.AddCert(r.CA.Certificate())
+	tc := tls.Client(client, &tls.Config{RootCAs: pool, ServerName: unboundHost})
+	defer tc.Close()
+	tc.SetDeadline(time.Now().Add(20 * time.Second))
+	body := strings.Repeat("p", 1<<20)
+	req := "PUT /e2e-project HTTP/1.1\r\nHost: " + unboundHost + "\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body
+	if _, err := io.WriteString(tc, req); err != nil {
+		t.Fatalf("writing the refused request's body: %v (the relay closed under the write)", err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatalf("reading the refusal: %v", err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(msg), "no rule allows") || !strings.Contains(string(msg), "limactl mcp network INSTANCE allow "+unboundHost+":443/e2e-project:PUT, or the a key of limactl mcp watch") {
+		t.Errorf("got %d %q, want the relay's 403", resp.StatusCode, msg)
+	}
+	tc.Close()
+	if err := <-served; err != nil {
+		t.Errorf("ServeRuled: %v", err)
+	}
+	if n := len(h.requests(unboundHost)); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
+	if sum := strings.Join(log.Summary(), "\n"); !strings.Contains(sum, "1 refused (the last: PUT /e2e-project)") {
+		t.Errorf("summary %q", sum)
 	}
 }

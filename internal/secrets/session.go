@@ -142,12 +142,40 @@ func UsesSummary(dir string) []string {
 // empty Log. Lines that are not a Use are skipped.
 func ReadUses(dir string) (*Log, error) {
 	l := &Log{Max: 1}
+	if err := eachUse(dir, l.Record); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// MaxRefusedRequests is how many of the last refused requests RefusedRequests returns.
+const MaxRefusedRequests = 1000
+
+// RefusedRequests are the last requests (MaxRefusedRequests) that the relay refused under the
+// network rules, from the log of uses kept in dir, oldest first: what `watch` shows beside
+// the guest's refusals.
+func RefusedRequests(dir string) ([]Use, error) {
+	var out []Use
+	err := eachUse(dir, func(u Use) {
+		if u.Rules && u.Refused {
+			if len(out) == MaxRefusedRequests {
+				out = slices.Delete(out, 0, 1)
+			}
+			out = append(out, u)
+		}
+	})
+	return out, err
+}
+
+// eachUse calls f with each Use of the log kept in dir, the rotated file first; none when
+// there is no log. Lines that are not a Use are skipped.
+func eachUse(dir string, f func(Use)) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return l, nil
+			return nil
 		}
-		return nil, err
+		return err
 	}
 	defer root.Close()
 	for _, name := range []string{UsesFile + ".1", UsesFile} {
@@ -156,15 +184,15 @@ func ReadUses(dir string) (*Log, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		err = readUseLines(io.LimitReader(file, MaxUsesFile+64<<10), l)
+		err = readUseLines(io.LimitReader(file, MaxUsesFile+64<<10), f)
 		file.Close()
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+			return fmt.Errorf("reading %s: %w", name, err)
 		}
 	}
-	return l, nil
+	return nil
 }
 
 // maxUseLine bounds one line of the log of uses; a longer one is no Use and is skipped.
@@ -173,7 +201,7 @@ const maxUseLine = 64 << 10
 // readUseLines records into l every line of r that is a Use, skipping longer lines than
 // maxUseLine whole (a bufio.Scanner would stop at the first, and the counts would come out low
 // without a word).
-func readUseLines(r io.Reader, l *Log) error {
+func readUseLines(r io.Reader, f func(Use)) error {
 	br := bufio.NewReaderSize(r, maxUseLine)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -184,7 +212,7 @@ func readUseLines(r io.Reader, l *Log) error {
 		} else if len(line) > 0 {
 			var u Use
 			if json.Unmarshal(line, &u) == nil && u.Host != "" {
-				l.Record(u)
+				f(u)
 			}
 		}
 		if err == io.EOF {

@@ -3,17 +3,22 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 )
@@ -96,6 +101,60 @@ curl -sS --max-time 30 -o /dev/null -w 'GET-REFS=%{http_code}\n' 'https://github
 	st, _, code := plugin(t, dir, "status", instanceName, "--session", "default")
 	if code != 0 || !strings.Contains(st, "github.com: ") || !strings.Contains(st, "HTTPS requests allowed by the network rules") || !strings.Contains(st, "refused (the last: POST /o/r.git/git-receive-pack)") {
 		t.Errorf("status does not show the rules' requests:\n%s", st)
+	}
+
+	// watch lists the refused push as the rule that would allow exactly it; allowed (what its
+	// a key does: `network allow RULE`), the next push goes through, without a restart.
+	const rule = "github.com:443/o/r.git/git-receive-pack:POST"
+	watchFor(t, dir, func(line string) bool {
+		var d struct{ Method, Path, Via string }
+		return json.Unmarshal([]byte(line), &d) == nil && d.Method == "POST" && d.Path == "/o/r.git/git-receive-pack" && d.Via == "relay"
+	})
+	if out, stderr, code := plugin(t, dir, "network", instanceName, "allow", rule); code != 0 {
+		t.Fatalf("network allow %s: exit %d\n%s\n%s", rule, code, out, stderr)
+	}
+	srv.reset()
+	push := `set -u
+work=$(mktemp -d) && cd "$work"
+git clone -q https://github.com/o/r.git 2>&1 && cd r
+echo allowed >> hello.txt && git -c user.email=agent@example.com -c user.name=agent commit -qam allowed
+git push -q origin HEAD:main 2>&1; echo "PUSH-EXIT=$?"`
+	out2, stderr2, code2 := mcpShell(t, dir, env, "--no-review", instanceName, "--", "sh", "-c", push)
+	t.Logf("after allowing %s: exit %d\nstdout:\n%s\nstderr:\n%s", rule, code2, out2, stderr2)
+	if !strings.Contains(out2, "PUSH-EXIT=0") {
+		t.Errorf("the push allowed from watch's rule did not go through")
+	}
+	if !slices.Contains(srv.seen(), "POST /o/r.git/git-receive-pack") || srv.refs(t) == before {
+		t.Errorf("the allowed push did not reach the server (it got: %s)", strings.Join(srv.seen(), ", "))
+	}
+}
+
+// watchFor runs `limactl mcp watch --json` in dir until a line it prints satisfies match
+// (bounded: two minutes).
+func watchFor(t *testing.T, dir string, match func(line string) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := vm.Command(ctx, "limactl-mcp", "watch", instanceName, "--json")
+	cmd.Dir = dir
+	found := make(chan struct{})
+	var once sync.Once
+	var stdout, stderr lockedBuffer
+	lines := &lineFunc{f: func(line string) {
+		if match(line) {
+			once.Do(func() { close(found) })
+		}
+	}}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, lines), &stderr
+	mustT(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-found:
+		cancel()
+		<-exited
+	case err := <-exited:
+		t.Fatalf("watch --json ended (%v) without the line looked for:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 }
 

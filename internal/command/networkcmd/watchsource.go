@@ -3,10 +3,13 @@ package networkcmd
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/netwatch"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
@@ -38,7 +41,8 @@ func DecideHeld(ctx context.Context, t *sessionopen.Target, user, id, decision s
 }
 
 // WatchSource is what netwatch needs to watch the session st of t (`watch`, and the review
-// TUI's w): its record read by read (nil: ReadRecord) and checked as guest output, a refused
+// TUI's w): its record read by read (nil: ReadRecord) and checked as guest output, the
+// requests the session's relay refused under the rules (RefusedRequests), a refused
 // destination allowed by Allow, a held connection decided by decide (nil: DecideHeld), its
 // policy as recorded now, read every interval.
 func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, read RecordReader, decide HeldDecider, interval time.Duration) netwatch.Source {
@@ -65,6 +69,9 @@ func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, rea
 			}
 			return &rec, nil
 		},
+		Requests: func() ([]netwatch.Request, error) {
+			return RefusedRequests(t.Store.SessionDir(st.ID))
+		},
 		Allow: func(ctx context.Context, entry string, save bool) (string, error) {
 			return Allow(ctx, t, st, entry, save, flagsHint)
 		},
@@ -81,4 +88,28 @@ func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, rea
 		Title:    fmt.Sprintf("%s (instance %s)", which, t.Instance.Name),
 		Interval: interval,
 	}
+}
+
+// RefusedRequests are the requests the session's relay refused under the network rules, from
+// the log of uses kept in the session's host directory dir, as netwatch counts them: the
+// host and port of each target, its method and path (the agent's: netwatch.Watch.Allow makes
+// a rule of one only when it names exactly that request).
+func RefusedRequests(dir string) ([]netwatch.Request, error) {
+	uses, err := secrets.RefusedRequests(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netwatch.Request, 0, len(uses))
+	for _, u := range uses {
+		host, port, err := net.SplitHostPort(u.Host)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil {
+			continue
+		}
+		out = append(out, netwatch.Request{Time: u.Time, Host: host, Port: n, Method: u.Method, Path: u.Path, Reason: "refused by the network rules"})
+	}
+	return out, nil
 }

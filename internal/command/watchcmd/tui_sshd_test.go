@@ -20,6 +20,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/projectpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
@@ -228,6 +229,68 @@ func TestWatchTUIHeld(t *testing.T) {
 	scr = s.WaitFor(wait, "HELD n.test:443")
 	if strings.Contains(scr, "HELD h.test") || strings.Contains(scr, "HELD evil") {
 		t.Errorf("decided connections listed again:\n%s", scr)
+	}
+	s.Keys("q")
+	s.WaitFor(wait, "watch done")
+}
+
+// watch in a real terminal with requests the session's relay refused under the rules (from
+// the session's log of uses on the host): listed beside the guest's refusals as the rule for
+// exactly that request, via the relay; a allows that rule for the session; a request whose
+// method the agent made "PUT+POST" (a rule would read two methods) is refused with how to
+// allow it by hand, escaped, and the policy is unchanged.
+func TestWatchTUIRelayRequests(t *testing.T) {
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	setStoredNetwork(t, f, "allow:github.com:ro")
+	writer := guesttest.Connect(t, f.Srv, guest.Options{NoLoginShell: true})
+	t0 := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
+	writeRecord(t, f, writer, blockedEntry(t0, "b.test", 443))
+	uses := &secrets.FileLog{Dir: f.Store.SessionDir(staging.SessionID(f.Workdir))}
+	if err := os.MkdirAll(uses.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []secrets.Use{
+		{Time: t0.Add(time.Second), Host: "github.com:443", Method: "GET", Path: "/o/r.git/info/refs", Rules: true},
+		{Time: t0.Add(2 * time.Second), Host: "github.com:443", Method: "PUT+POST", Path: "/x\x1b[2J", Rules: true, Refused: true},
+		{Time: t0.Add(3 * time.Second), Host: "github.com:443", Method: "POST", Path: "/o/r.git/git-receive-pack", Rules: true, Refused: true},
+	} {
+		uses.Record(u)
+	}
+
+	env := []string{
+		watchHelperEnv + "=1", "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=", "XDG_CONFIG_HOME=" + config,
+		"LMCP_W_ADDR=" + f.Srv.Addr, "LMCP_W_USER=" + f.Srv.User, "LMCP_W_KEY=" + f.Srv.ClientKeyPath,
+		"LMCP_W_HOSTKEY=" + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Srv.HostKey))),
+		"LMCP_W_WORKDIR=" + f.Workdir, "LMCP_W_STORE=" + f.Store.Dir, "LMCP_W_RECORD=" + recordPath(f),
+	}
+	args := append([]string{"env", "-u", "CI"}, env...)
+	args = append(args, "timeout", "--foreground", "120", os.Args[0], "-test.run=^$")
+	s := tmuxtest.Start(t, 160, 30, tmuxtest.Quote(args...)+"; sleep 30")
+	const wait = time.Minute
+	stored := func() string {
+		t.Helper()
+		st, _, err := f.Store.Load(f.Workdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return staging.NetworkOf(st)
+	}
+
+	scr := s.WaitFor(wait, "> github.com:443/o/r.git/git-receive-pack:POST", "via relay", `  github.com:443/x\x1b[2J:PUT+POST`, "  b.test:443")
+	if strings.Contains(scr, "info/refs") {
+		t.Errorf("an allowed request is listed:\n%s", scr)
+	}
+	s.Keys("a")
+	s.WaitFor(wait, "policy: allow:github.com:ro,github.com:443/o/r.git/git-receive-pack:POST", `> github.com:443/x\x1b[2J:PUT+POST`)
+	if got := stored(); got != "allow:github.com:ro,github.com:443/o/r.git/git-receive-pack:POST" {
+		t.Errorf("the session's policy after a: %q", got)
+	}
+	s.Keys("a")
+	s.WaitFor(wait, `refused: github.com:443/x\x1b[2J:PUT+POST: the method "PUT+POST" is not one method`, "allow it by hand")
+	if got := stored(); got != "allow:github.com:ro,github.com:443/o/r.git/git-receive-pack:POST" {
+		t.Errorf("the session's policy after a refused allow: %q", got)
 	}
 	s.Keys("q")
 	s.WaitFor(wait, "watch done")
