@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
-	"github.com/limactl-mcp/limactl-mcp/internal/testutil/limavm"
 )
 
 // agentsDir is where the test puts the agents' programs in the guest (root's, kept across the
@@ -151,34 +150,10 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 // removed when the test ends (the test VM's disk is 4 GiB), but from a kept VM.
 func copyAgentsToGuest(t *testing.T, stamp, claudeDir, codexDir, googleDir, node string) {
 	t.Helper()
-	if !limavm.Keep() {
-		t.Cleanup(func() { guestShell(t, "sudo rm -rf "+agentsDir) })
-	}
-	if strings.TrimSpace(guestShell(t, "cat "+agentsDir+"/.stamp 2>/dev/null || true")) == stamp {
-		return
-	}
-	t0 := time.Now()
-	tarCmd := exec.Command("tar", "-c", "-f", "-", "-C", claudeDir, "claude", "-C", codexDir, "codex", "-C", filepath.Dir(node), filepath.Base(node), "-C", googleDir, "gemini-cli")
-	pipe, err := tarCmd.StdoutPipe()
-	mustT(t, err)
-	var tarErr strings.Builder
-	tarCmd.Stderr = &tarErr
-	dest := agentsDir
-	put := vm.Command(ctxT(t, 10*time.Minute), "limactl", "shell", "--workdir", "/", instanceName, "bash", "-c",
-		"set -e; sudo rm -rf "+dest+".new; sudo mkdir -p "+dest+".new; sudo tar -x -C "+dest+".new; "+
-			"[ "+shq(filepath.Base(node))+" = node ] || sudo mv "+dest+".new/"+shq(filepath.Base(node))+" "+dest+".new/node; "+
-			"sudo rm -rf "+dest+"; sudo mv "+dest+".new "+dest+"; printf '%s\\n' "+shq(stamp)+" | sudo tee "+dest+"/.stamp >/dev/null; "+
-			dest+"/node --version; "+dest+"/codex --version; "+dest+"/claude --version")
-	put.Stdin = pipe
-	var out strings.Builder
-	put.Stdout, put.Stderr = &out, &out
-	mustT(t, tarCmd.Start())
-	err = put.Run()
-	tarCmd.Wait()
-	if err != nil {
-		t.Fatalf("copying the agents into the guest: %v\n%s\n%s", err, out.String(), tarErr.String())
-	}
-	t.Logf("copied claude, codex, node and gemini-cli into the guest in %s: %s", time.Since(t0).Round(time.Second), strings.TrimSpace(out.String()))
+	copyToGuest(t, "claude, codex, node and gemini-cli", agentsDir, stamp,
+		[]string{"-C", claudeDir, "claude", "-C", codexDir, "codex", "-C", filepath.Dir(node), filepath.Base(node), "-C", googleDir, "gemini-cli"},
+		"[ "+shq(filepath.Base(node))+" = node ] || sudo mv \"$new\"/"+shq(filepath.Base(node))+" \"$new\"/node",
+		agentsDir+"/node --version; "+agentsDir+"/codex --version; "+agentsDir+"/claude --version")
 }
 
 // agentsProvider is a TLS server on the host's loopback answering for several providers' names

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/limavm"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/toolsuite"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/lockedbuf"
@@ -254,4 +255,38 @@ func runCmd(cmd *exec.Cmd) (stdout, stderr string, err error) {
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err = cmd.Run()
 	return so.String(), se.String(), err
+}
+
+// copyToGuest puts what `tar -c -f - TARARGS` makes on the host into dest in the guest (as
+// root, through limactl shell), unless dest's stamp says it holds stamp already: extracted
+// into $new (dest.new), fix run on it (a shell snippet, as the Lima user with sudo), then moved
+// over dest and stamped; check runs last, and its output is logged. dest is removed when the
+// test ends (the test VM's disk is 4 GiB), but from a kept VM.
+func copyToGuest(t *testing.T, what, dest, stamp string, tarArgs []string, fix, check string) {
+	t.Helper()
+	if !limavm.Keep() {
+		t.Cleanup(func() { guestShell(t, "sudo rm -rf "+dest) })
+	}
+	if strings.TrimSpace(guestShell(t, "cat "+dest+"/.stamp 2>/dev/null || true")) == stamp {
+		return
+	}
+	t0 := time.Now()
+	tarCmd := exec.Command("tar", append([]string{"-c", "-f", "-"}, tarArgs...)...)
+	pipe, err := tarCmd.StdoutPipe()
+	mustT(t, err)
+	var tarErr strings.Builder
+	tarCmd.Stderr = &tarErr
+	put := vm.Command(ctxT(t, 10*time.Minute), "limactl", "shell", "--workdir", "/", instanceName, "bash", "-c",
+		"set -e; new="+dest+".new; sudo rm -rf \"$new\"; sudo mkdir -p \"$new\"; sudo tar -x --no-same-owner -C \"$new\"; "+fix+"; "+
+			"sudo rm -rf "+dest+"; sudo mv \"$new\" "+dest+"; printf '%s\\n' "+shq(stamp)+" | sudo tee "+dest+"/.stamp >/dev/null; "+check)
+	put.Stdin = pipe
+	var out strings.Builder
+	put.Stdout, put.Stderr = &out, &out
+	mustT(t, tarCmd.Start())
+	err = put.Run()
+	tarCmd.Wait()
+	if err != nil {
+		t.Fatalf("copying %s into the guest: %v\n%s\n%s", what, err, out.String(), tarErr.String())
+	}
+	t.Logf("copied %s into the guest in %s: %s", what, time.Since(t0).Round(time.Second), strings.TrimSpace(out.String()))
 }

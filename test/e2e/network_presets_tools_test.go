@@ -35,7 +35,6 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
-	"github.com/limactl-mcp/limactl-mcp/internal/testutil/limavm"
 )
 
 // The presets against the real package managers (issue 26): a project with go.mod,
@@ -431,8 +430,7 @@ func mapNamesToHost(t *testing.T, marker string, names ...string) {
 const fetchToolsDir = "/usr/local/lib/limactl-mcp-e2e-fetch-tools"
 
 // copyFetchToolsToGuest copies the host's go, node, npm and pip into fetchToolsDir (about
-// 150 MB, through limactl shell) unless its stamp says they are these already, and returns it.
-// They are removed when the test ends, but from a kept VM.
+// 150 MB, copyToGuest) and returns it.
 func copyFetchToolsToGuest(t *testing.T) string {
 	t.Helper()
 	goroot := strings.TrimSpace(hostOutput(t, "go", "env", "GOROOT"))
@@ -451,39 +449,17 @@ func copyFetchToolsToGuest(t *testing.T) string {
 	}
 	stamp := fmt.Sprintf("%s %s %s %s", strings.TrimSpace(hostOutput(t, "go", "version")), strings.TrimSpace(hostOutput(t, "node", "--version")),
 		strings.TrimSpace(hostOutput(t, "npm", "--version")), strings.TrimSpace(hostOutput(t, "python3", "-m", "pip", "--version")))
-	if !limavm.Keep() {
-		t.Cleanup(func() { guestShell(t, "sudo rm -rf "+fetchToolsDir) })
-	}
-	if strings.TrimSpace(guestShell(t, "cat "+fetchToolsDir+"/.stamp 2>/dev/null || true")) == stamp {
-		return fetchToolsDir
-	}
-	t0 := time.Now()
-	tarCmd := exec.Command("tar", "-c", "-f", "-",
-		"-C", filepath.Dir(goroot), "--transform", "s,^"+regexp.QuoteMeta(filepath.Base(goroot))+"/,go/,",
-		filepath.Base(goroot)+"/bin/go", filepath.Base(goroot)+"/go.env", filepath.Base(goroot)+"/VERSION",
-		"--transform", "s,^"+regexp.QuoteMeta(filepath.Base(node))+"$,node,", "-C", filepath.Dir(node), filepath.Base(node),
-		"-C", filepath.Dir(npmDir), "npm",
-		"--transform", "s,^pip/,py/pip/,", "-C", filepath.Dir(pipDir), "pip")
-	pipe, err := tarCmd.StdoutPipe()
-	mustT(t, err)
-	var tarErr strings.Builder
-	tarCmd.Stderr = &tarErr
-	dest := fetchToolsDir
 	// go finds its GOROOT as the directory above bin that has pkg/tool.
-	put := vm.Command(ctxT(t, 10*time.Minute), "limactl", "shell", "--workdir", "/", instanceName, "bash", "-c",
-		"set -e; sudo rm -rf "+dest+".new; sudo mkdir -p "+dest+".new; sudo tar -x --no-same-owner -C "+dest+".new; sudo mkdir -p "+dest+".new/go/pkg/tool; "+
-			"sudo chmod -R a+rX "+dest+".new; sudo rm -rf "+dest+"; sudo mv "+dest+".new "+dest+"; printf '%s\\n' "+shq(stamp)+" | sudo tee "+dest+"/.stamp >/dev/null; "+
-			dest+"/node --version; "+dest+"/go/bin/go version; PYTHONPATH="+dest+"/py python3 -m pip --version")
-	put.Stdin = pipe
-	var out strings.Builder
-	put.Stdout, put.Stderr = &out, &out
-	mustT(t, tarCmd.Start())
-	err = put.Run()
-	tarCmd.Wait()
-	if err != nil {
-		t.Fatalf("copying go, node, npm and pip into the guest: %v\n%s\n%s", err, out.String(), tarErr.String())
-	}
-	t.Logf("copied go, node, npm and pip into the guest in %s: %s", time.Since(t0).Round(time.Second), strings.TrimSpace(out.String()))
+	copyToGuest(t, "go, node, npm and pip", fetchToolsDir, stamp,
+		[]string{
+			"-C", filepath.Dir(goroot), "--transform", "s,^" + regexp.QuoteMeta(filepath.Base(goroot)) + "/,go/,",
+			filepath.Base(goroot) + "/bin/go", filepath.Base(goroot) + "/go.env", filepath.Base(goroot) + "/VERSION",
+			"--transform", "s,^" + regexp.QuoteMeta(filepath.Base(node)) + "$,node,", "-C", filepath.Dir(node), filepath.Base(node),
+			"-C", filepath.Dir(npmDir), "npm",
+			"--transform", "s,^pip/,py/pip/,", "-C", filepath.Dir(pipDir), "pip",
+		},
+		`sudo mkdir -p "$new/go/pkg/tool"; sudo chmod -R a+rX "$new"`,
+		fetchToolsDir+"/node --version; "+fetchToolsDir+"/go/bin/go version; PYTHONPATH="+fetchToolsDir+"/py python3 -m pip --version")
 	return fetchToolsDir
 }
 

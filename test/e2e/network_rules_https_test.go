@@ -130,8 +130,8 @@ git push -q origin HEAD:main 2>&1; echo "PUSH-EXIT=$?"`
 }
 
 // watchFor runs `limactl mcp watch --json` in dir until a line it prints satisfies match
-// (bounded: two minutes).
-func watchFor(t *testing.T, dir string, match func(line string) bool) {
+// (bounded: two minutes), and returns what it printed.
+func watchFor(t *testing.T, dir string, match func(line string) bool) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -156,6 +156,7 @@ func watchFor(t *testing.T, dir string, match func(line string) bool) {
 	case err := <-exited:
 		t.Fatalf("watch --json ended (%v) without the line looked for:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
+	return stdout.String()
 }
 
 // gitServer is git's smart HTTP (git http-backend) over TLS on the host's loopback, with a

@@ -255,38 +255,15 @@ func TestNetworkPolicy(t *testing.T) {
 	t.Run("watch --json streams the refused host", func(t *testing.T) {
 		// `limactl mcp watch --json` reads the guest's record as status does and prints each
 		// refused destination: blocked.test is there, allowed.test never.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := vm.Command(ctx, "limactl-mcp", "watch", instanceName, "--json")
-		cmd.Dir = dir
-		found := make(chan struct{})
-		var stdout, stderr lockedBuffer
-		lines := &lineFunc{f: func(line string) {
+		stdout := watchFor(t, dir, func(line string) bool {
 			var b struct {
 				Host     string
 				Attempts int
 			}
-			if json.Unmarshal([]byte(line), &b) == nil && b.Host == "blocked.test" && b.Attempts >= 1 {
-				select {
-				case <-found:
-				default:
-					close(found)
-				}
-			}
-		}}
-		cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, lines), &stderr
-		mustT(t, cmd.Start())
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		select {
-		case <-found:
-			cancel()
-			<-exited
-		case err := <-exited:
-			t.Fatalf("watch --json ended (%v) without blocked.test:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-		}
-		if strings.Contains(stdout.String(), "allowed.test") {
-			t.Errorf("watch --json lists the allowed host:\n%s", stdout.String())
+			return json.Unmarshal([]byte(line), &b) == nil && b.Host == "blocked.test" && b.Attempts >= 1
+		})
+		if strings.Contains(stdout, "allowed.test") {
+			t.Errorf("watch --json lists the allowed host:\n%s", stdout)
 		}
 	})
 

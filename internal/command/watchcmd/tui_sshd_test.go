@@ -116,15 +116,7 @@ func TestWatchTUI(t *testing.T) {
 	}
 	writeRecord(t, f, writer, entries...)
 
-	env := []string{
-		watchHelperEnv + "=1", "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=", "XDG_CONFIG_HOME=" + config,
-		"LMCP_W_ADDR=" + f.Srv.Addr, "LMCP_W_USER=" + f.Srv.User, "LMCP_W_KEY=" + f.Srv.ClientKeyPath,
-		"LMCP_W_HOSTKEY=" + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Srv.HostKey))),
-		"LMCP_W_WORKDIR=" + f.Workdir, "LMCP_W_STORE=" + f.Store.Dir, "LMCP_W_RECORD=" + recordPath(f),
-	}
-	args := append([]string{"env", "-u", "CI"}, env...)
-	args = append(args, "timeout", "--foreground", "120", os.Args[0], "-test.run=^$")
-	s := tmuxtest.Start(t, 120, 30, tmuxtest.Quote(args...)+"; sleep 30")
+	s := startWatchTUI(t, f, config, 120)
 	const wait = time.Minute
 	stored := func() string {
 		t.Helper()
@@ -192,15 +184,7 @@ func TestWatchTUIHeld(t *testing.T) {
 	writeRecordHeld(t, f, writer, held, blockedEntry(t0, "b.test", 443))
 	decided := t.TempDir() + "/decided"
 
-	env := []string{
-		watchHelperEnv + "=1", "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=", "XDG_CONFIG_HOME=" + config,
-		"LMCP_W_ADDR=" + f.Srv.Addr, "LMCP_W_USER=" + f.Srv.User, "LMCP_W_KEY=" + f.Srv.ClientKeyPath,
-		"LMCP_W_HOSTKEY=" + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Srv.HostKey))),
-		"LMCP_W_WORKDIR=" + f.Workdir, "LMCP_W_STORE=" + f.Store.Dir, "LMCP_W_RECORD=" + recordPath(f), "LMCP_W_DECIDED=" + decided,
-	}
-	args := append([]string{"env", "-u", "CI"}, env...)
-	args = append(args, "timeout", "--foreground", "120", os.Args[0], "-test.run=^$")
-	s := tmuxtest.Start(t, 140, 30, tmuxtest.Quote(args...)+"; sleep 30")
+	s := startWatchTUI(t, f, config, 140, "LMCP_W_DECIDED="+decided)
 	const wait = time.Minute
 	readDecided := func() string {
 		data, _ := os.ReadFile(decided)
@@ -259,15 +243,7 @@ func TestWatchTUIRelayRequests(t *testing.T) {
 		uses.Record(u)
 	}
 
-	env := []string{
-		watchHelperEnv + "=1", "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=", "XDG_CONFIG_HOME=" + config,
-		"LMCP_W_ADDR=" + f.Srv.Addr, "LMCP_W_USER=" + f.Srv.User, "LMCP_W_KEY=" + f.Srv.ClientKeyPath,
-		"LMCP_W_HOSTKEY=" + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Srv.HostKey))),
-		"LMCP_W_WORKDIR=" + f.Workdir, "LMCP_W_STORE=" + f.Store.Dir, "LMCP_W_RECORD=" + recordPath(f),
-	}
-	args := append([]string{"env", "-u", "CI"}, env...)
-	args = append(args, "timeout", "--foreground", "120", os.Args[0], "-test.run=^$")
-	s := tmuxtest.Start(t, 160, 30, tmuxtest.Quote(args...)+"; sleep 30")
+	s := startWatchTUI(t, f, config, 160)
 	const wait = time.Minute
 	stored := func() string {
 		t.Helper()
@@ -294,4 +270,19 @@ func TestWatchTUIRelayRequests(t *testing.T) {
 	}
 	s.Keys("q")
 	s.WaitFor(wait, "watch done")
+}
+
+// startWatchTUI runs the watch helper (watchHelper: the real command) on a width×30 tmux pane,
+// reading f's record from its sshd, with config as XDG_CONFIG_HOME and extra environment.
+func startWatchTUI(t *testing.T, f *sessiontest.Fixture, config string, width int, extra ...string) *tmuxtest.Session {
+	t.Helper()
+	env := []string{
+		watchHelperEnv + "=1", "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=", "XDG_CONFIG_HOME=" + config,
+		"LMCP_W_ADDR=" + f.Srv.Addr, "LMCP_W_USER=" + f.Srv.User, "LMCP_W_KEY=" + f.Srv.ClientKeyPath,
+		"LMCP_W_HOSTKEY=" + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Srv.HostKey))),
+		"LMCP_W_WORKDIR=" + f.Workdir, "LMCP_W_STORE=" + f.Store.Dir, "LMCP_W_RECORD=" + recordPath(f),
+	}
+	args := append([]string{"env", "-u", "CI"}, append(env, extra...)...)
+	args = append(args, "timeout", "--foreground", "120", os.Args[0], "-test.run=^$")
+	return tmuxtest.Start(t, width, 30, tmuxtest.Quote(args...)+"; sleep 30")
 }
