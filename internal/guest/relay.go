@@ -24,6 +24,9 @@ type AgentSecrets struct {
 	// name (Setup.RuleTargets), checking each request against rules, the ones the proxy sent:
 	// secrets.Relay.ServeRuled. It closes c. nil: such connections are refused.
 	ServeRuled func(ctx context.Context, c net.Conn, target string, rules []string) error
+	// Held are the requests the relay holds now while the person watching decides
+	// (secrets.Relay.Held; nil: none are).
+	Held func() []netpolicy.HeldConn
 }
 
 const (

@@ -12,7 +12,14 @@ type Entry struct {
 	BytesUp   int64     `json:"bytes_up"`
 	BytesDown int64     `json:"bytes_down"`
 	Reason    string    `json:"reason,omitempty"`
+	// Command is, for an attempt the proxy refused, the command line of the process that made
+	// it, as the guest's proxy found it (the agent's to write: text to show escaped, never a
+	// fact to act on; "" when not found). At most MaxEntryCommand bytes.
+	Command string `json:"command,omitempty"`
 }
+
+// MaxEntryCommand bounds an Entry's Command.
+const MaxEntryCommand = 200
 
 const (
 	VerdictAllowed = "allowed"

@@ -16,6 +16,13 @@ type HeldConn struct {
 	// the guest counted when it reported (the guest's clock is not the host's).
 	Since       time.Time `json:"since"`
 	SecondsLeft int       `json:"seconds_left"`
+	// Request is, for a request the session's relay holds on the host (not the guest's proxy),
+	// its method and path ("PUT /o/r"): what the agent is told it waits on. The watch never
+	// reads it from the guest's record.
+	Request string `json:"request,omitempty"`
+	// Command is the command line of the process that made it, as the guest's proxy found it
+	// (Entry.Command: the agent's text).
+	Command string `json:"command,omitempty"`
 }
 
 const (
@@ -34,5 +41,5 @@ func CheckHeldID(id string) bool { return heldIDPattern.MatchString(id) }
 
 func (h HeldConn) valid() bool {
 	return CheckHeldID(h.ID) && h.Host != "" && len(h.Host) <= 512 && h.Port >= 1 && h.Port <= 65535 &&
-		h.SecondsLeft >= 0 && h.SecondsLeft <= 3600
+		h.SecondsLeft >= 0 && h.SecondsLeft <= 3600 && len(h.Command) <= MaxEntryCommand
 }

@@ -102,7 +102,7 @@ func ParseEntry(line []byte) (Entry, bool) {
 	var e Entry
 	if json.Unmarshal(line, &e) != nil || e.Host == "" || e.Time.IsZero() ||
 		(e.Verdict != VerdictAllowed && e.Verdict != VerdictBlocked) || (e.Via != ViaProxy && e.Via != ViaDirect) ||
-		e.Port < 0 || e.Port > 65535 || e.BytesUp < 0 || e.BytesDown < 0 {
+		e.Port < 0 || e.Port > 65535 || e.BytesUp < 0 || e.BytesDown < 0 || len(e.Command) > MaxEntryCommand {
 		return Entry{}, false
 	}
 	return e, true

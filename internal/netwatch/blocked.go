@@ -33,6 +33,10 @@ type Destination struct {
 	// rules (Via ViaRelay): HTTPS to a host that only rules name, read on the host.
 	Method string `json:"method,omitempty"`
 	Path   string `json:"path,omitempty"`
+	// Command is the command line of the process that made the last attempt, as the guest's
+	// proxy found it ("" when it did not: a direct attempt, a request the relay refused). The
+	// agent's text: shown escaped, never acted on.
+	Command string `json:"command,omitempty"`
 }
 
 // ViaRelay is the Via of a request the session's relay on the host refused under the rules.
@@ -73,7 +77,7 @@ func (b *blocked) add(entries []netpolicy.Entry) []Destination {
 	var evs []event
 	for _, e := range entries {
 		if e.Verdict == netpolicy.VerdictBlocked {
-			evs = append(evs, event{at: e.Time, d: Destination{Host: e.Host, Port: e.Port, Via: e.Via, Reason: e.Reason}})
+			evs = append(evs, event{at: e.Time, d: Destination{Host: e.Host, Port: e.Port, Via: e.Via, Reason: e.Reason, Command: e.Command}})
 		}
 	}
 	return b.addEvents(evs)
@@ -115,7 +119,7 @@ func (b *blocked) addEvents(evs []event) []Destination {
 		}
 		cur.Attempts++
 		if !e.at.Before(cur.Last) {
-			cur.Last, cur.Via, cur.Reason = e.at, e.d.Via, e.d.Reason
+			cur.Last, cur.Via, cur.Reason, cur.Command = e.at, e.d.Via, e.d.Reason, e.d.Command
 		}
 		delete(b.allowed, key)
 		changed[key] = true

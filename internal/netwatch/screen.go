@@ -124,7 +124,7 @@ func (m *Screen) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 		d := m.list[m.cursor]
 		if !d.Held {
-			m.status = "o allows a held connection once; " + termsafe.String(d.Entry()) + " was refused already (a allows it for the session)"
+			m.status = "o allows a held connection or request once; " + termsafe.String(d.Entry()) + " was refused already (a allows it for the session)"
 			return m, nil
 		}
 		return m, m.decide(d, netpolicy.DecisionOnce, "allowing "+termsafe.String(d.Entry())+" once ...")
@@ -169,12 +169,12 @@ func (m *Screen) View() string {
 			mark = "> "
 		}
 		if d.Held {
-			fmt.Fprintf(&b, "%sHELD %-35s %3d s left, waiting since %s: o once, a for the session, d refuse\n", mark, termsafe.String(d.Entry()),
-				d.SecondsLeft, d.First.Local().Format("15:04:05"))
+			fmt.Fprintf(&b, "%sHELD %-35s %3d s left, waiting since %s: o once, a for the session, d refuse%s\n", mark, termsafe.String(d.Entry()),
+				d.SecondsLeft, d.First.Local().Format("15:04:05"), byCommand(d))
 			continue
 		}
-		fmt.Fprintf(&b, "%s%-40s %s  first %s  last %s  via %s\n", mark, termsafe.String(d.Entry()),
-			words.Count(d.Attempts, "attempt"), d.First.Local().Format("15:04:05"), d.Last.Local().Format("15:04:05"), termsafe.String(d.Via))
+		fmt.Fprintf(&b, "%s%-40s %s  first %s  last %s  via %s%s\n", mark, termsafe.String(d.Entry()),
+			words.Count(d.Attempts, "attempt"), d.First.Local().Format("15:04:05"), d.Last.Local().Format("15:04:05"), termsafe.String(d.Via), byCommand(d))
 	}
 	b.WriteString("\n")
 	if m.readErr != "" {
@@ -183,7 +183,7 @@ func (m *Screen) View() string {
 	if m.status != "" {
 		b.WriteString(m.wrap(termsafe.String(m.status)) + "\n")
 	}
-	b.WriteString(m.wrap("o allow once (a held connection)   a allow for the session   s allow and save as the project's policy   d deny   up/down choose   q "+m.leave) + "\n")
+	b.WriteString(m.wrap("o allow once (a held connection or request)   a allow for the session   s allow and save as the project's policy   d deny   up/down choose   q "+m.leave) + "\n")
 	return b.String()
 }
 
@@ -193,4 +193,20 @@ func (m *Screen) wrap(s string) string {
 		return s
 	}
 	return ansi.Wrap(s, m.width, " ,")
+}
+
+// maxShownCommand is how much of a command line a row of the screen shows.
+const maxShownCommand = 60
+
+// byCommand is "  by CMD" for a destination whose last attempt's command is known: the
+// agent's text, escaped and cut to maxShownCommand characters.
+func byCommand(d Destination) string {
+	if d.Command == "" {
+		return ""
+	}
+	cmd := termsafe.String(d.Command)
+	if r := []rune(cmd); len(r) > maxShownCommand {
+		cmd = string(r[:maxShownCommand-3]) + "..."
+	}
+	return "  by " + cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,13 @@ type Source struct {
 	// rules, oldest first (nil: none are watched). Their method and path are the agent's: a
 	// rule is made of one only when it names exactly that request (Watch.Allow).
 	Requests func() ([]Request, error)
+	// HeldRequests reads the requests the session's relay holds now, oldest first (Request.ID
+	// and Deadline set), and says that a person watches: the relay holds a request its rules
+	// refuse only while a watch reads (nil: none are held).
+	HeldRequests func() ([]Request, error)
+	// DecideRequest hands the person's decision (netpolicy.DecisionOnce, DecisionDeny) on a
+	// request the relay holds (its id) to the relay.
+	DecideRequest func(id, decision string) error
 	// Policy is the session's policy as recorded now.
 	Policy func() string
 	// Title names what is watched (shown through termsafe).
@@ -48,6 +56,9 @@ type Request struct {
 	Port         int
 	Method, Path string
 	Reason       string
+	// ID and Deadline are those of a request the relay holds (Source.HeldRequests).
+	ID       string
+	Deadline time.Time
 }
 
 // Watch is one watch of one session: its counted destinations and the person's decisions.
@@ -63,6 +74,9 @@ type Watch struct {
 	held              []netpolicy.HeldConn
 	readAt            time.Time
 	seenHeld, decided map[string]bool
+	// heldReqs are the requests the relay held at the last read (their ids are the relay's,
+	// never a guest's: the two are kept apart by Via).
+	heldReqs []Request
 }
 
 // New starts a watch of src with nothing counted yet.
@@ -81,14 +95,22 @@ func (w *Watch) Read(ctx context.Context) ([]Destination, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.held, w.readAt = rec.Held, time.Now()
+	var heldReqs []Request
+	var heldErr error
+	if w.src.HeldRequests != nil {
+		heldReqs, heldErr = w.src.HeldRequests()
+	}
+	w.held, w.heldReqs, w.readAt = rec.Held, heldReqs, time.Now()
 	ids := map[string]bool{}
 	for _, h := range rec.Held {
-		ids[h.ID] = true
+		ids[heldKey(netpolicy.ViaProxy, h.ID)] = true
+	}
+	for _, r := range heldReqs {
+		ids[heldKey(ViaRelay, r.ID)] = true
 	}
 	var changed []Destination
 	for _, d := range w.heldList() {
-		if !w.seenHeld[d.ID] {
+		if !w.seenHeld[heldKey(d.Via, d.ID)] {
 			changed = append(changed, d)
 		}
 	}
@@ -99,6 +121,9 @@ func (w *Watch) Read(ctx context.Context) ([]Destination, error) {
 		}
 	}
 	changed = append(changed, w.b.add(rec.Entries)...)
+	if heldErr != nil {
+		return changed, fmt.Errorf("reading the requests the relay holds: %w", heldErr)
+	}
 	if w.src.Requests == nil {
 		return changed, nil
 	}
@@ -137,14 +162,26 @@ func (w *Watch) heldList() []Destination {
 	var out []Destination
 	gone := int(time.Since(w.readAt) / time.Second)
 	for _, h := range w.held {
-		if w.decided[h.ID] {
+		if w.decided[heldKey(netpolicy.ViaProxy, h.ID)] {
 			continue
 		}
-		out = append(out, Destination{Host: h.Host, Port: h.Port, Attempts: 1, First: h.Since, Last: h.Since,
+		out = append(out, Destination{Host: h.Host, Port: h.Port, Attempts: 1, First: h.Since, Last: h.Since, Command: h.Command,
 			Via: netpolicy.ViaProxy, Held: true, ID: h.ID, SecondsLeft: max(0, h.SecondsLeft-gone)})
 	}
+	for _, r := range w.heldReqs {
+		if w.decided[heldKey(ViaRelay, r.ID)] {
+			continue
+		}
+		out = append(out, Destination{Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path, Attempts: 1, First: r.Time, Last: r.Time,
+			Via: ViaRelay, Held: true, ID: r.ID, SecondsLeft: max(0, int(time.Until(r.Deadline)/time.Second))})
+	}
+	slices.SortStableFunc(out, func(a, b Destination) int { return a.First.Compare(b.First) })
 	return out
 }
+
+// heldKey names a held connection or request in the watch's sets: the guest's ids and the
+// relay's are apart by where they come from (via), whatever a guest's id says.
+func heldKey(via, id string) string { return via + " " + id }
 
 // Decide hands the person's decision on the held connection d (netpolicy.DecisionOnce or
 // DecisionDeny) to the guest through Source.Decide; d leaves the list. It returns what to say.
@@ -152,19 +189,37 @@ func (w *Watch) Decide(ctx context.Context, d Destination, decision string) (str
 	if !d.Held {
 		return "", fmt.Errorf("%s is not held: it was refused already (a allows it for the session)", termsafe.String(d.Entry()))
 	}
-	if w.src.Decide == nil {
-		return "", errors.New("deciding on a held connection is not available here (a allows its destination for the session)")
+	if err := w.decideHeld(ctx, d, decision); err != nil {
+		return "", err
 	}
-	if err := w.src.Decide(ctx, d.ID, decision); err != nil {
-		return "", fmt.Errorf("%s %s: %w", decision, termsafe.String(d.Entry()), err)
-	}
-	w.mu.Lock()
-	w.decided[d.ID] = true
-	w.mu.Unlock()
 	if decision == netpolicy.DecisionOnce {
+		if d.Via == ViaRelay {
+			return "allowed " + termsafe.String(d.Entry()) + " once: that request goes through; the next one is held again", nil
+		}
 		return "allowed " + termsafe.String(d.Entry()) + " once: that connection goes through; the next one is held again", nil
 	}
 	return "refused " + termsafe.String(d.Entry()) + ": the agent reads that you were asked and refused it", nil
+}
+
+// decideHeld hands decision on the held d to the guest's proxy (Source.Decide) or to the
+// relay (Source.DecideRequest), by where d is held; d leaves the list.
+func (w *Watch) decideHeld(ctx context.Context, d Destination, decision string) error {
+	var err error
+	switch {
+	case d.Via == ViaRelay && w.src.DecideRequest != nil:
+		err = w.src.DecideRequest(d.ID, decision)
+	case d.Via != ViaRelay && w.src.Decide != nil:
+		err = w.src.Decide(ctx, d.ID, decision)
+	default:
+		return errors.New("deciding on a held connection is not available here (a allows its destination for the session)")
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", decision, termsafe.String(d.Entry()), err)
+	}
+	w.mu.Lock()
+	w.decided[heldKey(d.Via, d.ID)] = true
+	w.mu.Unlock()
+	return nil
 }
 
 // Deny hides d from the list for the rest of the watch: it is refused already.
@@ -185,10 +240,18 @@ func (w *Watch) Allow(ctx context.Context, d Destination, save bool) (string, er
 	if err != nil {
 		return "", fmt.Errorf("allow %s: %w", termsafe.String(d.Entry()), err)
 	}
+	if d.Held && d.Via == ViaRelay {
+		// The relay checks a connection's requests against the rules it was opened with: the
+		// held one goes through by the person's word, the next ones by the new rule.
+		if err := w.decideHeld(ctx, d, netpolicy.DecisionOnce); err != nil {
+			return msg + "; the held request was not let through: " + err.Error(), nil
+		}
+		msg += "; the held request goes through"
+	}
 	w.mu.Lock()
 	w.of(d).allowed[d.Entry()] = true
 	if d.Held {
-		w.decided[d.ID] = true // the proxy lets it through under the new policy
+		w.decided[heldKey(d.Via, d.ID)] = true // the proxy lets it through under the new policy
 	}
 	w.mu.Unlock()
 	return msg, nil

@@ -171,3 +171,72 @@ func TestWatchRelayRequests(t *testing.T) {
 		t.Errorf("entries allowed: %q", allowed)
 	}
 }
+
+// Requests the relay holds are listed with the held connections (oldest first), as the rule
+// for exactly each; o and d go to the relay (DecideRequest), never to the guest, even when a
+// guest's held connection bears the same id; a adds the exact rule and lets the held request
+// through (the relay's connection keeps the rules it was opened with).
+func TestWatchHeldRequests(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const id = "relay-0123456789abcdef"
+	g := &fakeGuest{}
+	g.rec.Held = []netpolicy.HeldConn{{ID: id, Host: "h.test", Port: 443, Since: t0.Add(time.Second), SecondsLeft: 40}}
+	src := g.source()
+	var mu sync.Mutex
+	var relayDecided, allowed []string
+	reqs := []Request{
+		{Time: t0, Host: "github.com", Port: 443, Method: "POST", Path: "/o/r.git/git-receive-pack", ID: id, Deadline: time.Now().Add(30 * time.Second)},
+		{Time: t0.Add(2 * time.Second), Host: "github.com", Port: 443, Method: "PUT", Path: "/x", ID: "relay-1111111111111111", Deadline: time.Now().Add(50 * time.Second)},
+	}
+	src.HeldRequests = func() ([]Request, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]Request(nil), reqs...), nil
+	}
+	src.DecideRequest = func(id, decision string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		relayDecided = append(relayDecided, id+" "+decision)
+		return nil
+	}
+	src.Allow = func(_ context.Context, entry string, save bool) (string, error) {
+		allowed = append(allowed, entry)
+		return "allowed " + entry, nil
+	}
+	w := New(src)
+	ctx := context.Background()
+	changed, err := w.Read(ctx)
+	if err != nil || len(changed) != 3 {
+		t.Fatalf("first read: %+v %v", changed, err)
+	}
+	list := w.List()
+	if len(list) != 3 || list[0].Via != ViaRelay || list[1].Via != netpolicy.ViaProxy || list[2].Entry() != "github.com:443/x:PUT" {
+		t.Fatalf("list: %+v", list)
+	}
+	if d := list[0]; !d.Held || d.Entry() != "github.com:443/o/r.git/git-receive-pack:POST" || d.SecondsLeft < 25 || d.SecondsLeft > 30 {
+		t.Errorf("the held request: %+v", d)
+	}
+	msg, err := w.Decide(ctx, list[0], netpolicy.DecisionOnce)
+	if err != nil || !strings.Contains(msg, "that request goes through") {
+		t.Errorf("once: %q %v", msg, err)
+	}
+	if len(g.decided) != 0 || len(relayDecided) != 1 || relayDecided[0] != id+" once" {
+		t.Errorf("decided: guest %q, relay %q", g.decided, relayDecided)
+	}
+	if list := w.List(); len(list) != 2 || list[0].Via != netpolicy.ViaProxy || list[0].ID != id {
+		t.Errorf("after once, the guest's connection of the same id must stay: %+v", list)
+	}
+	msg, err = w.Allow(ctx, w.List()[1], false)
+	if err != nil || !strings.Contains(msg, "the held request goes through") || len(allowed) != 1 || allowed[0] != "github.com:443/x:PUT" {
+		t.Errorf("a: %q %v, allowed %q", msg, err, allowed)
+	}
+	if len(relayDecided) != 2 || relayDecided[1] != "relay-1111111111111111 once" {
+		t.Errorf("a on a held request: relay decisions %q", relayDecided)
+	}
+	if changed, _ := w.Read(ctx); len(changed) != 0 {
+		t.Errorf("read again, the same held: %+v", changed)
+	}
+	if list := w.List(); len(list) != 1 || list[0].Via != netpolicy.ViaProxy {
+		t.Errorf("decided requests must stay hidden while the relay still lists them: %+v", list)
+	}
+}

@@ -24,10 +24,11 @@ type Log struct {
 	ruled   map[string]*ruledCount    // rule target -> requests checked against the rules
 }
 
-// ruledCount counts the requests to a rule target: allowed, and refused with the last one.
+// ruledCount counts the requests to a rule target: allowed (once: by the person watching, of
+// them), and refused with the last one.
 type ruledCount struct {
-	allowed, refused int
-	last             string // "METHOD PATH" of the last refused
+	allowed, once, refused int
+	last                   string // "METHOD PATH" of the last refused
 }
 
 // Record keeps u.
@@ -58,6 +59,9 @@ func (l *Log) Record(u Use) {
 			rc.last = u.Method + " " + u.Path
 		} else {
 			rc.allowed++
+			if u.Once {
+				rc.once++
+			}
 		}
 		return
 	}
@@ -125,7 +129,11 @@ func (l *Log) Summary() []string {
 	slices.Sort(targets)
 	for _, t := range targets {
 		rc := l.ruled[t]
-		line := fmt.Sprintf("%s: %d HTTPS requests allowed by the network rules, %d refused", strings.TrimSuffix(t, ":443"), rc.allowed, rc.refused)
+		line := fmt.Sprintf("%s: %d HTTPS requests allowed by the network rules", strings.TrimSuffix(t, ":443"), rc.allowed)
+		if rc.once > 0 {
+			line += fmt.Sprintf(" (%d of them once, by the person watching)", rc.once)
+		}
+		line += fmt.Sprintf(", %d refused", rc.refused)
 		if rc.refused > 0 {
 			line += " (the last: " + rc.last + ")"
 		}

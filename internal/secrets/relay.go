@@ -49,7 +49,8 @@ type Use struct {
 	// Secrets are the names of the secrets put into the request (none: it went without).
 	Secrets []string
 	Method  string
-	// Path is the request's path, without its query, capped.
+	// Path is the request's path as sent (escaped: what the rules match), without its query,
+	// capped.
 	Path string
 	// Status is the response's status code (0: none came).
 	Status int
@@ -59,6 +60,9 @@ type Use struct {
 	// against them (Relay.ServeRuled); Refused: they did not allow it (it never left).
 	Rules   bool `json:",omitempty"`
 	Refused bool `json:",omitempty"`
+	// Once: the rules refused it, and the person watching let it through, that one only
+	// (hold.go).
+	Once bool `json:",omitempty"`
 }
 
 // Recorder takes every Use. It must not block for long (the request waits for it).
@@ -89,6 +93,13 @@ type Relay struct {
 	// HandshakeTimeout bounds each TLS handshake and the dial (default
 	// DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
+	// HoldDir is the session's host state directory, where a request the rules refuse is
+	// held while a person watches (hold.go; "": never held, refused at once). HoldFor bounds
+	// the wait (default DefaultHoldFor).
+	HoldDir string
+	HoldFor time.Duration
+
+	holding holding
 }
 
 // Serve relays one connection from the guest side, already addressed to target (host:port),
@@ -273,7 +284,7 @@ func drainRefused(req *http.Request) {
 
 // roundTrip forwards one request and its response; keep says whether the connection goes on.
 func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *bufio.Reader) (keep bool, err error) {
-	use := Use{Time: time.Now(), Host: c.target, Method: req.Method, Path: capPath(req.URL.Path)}
+	use := Use{Time: time.Now(), Host: c.target, Method: req.Method, Path: capPath(req.URL.EscapedPath())}
 	fail := func(code int, format string, args ...any) (bool, error) {
 		msg := fmt.Sprintf(format, args...)
 		use.Err = msg
@@ -294,17 +305,31 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 	if c.rules != nil {
 		use.Rules = true
 		if why := c.checkRules(req); why != "" {
-			// The policy at work, not a failure: answered, logged, the connection ended (its
-			// body unread), and no error for the caller to report.
-			use.Refused = true
-			drainRefused(req)
 			ask := "limactl mcp network INSTANCE allow HOST[:PORT][/PATH][:METHODS]"
-			if rule, err := netpolicy.ExactRule(c.host, c.portNum, req.Method, req.URL.EscapedPath()); err == nil {
+			rule, err := netpolicy.ExactRule(c.host, c.portNum, req.Method, req.URL.EscapedPath())
+			if err == nil {
 				ask = "limactl mcp network INSTANCE allow " + rule + ", or the a key of limactl mcp watch INSTANCE, which lists it"
+				// A request a person could allow as it is waits for them while they watch.
+				switch out := c.relay.hold(ctx, c.target, req.Method, req.URL.EscapedPath()); out {
+				case allowedOnce:
+					use.Once = true
+				case holdEnded:
+					return false, ctx.Err()
+				default:
+					if r := out.refusal(c.relay.holdFor()); r != "" {
+						why += "; " + r
+					}
+				}
 			}
-			_, _ = fail(http.StatusForbidden, "network policy: %s %s to %s: %s (the rules for it: %s; ask the person to allow it: %s)",
-				req.Method, capPath(req.URL.EscapedPath()), c.target, why, strings.Join(c.rules.RulesFor(c.host, c.portNum), ", "), ask)
-			return false, nil
+			if !use.Once {
+				// The policy at work, not a failure: answered, logged, the connection ended
+				// (its body read and dropped), and no error for the caller to report.
+				use.Refused = true
+				drainRefused(req)
+				_, _ = fail(http.StatusForbidden, "network policy: %s %s to %s: %s (the rules for it: %s; ask the person to allow it: %s)",
+					req.Method, capPath(req.URL.EscapedPath()), c.target, why, strings.Join(c.rules.RulesFor(c.host, c.portNum), ", "), ask)
+				return false, nil
+			}
 		}
 	}
 	injected := inject(req, c.secrets)

@@ -67,7 +67,7 @@ func OpenSession(dir string, set *Set, ruleTargets []string) (*Session, error) {
 		return nil, err
 	}
 	flog := &FileLog{Dir: dir}
-	relay := &Relay{Set: set, CA: ca, Recorder: flog, RuleTargets: slices.Clone(ruleTargets)}
+	relay := &Relay{Set: set, CA: ca, Recorder: flog, RuleTargets: slices.Clone(ruleTargets), HoldDir: dir}
 	if err := applyTestHook(relay); err != nil {
 		return nil, err
 	}
@@ -86,6 +86,9 @@ func (s *Session) BoundNames() []string { return s.Set.BoundNames() }
 func (s *Session) Serve(ctx context.Context, c net.Conn, target string) error {
 	return s.Relay.Serve(ctx, c, target)
 }
+
+// Held is Relay.Held (for guest.AgentSecrets).
+func (s *Session) Held() []netpolicy.HeldConn { return s.Relay.Held() }
 
 // ServeRuled is Relay.ServeRuled (for guest.AgentSecrets).
 func (s *Session) ServeRuled(ctx context.Context, c net.Conn, target string, rules []string) error {

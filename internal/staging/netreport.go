@@ -180,16 +180,23 @@ func BlockedSince(ctx context.Context, conn *guest.Conn, since time.Time) []netp
 }
 
 // HeldNow lists the connections the guest's proxy holds now for the agent of conn while the
-// person watching it decides (`limactl mcp watch`); nil without a network policy, with none
-// held, or when the record cannot be read.
+// person watching it decides (`limactl mcp watch`), then the requests the session's relay
+// holds on the host (HeldConn.Request set); nil without a network policy or with none held
+// (the guest's part is left out when the record cannot be read).
 func HeldNow(ctx context.Context, conn *guest.Conn) []netpolicy.HeldConn {
 	a := conn.Agent()
 	if a == nil {
 		return nil
 	}
-	rec, err := netRecord(ctx, conn, a.User, 0)
-	if err != nil {
-		return nil
+	var held []netpolicy.HeldConn
+	if rec, err := netRecord(ctx, conn, a.User, 0); err == nil {
+		for _, h := range rec.Held {
+			h.Request = "" // the guest's record names connections only
+			held = append(held, h)
+		}
 	}
-	return rec.Held
+	if a.Secrets != nil && a.Secrets.Held != nil {
+		held = append(held, a.Secrets.Held()...)
+	}
+	return held
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,6 +94,10 @@ func (n *heldNotice) end() string {
 
 // heldMessage is what the agent is told while it waits on h.
 func heldMessage(h netpolicy.HeldConn) string {
+	if h.Request != "" {
+		return fmt.Sprintf("waiting on the person: the network rules hold this command's HTTPS request %s to %s:%d while the person watching the agent decides on it (allow once, allow for the session, or deny; up to %d s more). Nothing to do but wait: the command goes on either way",
+			h.Request, h.Host, h.Port, h.SecondsLeft)
+	}
 	return fmt.Sprintf("waiting on the person: the network policy holds this command's connection to %s:%d while the person watching the agent decides on it (allow once, allow for the session, or deny; up to %d s more). Nothing to do but wait: the command goes on either way",
 		h.Host, h.Port, h.SecondsLeft)
 }
@@ -109,14 +114,22 @@ func heldSummary(seen map[string]netpolicy.HeldConn) string {
 	sort.Slice(hs, func(i, j int) bool {
 		return hs[i].Since.Before(hs[j].Since) || hs[i].Since.Equal(hs[j].Since) && hs[i].ID < hs[j].ID
 	})
+	noun, nouns := "connection", "connections"
+	if slices.ContainsFunc(hs, func(h netpolicy.HeldConn) bool { return h.Request != "" }) {
+		noun, nouns = "connection or request", "connections and requests"
+	}
 	var targets []string
 	for i, h := range hs {
 		if i == 5 {
 			targets = append(targets, fmt.Sprintf("and %d more", len(hs)-5))
 			break
 		}
+		if h.Request != "" {
+			targets = append(targets, fmt.Sprintf("the request %s to %s:%d", h.Request, h.Host, h.Port))
+			continue
+		}
 		targets = append(targets, fmt.Sprintf("%s:%d", h.Host, h.Port))
 	}
 	return fmt.Sprintf("while the command ran, the network policy held %s (%s) for the person watching the agent to decide on: what the command printed says whether each went through (allowed) or was refused (denied, or not decided in time)",
-		words.Count(len(hs), "connection", "connections"), strings.Join(targets, ", "))
+		words.Count(len(hs), noun, nouns), strings.Join(targets, ", "))
 }

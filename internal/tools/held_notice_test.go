@@ -84,3 +84,17 @@ func TestHeldNoticeShortCommandNeverLooks(t *testing.T) {
 		t.Fatalf("summary %q, looked %v", s, looked)
 	}
 }
+
+// A request the session's relay holds is told as the request it is (its method and path), and
+// the summary names it so.
+func TestHeldNoticeNamesAHeldRequest(t *testing.T) {
+	h := netpolicy.HeldConn{ID: "relay-00000000000000aa", Host: "github.com", Port: 443, Since: time.Now(), SecondsLeft: 58, Request: "POST /o/r.git/git-receive-pack"}
+	if msg := heldMessage(h); !strings.Contains(msg, "the network rules hold this command's HTTPS request POST /o/r.git/git-receive-pack to github.com:443") || !strings.Contains(msg, "58 s") {
+		t.Errorf("told %q", msg)
+	}
+	g := netpolicy.HeldConn{ID: "00000000000000bb", Host: "b.example", Port: 80, Since: time.Now().Add(-time.Second)}
+	sum := heldSummary(map[string]netpolicy.HeldConn{h.ID: h, g.ID: g})
+	if !strings.Contains(sum, "held 2 connections and requests (b.example:80, the request POST /o/r.git/git-receive-pack to github.com:443)") {
+		t.Errorf("summary %q", sum)
+	}
+}

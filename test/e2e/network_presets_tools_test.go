@@ -38,15 +38,16 @@ import (
 )
 
 // The presets against the real package managers (issue 26): a project with go.mod,
-// package.json + package-lock.json and requirements.txt gets the policy `configure` proposes
-// for it (netpolicy.DetectPresets → allow:@go,@npm,@pypi), and under it the real `go mod
-// download` (module proxy and checksum database), `npm ci` and `pip install` in the guest, run
+// package.json + package-lock.json, requirements.txt and Cargo.toml gets the policy `configure`
+// proposes for it (netpolicy.DetectPresets → allow:@go,@npm,@pypi,@crates), and under it the
+// real `go mod download` (module proxy and checksum database), `npm ci`, `pip install` and
+// `cargo vendor` (crates.io's sparse index and its downloads) in the guest, run
 // by `limactl mcp shell` as the agent, fetch the project's dependencies from registries on the
 // host's loopback under their real names and default port (443, a TLS server with a CA of its
 // own that the commands are told to trust), with the tools' default settings otherwise. A host
 // of another ecosystem, served by the same server under the same address, stays refused.
 //
-// The tools are the host's (go, node + npm, pip: the e2e image carries none of them), copied
+// The tools are the host's (go, node + npm, pip, cargo: the e2e image carries none of them), copied
 // into the guest once (tools dir below) — the same binaries the host runs, on the guest's
 // Debian of the same release.
 func TestPresetsRealTools(t *testing.T) {
@@ -58,8 +59,8 @@ func TestPresetsRealTools(t *testing.T) {
 	discardOnCleanup(t, dir)
 	reg.writeProject(t, dir)
 	policy := netpolicy.ProposedPolicy(netpolicy.DetectPresets(dir))
-	if policy != "allow:@go,@npm,@pypi" {
-		t.Fatalf("the policy proposed for a Go + npm + Python project is %q", policy)
+	if policy != "allow:@go,@npm,@pypi,@crates" {
+		t.Fatalf("the policy proposed for a Go + npm + Python + Rust project is %q", policy)
 	}
 
 	// Each fetch in a fresh cache of its own; the times are what docs/network.md gives.
@@ -82,8 +83,11 @@ node -e 'console.log(require("e2e-pad"))'
 	rest := `PYTHONPATH=$T/py REQUESTS_CA_BUNDLE=$PWD/registry-ca.pem python3 -m pip install -q --disable-pip-version-check --no-cache-dir --cert $PWD/registry-ca.pem --target $tmp/pydeps -r requirements.txt 2>&1; echo "PIP-EXIT=$?"
 t3=$(stamp)
 PYTHONPATH=$tmp/pydeps python3 -c 'import e2epkg; print(e2epkg.HELLO)'
-curl -sS --max-time 20 --cacert $PWD/registry-ca.pem -o /dev/null https://index.crates.io/config.json 2>&1; echo "CRATES-EXIT=$?"
-python3 -c "print('TIMES go=%.1fs npm=%.1fs pip=%.1fs' % ($t1-$t0, $t2-$t1, $t3-$t2))"
+CARGO_HOME=$tmp/cargo CARGO_HTTP_CAINFO=$PWD/registry-ca.pem "$T/cargo" vendor --quiet --locked $tmp/vendor >/dev/null 2>$tmp/cargo.err; echo "CARGO-EXIT=$?"; cat $tmp/cargo.err
+t4=$(stamp)
+grep -o 'hello from crates.io' $tmp/vendor/` + crateName + `/src/lib.rs
+curl -sS --max-time 20 --cacert $PWD/registry-ca.pem -o /dev/null https://rubygems.org/api/v1/dependencies 2>&1; echo "GEMS-EXIT=$?"
+python3 -c "print('TIMES go=%.1fs npm=%.1fs pip=%.1fs cargo=%.1fs' % ($t1-$t0, $t2-$t1, $t3-$t2, $t4-$t3))"
 `
 	script := func(parts ...string) string {
 		return `set -u
@@ -108,7 +112,7 @@ t0=$(stamp)
 	}
 	fetched := func(t *testing.T, network, stdout string) {
 		t.Helper()
-		for _, want := range []string{"GO-EXIT=0", "hello from the module proxy", "NPM-EXIT=0", "hello from the npm registry", "PIP-EXIT=0", "hello from PyPI"} {
+		for _, want := range []string{"GO-EXIT=0", "hello from the module proxy", "NPM-EXIT=0", "hello from the npm registry", "PIP-EXIT=0", "hello from PyPI", "CARGO-EXIT=0", "hello from crates.io"} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("under %s the fetch did not give %q", network, want)
 			}
@@ -120,6 +124,9 @@ t0=$(stamp)
 			"registry.npmjs.org GET /e2e-pad/-/e2e-pad-1.0.0.tgz",
 			"pypi.org GET /simple/e2epkg/",
 			"files.pythonhosted.org GET /packages/e2/e2epkg-1.0-py3-none-any.whl",
+			"index.crates.io GET /config.json",
+			"index.crates.io GET " + crateIndexPath,
+			"static.crates.io GET /crates/" + crateName + "/1.0.0/download",
 		} {
 			if !slices.Contains(seen, want) {
 				t.Errorf("under %s the registries never got %q", network, want)
@@ -130,11 +137,11 @@ t0=$(stamp)
 	t.Run("the proposed presets fetch the project's dependencies", func(t *testing.T) {
 		out, _ := run(t, policy, script(goFetch, npmFetch(true), rest))
 		fetched(t, policy, out)
-		if strings.Contains(out, "CRATES-EXIT=0") || !strings.Contains(out, "CRATES-EXIT=") {
-			t.Errorf("a host of no proposed preset (index.crates.io) was reached")
+		if strings.Contains(out, "GEMS-EXIT=0") || !strings.Contains(out, "GEMS-EXIT=") {
+			t.Errorf("a host of no proposed preset (rubygems.org) was reached")
 		}
 		for _, r := range reg.seen() {
-			if strings.HasPrefix(r, "index.crates.io ") {
+			if strings.HasPrefix(r, "rubygems.org ") {
 				t.Errorf("the registry server got a request for a host outside the policy: %s", r)
 			}
 		}
@@ -143,13 +150,13 @@ t0=$(stamp)
 		// The baseline of the times: no proxy, the Lima user's commands.
 		out, _ := run(t, "open", script(goFetch, npmFetch(true), rest))
 		fetched(t, "open", out)
-		if !strings.Contains(out, "CRATES-EXIT=0") {
-			t.Errorf("under open the crates host was not reached: the refusal above proves nothing")
+		if !strings.Contains(out, "GEMS-EXIT=0") {
+			t.Errorf("under open the rubygems host was not reached: the refusal above proves nothing")
 		}
 	})
 	t.Run("go needs the checksum database of @go", func(t *testing.T) {
 		// The module proxy alone: go refuses a module it cannot check.
-		out, _ := run(t, "allow:proxy.golang.org,@npm,@pypi", script(goFetch))
+		out, _ := run(t, "allow:proxy.golang.org,@npm,@pypi,@crates", script(goFetch))
 		if strings.Contains(out, "GO-EXIT=0") || !strings.Contains(out, "GO-EXIT=") || !strings.Contains(out, "sum.golang.org") {
 			t.Errorf("go mod download without sum.golang.org did not fail on it")
 		}
@@ -158,7 +165,7 @@ t0=$(stamp)
 		// registry.npmjs.org read only: the session's relay on the host terminates its TLS (the
 		// test hook sends it to this server, whose CA it trusts) and lets GETs and the audit's POST
 		// through; npm publish's PUT, with a token the agent holds, never leaves the relay.
-		const readPolicy = "allow:@go,@npm-read,@pypi"
+		const readPolicy = "allow:@go,@npm-read,@pypi,@crates"
 		publish := `printf '//registry.npmjs.org/:_authToken=agents-own-token\n' > $tmp/npmrc
 NPM_CONFIG_USERCONFIG=$tmp/npmrc npm_config_cache=$tmp/npm node "$T/npm/bin/npm-cli.js" publish --loglevel=warn 2>&1; echo "PUBLISH-EXIT=$?"
 `
@@ -185,11 +192,13 @@ NPM_CONFIG_USERCONFIG=$tmp/npmrc npm_config_cache=$tmp/npm node "$T/npm/bin/npm-
 
 // registryNames are the names the registry server answers for: the presets' hosts the tools
 // use, and one of a preset the project does not need.
-var registryNames = []string{"proxy.golang.org", "sum.golang.org", "registry.npmjs.org", "pypi.org", "files.pythonhosted.org", "index.crates.io"}
+var registryNames = []string{"proxy.golang.org", "sum.golang.org", "registry.npmjs.org", "pypi.org", "files.pythonhosted.org",
+	"index.crates.io", "static.crates.io", "rubygems.org"}
 
 // registries is one TLS server on the host's 127.0.0.1:443 answering as the Go module proxy
-// and checksum database, the npm registry, PyPI (simple index and files) and crates.io's
-// index, each with one package, and recording each request as "HOST METHOD PATH".
+// and checksum database, the npm registry, PyPI (simple index and files) and crates.io (its
+// sparse index and downloads), each with one package, and as rubygems.org (nothing: a host
+// of a preset the project does not need), recording each request as "HOST METHOD PATH".
 type registries struct {
 	caPEM           []byte
 	sumdbKey        string
@@ -197,6 +206,8 @@ type registries struct {
 	npmTgz, pyWheel []byte
 	goZip           []byte
 	wheelHash       string
+	crate           []byte
+	cargoLock       []byte
 	mu              sync.Mutex
 	got             []string
 }
@@ -208,6 +219,10 @@ const (
 	goDepFile  = "package e2edep\n\n// Hello is what the test looks for.\nconst Hello = \"hello from the module proxy\"\n"
 	npmPackage = "e2e-pad"
 	pyWheel    = "e2epkg-1.0-py3-none-any.whl"
+	crateName  = "e2ecrate"
+	// crateIndexPath is the crate's file in the sparse index (names of 4 characters or more:
+	// the first two, the next two, the name).
+	crateIndexPath = "/e2/ec/" + crateName
 )
 
 func startRegistries(t *testing.T) *registries {
@@ -284,15 +299,23 @@ func (r *registries) serve(w http.ResponseWriter, req *http.Request, host string
 		send("text/html", []byte(`<!DOCTYPE html><html><body><a href="https://files.pythonhosted.org/packages/e2/`+pyWheel+`#sha256=`+r.wheelHash+`">`+pyWheel+`</a></body></html>`))
 	case host == "files.pythonhosted.org" && p == "/packages/e2/"+pyWheel:
 		send("application/octet-stream", r.pyWheel)
-	case host == "index.crates.io":
-		send("application/json", []byte(`{"dl":"https://static.crates.io/crates"}`))
+	case host == "index.crates.io" && p == "/config.json":
+		send("application/json", []byte(`{"dl":"https://static.crates.io/crates","api":"https://crates.io"}`))
+	case host == "index.crates.io" && p == crateIndexPath:
+		sum := sha256.Sum256(r.crate)
+		send("text/plain", []byte(`{"name":"`+crateName+`","vers":"1.0.0","deps":[],"cksum":"`+hex.EncodeToString(sum[:])+`","features":{},"yanked":false}`+"\n"))
+	case host == "static.crates.io" && p == "/crates/"+crateName+"/1.0.0/download":
+		send("application/x-tar", r.crate)
+	case host == "rubygems.org":
+		send("application/octet-stream", nil)
 	default:
 		http.NotFound(w, req)
 	}
 }
 
 // buildPackages makes the one package of each registry: a Go module zip, an npm tarball (and
-// the project's lock naming it with its integrity), a wheel.
+// the project's lock naming it with its integrity), a wheel, a crate (and the project's
+// Cargo.lock naming it with its checksum).
 func (r *registries) buildPackages(t *testing.T) {
 	t.Helper()
 	var zbuf bytes.Buffer
@@ -301,20 +324,10 @@ func (r *registries) buildPackages(t *testing.T) {
 	}))
 	r.goZip = zbuf.Bytes()
 
-	var tbuf bytes.Buffer
-	gz := gzip.NewWriter(&tbuf)
-	tw := tar.NewWriter(gz)
-	for _, f := range []struct{ name, body string }{
+	r.npmTgz = tarGz(t, []struct{ name, body string }{
 		{"package/package.json", `{"name":"` + npmPackage + `","version":"1.0.0","main":"index.js"}` + "\n"},
 		{"package/index.js", "module.exports = 'hello from the npm registry';\n"},
-	} {
-		mustT(t, tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: time.Unix(1767322000, 0), Typeflag: tar.TypeReg}))
-		_, err := tw.Write([]byte(f.body))
-		mustT(t, err)
-	}
-	mustT(t, tw.Close())
-	mustT(t, gz.Close())
-	r.npmTgz = tbuf.Bytes()
+	})
 	sum := sha512.Sum512(r.npmTgz)
 	lock := map[string]any{
 		"name": "e2e-project", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
@@ -354,6 +367,32 @@ func (r *registries) buildPackages(t *testing.T) {
 	r.pyWheel = wbuf.Bytes()
 	wh := sha256.Sum256(r.pyWheel)
 	r.wheelHash = hex.EncodeToString(wh[:])
+
+	r.crate = tarGz(t, []struct{ name, body string }{
+		{crateName + "-1.0.0/Cargo.toml", "[package]\nname = \"" + crateName + "\"\nversion = \"1.0.0\"\nedition = \"2021\"\n"},
+		{crateName + "-1.0.0/src/lib.rs", "pub const HELLO: &str = \"hello from crates.io\";\n"},
+	})
+	cs := sha256.Sum256(r.crate)
+	// As cargo writes it (--locked refuses a lock it would write otherwise).
+	r.cargoLock = []byte("# This file is automatically @generated by Cargo.\n# It is not intended for manual editing.\nversion = 4\n\n" +
+		"[[package]]\nname = \"e2e-project\"\nversion = \"1.0.0\"\ndependencies = [\n \"" + crateName + "\",\n]\n\n" +
+		"[[package]]\nname = \"" + crateName + "\"\nversion = \"1.0.0\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"" + hex.EncodeToString(cs[:]) + "\"\n")
+}
+
+// tarGz is a gzipped tar of files (mode 0644, a fixed time).
+func tarGz(t *testing.T, files []struct{ name, body string }) []byte {
+	t.Helper()
+	var tbuf bytes.Buffer
+	gz := gzip.NewWriter(&tbuf)
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
+		mustT(t, tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: time.Unix(1767322000, 0), Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte(f.body))
+		mustT(t, err)
+	}
+	mustT(t, tw.Close())
+	mustT(t, gz.Close())
+	return tbuf.Bytes()
 }
 
 // goSumLines are the module's go.sum lines, which the checksum database serves.
@@ -370,8 +409,9 @@ func (r *registries) goSumLines(t *testing.T) []byte {
 	return []byte(fmt.Sprintf("%s %s %s\n%s %s/go.mod %s\n", goModule, goVersion, zipHash, goModule, goVersion, modHash))
 }
 
-// writeProject writes the project: go.mod, package.json + package-lock.json, requirements.txt
-// (each naming the one package of its registry) and registry-ca.pem, owned by the VM's user.
+// writeProject writes the project: go.mod, package.json + package-lock.json, requirements.txt,
+// Cargo.toml + Cargo.lock + src/main.rs (each naming the one package of its registry) and
+// registry-ca.pem, owned by the VM's user.
 func (r *registries) writeProject(t *testing.T, dir string) {
 	t.Helper()
 	files := map[string][]byte{
@@ -379,8 +419,14 @@ func (r *registries) writeProject(t *testing.T, dir string) {
 		"package.json":      []byte(`{"name":"e2e-project","version":"1.0.0","dependencies":{"` + npmPackage + `":"1.0.0"}}` + "\n"),
 		"package-lock.json": r.npmLock,
 		"requirements.txt":  []byte("e2epkg==1.0\n"),
+		"Cargo.toml":        []byte("[package]\nname = \"e2e-project\"\nversion = \"1.0.0\"\nedition = \"2021\"\n\n[dependencies]\n" + crateName + " = \"1.0.0\"\n"),
+		"Cargo.lock":        r.cargoLock,
+		"src/main.rs":       []byte("fn main() {}\n"),
 		"registry-ca.pem":   r.caPEM,
 	}
+	src := filepath.Join(dir, "src")
+	mustT(t, os.MkdirAll(src, 0o755))
+	mustT(t, os.Chown(src, vmUID(t), vmGID(t)))
 	for name, data := range files {
 		p := filepath.Join(dir, name)
 		mustT(t, os.WriteFile(p, data, 0o644))
@@ -447,20 +493,42 @@ func copyFetchToolsToGuest(t *testing.T) string {
 			t.Fatalf("the host's tools: %v", err)
 		}
 	}
-	stamp := fmt.Sprintf("%s %s %s %s", strings.TrimSpace(hostOutput(t, "go", "version")), strings.TrimSpace(hostOutput(t, "node", "--version")),
-		strings.TrimSpace(hostOutput(t, "npm", "--version")), strings.TrimSpace(hostOutput(t, "python3", "-m", "pip", "--version")))
+	cargo := hostCargo(t)
+	stamp := fmt.Sprintf("%s %s %s %s %s", strings.TrimSpace(hostOutput(t, "go", "version")), strings.TrimSpace(hostOutput(t, "node", "--version")),
+		strings.TrimSpace(hostOutput(t, "npm", "--version")), strings.TrimSpace(hostOutput(t, "python3", "-m", "pip", "--version")),
+		strings.TrimSpace(hostOutput(t, cargo, "--version")))
 	// go finds its GOROOT as the directory above bin that has pkg/tool.
-	copyToGuest(t, "go, node, npm and pip", fetchToolsDir, stamp,
+	copyToGuest(t, "go, node, npm, pip and cargo", fetchToolsDir, stamp,
 		[]string{
 			"-C", filepath.Dir(goroot), "--transform", "s,^" + regexp.QuoteMeta(filepath.Base(goroot)) + "/,go/,",
 			filepath.Base(goroot) + "/bin/go", filepath.Base(goroot) + "/go.env", filepath.Base(goroot) + "/VERSION",
 			"--transform", "s,^" + regexp.QuoteMeta(filepath.Base(node)) + "$,node,", "-C", filepath.Dir(node), filepath.Base(node),
 			"-C", filepath.Dir(npmDir), "npm",
 			"--transform", "s,^pip/,py/pip/,", "-C", filepath.Dir(pipDir), "pip",
+			"--transform", "s,^" + regexp.QuoteMeta(filepath.Base(cargo)) + "$,cargo,", "-C", filepath.Dir(cargo), filepath.Base(cargo),
 		},
 		`sudo mkdir -p "$new/go/pkg/tool"; sudo chmod -R a+rX "$new"`,
-		fetchToolsDir+"/node --version; "+fetchToolsDir+"/go/bin/go version; PYTHONPATH="+fetchToolsDir+"/py python3 -m pip --version")
+		fetchToolsDir+"/node --version; "+fetchToolsDir+"/go/bin/go version; PYTHONPATH="+fetchToolsDir+"/py python3 -m pip --version; "+fetchToolsDir+"/cargo --version")
 	return fetchToolsDir
+}
+
+// hostCargo is the host's cargo itself: rustup's (`rustup which cargo`: the command on PATH is
+// rustup's proxy, which would look for a toolchain in the guest), a binary that needs only the
+// C library. The machines this runs on have Rust through rustup (~/.cargo/bin).
+func hostCargo(t *testing.T) string {
+	t.Helper()
+	rustup, err := exec.LookPath("rustup")
+	if err != nil {
+		home, _ := os.UserHomeDir()
+		rustup = filepath.Join(home, ".cargo", "bin", "rustup")
+	}
+	out, err := exec.Command(rustup, "which", "cargo").Output()
+	if err != nil {
+		t.Fatalf("the host has no cargo of rustup's (%s which cargo: %v): the crates preset is tried with it", rustup, err)
+	}
+	cargo, err := filepath.EvalSymlinks(strings.TrimSpace(string(out)))
+	mustT(t, err)
+	return cargo
 }
 
 func hostOutput(t *testing.T, name string, args ...string) string {

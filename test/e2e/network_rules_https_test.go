@@ -103,28 +103,80 @@ curl -sS --max-time 30 -o /dev/null -w 'GET-REFS=%{http_code}\n' 'https://github
 		t.Errorf("status does not show the rules' requests:\n%s", st)
 	}
 
-	// watch lists the refused push as the rule that would allow exactly it; allowed (what its
-	// a key does: `network allow RULE`), the next push goes through, without a restart.
+	// watch lists the refused push as the rule that would allow exactly it.
 	const rule = "github.com:443/o/r.git/git-receive-pack:POST"
-	watchFor(t, dir, func(line string) bool {
-		var d struct{ Method, Path, Via string }
-		return json.Unmarshal([]byte(line), &d) == nil && d.Method == "POST" && d.Path == "/o/r.git/git-receive-pack" && d.Via == "relay"
+	w := startWatchJSON(t, dir)
+	w.waitLine(t, func(line string) bool {
+		var d struct {
+			Method, Path, Via string
+			Held              bool
+		}
+		return json.Unmarshal([]byte(line), &d) == nil && d.Method == "POST" && d.Path == "/o/r.git/git-receive-pack" && d.Via == "relay" && !d.Held
 	})
-	if out, stderr, code := plugin(t, dir, "network", instanceName, "allow", rule); code != 0 {
-		t.Fatalf("network allow %s: exit %d\n%s\n%s", rule, code, out, stderr)
-	}
+
+	// While the watch runs, the relay holds the next push instead of refusing it; `network
+	// once ID` (the watch's o) lets that one through, and the policy stays as it was.
 	srv.reset()
 	push := `set -u
 work=$(mktemp -d) && cd "$work"
 git clone -q https://github.com/o/r.git 2>&1 && cd r
-echo allowed >> hello.txt && git -c user.email=agent@example.com -c user.name=agent commit -qam allowed
+echo ${WHAT:-allowed} >> hello.txt && git -c user.email=agent@example.com -c user.name=agent commit -qam allowed
 git push -q origin HEAD:main 2>&1; echo "PUSH-EXIT=$?"`
+	type shellResult struct {
+		out, stderr string
+		err         error
+	}
+	pushed := make(chan shellResult, 1)
+	heldPush := mcpShellCmd(t, dir, env, "--no-review", instanceName, "--", "env", "WHAT=once", "sh", "-c", push)
+	go func() {
+		out, stderr, err := runCmd(heldPush)
+		pushed <- shellResult{out, stderr, err}
+	}()
+	var held struct {
+		ID, Method, Path, Via string
+		Held                  bool
+		SecondsLeft           int `json:"seconds_left"`
+	}
+	w.waitLine(t, func(line string) bool {
+		return json.Unmarshal([]byte(line), &held) == nil && held.Held && held.Via == "relay" && held.Method == "POST" && held.Path == "/o/r.git/git-receive-pack"
+	})
+	if !strings.HasPrefix(held.ID, secrets.HeldIDPrefix) || held.SecondsLeft < 30 {
+		t.Errorf("the held push: %+v", held)
+	}
+	if slices.Contains(srv.seen(), "POST /o/r.git/git-receive-pack") {
+		t.Errorf("the held push reached the server before the person decided")
+	}
+	onceOut, onceErr, code := plugin(t, dir, "network", instanceName, "once", held.ID)
+	if code != 0 || !strings.Contains(onceOut, "request "+held.ID+" let through, that one only") {
+		t.Errorf("network once %s: exit %d\n%s\n%s", held.ID, code, onceOut, onceErr)
+	}
+	var res shellResult
+	select {
+	case res = <-pushed:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("the held push never ended")
+	}
+	t.Logf("the push held and let through once: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.out, res.stderr)
+	if !strings.Contains(res.out, "PUSH-EXIT=0") || !slices.Contains(srv.seen(), "POST /o/r.git/git-receive-pack") || !strings.Contains(srv.file(t, "hello.txt"), "once") {
+		t.Errorf("the push let through once did not reach the server (it got: %s)", strings.Join(srv.seen(), ", "))
+	}
+	w.stop()
+	if st, _, _ := plugin(t, dir, "network", instanceName, "show"); strings.Contains(st, "git-receive-pack") {
+		t.Errorf("once changed the policy:\n%s", st)
+	}
+
+	// Allowed (what the watch's a key does: `network allow RULE`), the next push goes through,
+	// without a restart and without a watch.
+	if out, stderr, code := plugin(t, dir, "network", instanceName, "allow", rule); code != 0 {
+		t.Fatalf("network allow %s: exit %d\n%s\n%s", rule, code, out, stderr)
+	}
+	srv.reset()
 	out2, stderr2, code2 := mcpShell(t, dir, env, "--no-review", instanceName, "--", "sh", "-c", push)
 	t.Logf("after allowing %s: exit %d\nstdout:\n%s\nstderr:\n%s", rule, code2, out2, stderr2)
 	if !strings.Contains(out2, "PUSH-EXIT=0") {
 		t.Errorf("the push allowed from watch's rule did not go through")
 	}
-	if !slices.Contains(srv.seen(), "POST /o/r.git/git-receive-pack") || srv.refs(t) == before {
+	if !slices.Contains(srv.seen(), "POST /o/r.git/git-receive-pack") || !strings.Contains(srv.file(t, "hello.txt"), "allowed") {
 		t.Errorf("the allowed push did not reach the server (it got: %s)", strings.Join(srv.seen(), ", "))
 	}
 }
@@ -133,30 +185,79 @@ git push -q origin HEAD:main 2>&1; echo "PUSH-EXIT=$?"`
 // (bounded: two minutes), and returns what it printed.
 func watchFor(t *testing.T, dir string, match func(line string) bool) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	w := startWatchJSON(t, dir)
+	w.waitLine(t, match)
+	w.stop()
+	return w.stdout.String()
+}
+
+// watchStream is `limactl mcp watch --json` running in a directory (at most ten minutes),
+// its lines kept as it prints them.
+type watchStream struct {
+	cancel         context.CancelFunc
+	stdout, stderr lockedBuffer
+	mu             sync.Mutex
+	lines          []string
+	more           chan struct{} // closed and replaced at each line
+	exited         chan error
+}
+
+func startWatchJSON(t *testing.T, dir string) *watchStream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	w := &watchStream{cancel: cancel, more: make(chan struct{}), exited: make(chan error, 1)}
 	cmd := vm.Command(ctx, "limactl-mcp", "watch", instanceName, "--json")
 	cmd.Dir = dir
-	found := make(chan struct{})
-	var once sync.Once
-	var stdout, stderr lockedBuffer
-	lines := &lineFunc{f: func(line string) {
-		if match(line) {
-			once.Do(func() { close(found) })
-		}
-	}}
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, lines), &stderr
-	mustT(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case <-found:
+	cmd.Stdout = io.MultiWriter(&w.stdout, &lineFunc{f: func(line string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.lines = append(w.lines, line)
+		close(w.more)
+		w.more = make(chan struct{})
+	}})
+	cmd.Stderr = &w.stderr
+	if err := cmd.Start(); err != nil {
 		cancel()
-		<-exited
-	case err := <-exited:
-		t.Fatalf("watch --json ended (%v) without the line looked for:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		t.Fatal(err)
 	}
-	return stdout.String()
+	go func() { w.exited <- cmd.Wait() }()
+	t.Cleanup(w.stop)
+	return w
+}
+
+// waitLine waits (two minutes at most) until a line printed since the last line waitLine
+// returned satisfies match; the lines before it are passed over.
+func (w *watchStream) waitLine(t *testing.T, match func(line string) bool) string {
+	t.Helper()
+	deadline := time.After(2 * time.Minute)
+	for next := 0; ; {
+		w.mu.Lock()
+		lines, more := w.lines, w.more
+		w.mu.Unlock()
+		for ; next < len(lines); next++ {
+			if match(lines[next]) {
+				w.mu.Lock()
+				w.lines = w.lines[next+1:]
+				w.mu.Unlock()
+				return lines[next]
+			}
+		}
+		select {
+		case <-more:
+		case err := <-w.exited:
+			w.exited <- err
+			t.Fatalf("watch --json ended (%v) without the line looked for:\n%s\nstderr:\n%s", err, w.stdout.String(), w.stderr.String())
+		case <-deadline:
+			t.Fatalf("watch --json printed no such line in two minutes:\n%s\nstderr:\n%s", w.stdout.String(), w.stderr.String())
+		}
+	}
+}
+
+// stop ends the watch and waits for it.
+func (w *watchStream) stop() {
+	w.cancel()
+	err := <-w.exited
+	w.exited <- err
 }
 
 // gitServer is git's smart HTTP (git http-backend) over TLS on the host's loopback, with a
@@ -236,4 +337,14 @@ func (s *gitServer) refs(t *testing.T) string {
 		t.Fatalf("git for-each-ref: %v %s", err, out)
 	}
 	return fmt.Sprint(string(out))
+}
+
+// file is name as the bare repository's main branch holds it.
+func (s *gitServer) file(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir", filepath.Join(s.root, "o", "r.git"), "show", "main:"+name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git show main:%s: %v %s", name, err, out)
+	}
+	return string(out)
 }

@@ -280,6 +280,7 @@ func TestNetworkPolicy(t *testing.T) {
 		var stdout, stderr lockedBuffer
 		var once sync.Once
 		var heldOnce sync.Once
+		var heldCommand string // the held connection's command, as the watch lists it
 		lines := &lineFunc{f: func(line string) {
 			once.Do(func() { close(reading) }) // the watch reads the record: the proxy knows
 			var d struct {
@@ -287,10 +288,12 @@ func TestNetworkPolicy(t *testing.T) {
 				Held        bool
 				ID          string
 				SecondsLeft int `json:"seconds_left"`
+				Command     string
 			}
 			if json.Unmarshal([]byte(line), &d) == nil && d.Held && d.Host == "blocked.test" {
 				heldOnce.Do(func() {
-					t.Logf("held, %d s left", d.SecondsLeft)
+					t.Logf("held, %d s left, made by %q", d.SecondsLeft, d.Command)
+					heldCommand = d.Command
 					// A person takes a few seconds: the agent's server looks every few. The
 					// decision as a script reading watch --json makes it: network ... once ID
 					// (the same networkcmd.DecideHeld as the watch's o).
@@ -347,6 +350,10 @@ func TestNetworkPolicy(t *testing.T) {
 		case err := <-decided:
 			if err != nil {
 				t.Errorf("net decide: %v", err)
+			}
+			// The guest's proxy found the process behind the connection: the agent's curl.
+			if want := "curl -sS --max-time 120 " + blocked; heldCommand != want {
+				t.Errorf("the held connection's command is %q, want %q", heldCommand, want)
 			}
 		default:
 			t.Errorf("the watch listed no held connection of blocked.test:\n%s\nstderr:\n%s", stdout.String(), stderr.String())

@@ -134,7 +134,7 @@ func WireSecrets(t *sessionopen.Target, plan *sessionopen.Plan, set *secrets.Set
 	// Their bound hosts join the allowlist of whichever policy each set-up puts in place
 	// (guest.Agent.CurrentPolicy).
 	for _, ag := range agents {
-		ag.Secrets = &guest.AgentSecrets{Setup: s.Setup(), Serve: s.Serve, ServeRuled: s.ServeRuled}
+		ag.Secrets = &guest.AgentSecrets{Setup: s.Setup(), Serve: s.Serve, ServeRuled: s.ServeRuled, Held: s.Held}
 	}
 	if len(ruleTargets) > 0 && w != nil {
 		fmt.Fprintf(w, "limactl-mcp: network rules: the relay on the host reads the HTTPS of %s (the guest trusts this session's CA for it) and lets through only the requests the rules allow\n",

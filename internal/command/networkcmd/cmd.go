@@ -35,8 +35,9 @@ agent or its MCP server.
   limactl mcp network presets                       the presets an allow policy may name
 
 While a watch runs (limactl mcp watch, or its --json stream read by a script), the guest's
-proxy holds a connection the policy refuses, up to 60 s, for a decision: once and refuse make it
-for one held connection, by the id watch --json prints, and change no policy.
+proxy holds a connection the policy refuses, and the session's relay an HTTPS request that
+method and path rules refuse, up to 60 s, for a decision: once and refuse make it for one held
+connection or request, by the id watch --json prints, and change no policy.
 
 Between two policies (none, allow:...) a change is live. Between open and a policy it is not:
 the agent works as another guest user then, which only a restart of its server does (serve

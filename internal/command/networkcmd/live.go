@@ -12,6 +12,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/projectpolicy"
+	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/termsafe"
@@ -58,8 +59,8 @@ func (o *LiveOptions) checkArgs() error {
 			return fmt.Errorf("network %s set takes one policy (open, none or allow:NAME[,NAME...]), got %d arguments", o.Instance, len(o.Args))
 		}
 	case "once", "refuse":
-		if len(o.Args) != 1 || !netpolicy.CheckHeldID(o.Args[0]) {
-			return fmt.Errorf("network %s %s takes the id of one held connection: 16 hex digits, the \"id\" of a line with \"held\": true in limactl mcp watch %s --json (got %q)", o.Instance, o.Action, o.Instance, strings.Join(o.Args, " "))
+		if len(o.Args) != 1 || (!netpolicy.CheckHeldID(o.Args[0]) && !secrets.CheckHeldID(o.Args[0])) {
+			return fmt.Errorf("network %s %s takes the id of one held connection or request: 16 hex digits (%s and 16 for a request the relay holds), the \"id\" of a line with \"held\": true in limactl mcp watch %s --json (got %q)", o.Instance, o.Action, secrets.HeldIDPrefix, o.Instance, strings.Join(o.Args, " "))
 		}
 		if o.Save {
 			return fmt.Errorf("network %s %s --save: %s decides on one held connection and changes no policy; to allow its host for good, run: network %s allow HOST:PORT --save", o.Instance, o.Action, o.Action, o.Instance)
@@ -259,9 +260,10 @@ func RunLive(ctx context.Context, opts *LiveOptions) error {
 	return printLive(opts, res)
 }
 
-// decideHeld lets one connection the guest's proxy holds through (once) or refuses it now
-// (refuse), as watch's o and d do: for a script that reads watch --json (whose reads keep the
-// connections held). The policy is not changed.
+// decideHeld lets one connection the guest's proxy holds, or one request the session's relay
+// holds (its id starts with secrets.HeldIDPrefix), through (once) or refuses it now (refuse),
+// as watch's o and d do: for a script that reads watch --json (whose reads keep them held).
+// The policy is not changed.
 func decideHeld(ctx context.Context, opts *LiveOptions, t *sessionopen.Target, st *staging.State, res *liveResult) error {
 	if res.Previous == staging.OpenNetwork {
 		return fmt.Errorf("the session's policy is open: no connection is held (they are held under a policy, while limactl mcp watch runs)")
@@ -270,7 +272,12 @@ func decideHeld(ctx context.Context, opts *LiveOptions, t *sessionopen.Target, s
 	if opts.Action == "refuse" {
 		decision = netpolicy.DecisionDeny
 	}
-	if err := DecideHeld(ctx, t, staging.AgentUser(st.ID), opts.Args[0], decision); err != nil {
+	if secrets.CheckHeldID(opts.Args[0]) {
+		// A request the session's relay holds on the host: no guest in the way.
+		if err := secrets.DecideHeld(t.Store.SessionDir(st.ID), opts.Args[0], decision); err != nil {
+			return err
+		}
+	} else if err := DecideHeld(ctx, t, staging.AgentUser(st.ID), opts.Args[0], decision); err != nil {
 		return err
 	}
 	res.Policy, res.Applied = res.Previous, true
@@ -366,9 +373,9 @@ func printLive(opts *LiveOptions, res *liveResult) error {
 	fmt.Fprintf(w, "%s (instance %s)\n", which, res.Instance)
 	switch {
 	case res.Held != nil && res.Held.Decision == netpolicy.DecisionOnce:
-		fmt.Fprintf(w, "  held:    connection %s let through, that one only; the policy is unchanged: %s\n", res.Held.ID, res.Policy)
+		fmt.Fprintf(w, "  held:    %s %s let through, that one only; the policy is unchanged: %s\n", heldNoun(res.Held.ID), res.Held.ID, res.Policy)
 	case res.Held != nil:
-		fmt.Fprintf(w, "  held:    connection %s refused now; the policy is unchanged: %s\n", res.Held.ID, res.Policy)
+		fmt.Fprintf(w, "  held:    %s %s refused now; the policy is unchanged: %s\n", heldNoun(res.Held.ID), res.Held.ID, res.Policy)
 	case opts.Action == "show":
 		fmt.Fprintf(w, "  policy:  %s\n", res.Policy)
 	case res.Policy == res.Previous:
@@ -404,4 +411,13 @@ func printLive(opts *LiveOptions, res *liveResult) error {
 		}
 	}
 	return nil
+}
+
+// heldNoun is what the held id names: a request the relay holds, or a connection the guest's
+// proxy holds.
+func heldNoun(id string) string {
+	if secrets.CheckHeldID(id) {
+		return "request"
+	}
+	return "connection"
 }

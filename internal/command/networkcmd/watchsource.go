@@ -42,7 +42,8 @@ func DecideHeld(ctx context.Context, t *sessionopen.Target, user, id, decision s
 
 // WatchSource is what netwatch needs to watch the session st of t (`watch`, and the review
 // TUI's w): its record read by read (nil: ReadRecord) and checked as guest output, the
-// requests the session's relay refused under the rules (RefusedRequests), a refused
+// requests the session's relay refused under the rules (RefusedRequests) and those it holds
+// while the watch reads (HeldRequests, decided by secrets.DecideHeld), a refused
 // destination allowed by Allow, a held connection decided by decide (nil: DecideHeld), its
 // policy as recorded now, read every interval.
 func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, read RecordReader, decide HeldDecider, interval time.Duration) netwatch.Source {
@@ -71,6 +72,12 @@ func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, rea
 		},
 		Requests: func() ([]netwatch.Request, error) {
 			return RefusedRequests(t.Store.SessionDir(st.ID))
+		},
+		HeldRequests: func() ([]netwatch.Request, error) {
+			return HeldRequests(t.Store.SessionDir(st.ID))
+		},
+		DecideRequest: func(id, decision string) error {
+			return secrets.DecideHeld(t.Store.SessionDir(st.ID), id, decision)
 		},
 		Allow: func(ctx context.Context, entry string, save bool) (string, error) {
 			return Allow(ctx, t, st, entry, save, flagsHint)
@@ -101,15 +108,46 @@ func RefusedRequests(dir string) ([]netwatch.Request, error) {
 	}
 	out := make([]netwatch.Request, 0, len(uses))
 	for _, u := range uses {
-		host, port, err := net.SplitHostPort(u.Host)
-		if err != nil {
-			continue
-		}
-		n, err := strconv.Atoi(port)
-		if err != nil {
+		host, n, ok := hostPort(u.Host)
+		if !ok {
 			continue
 		}
 		out = append(out, netwatch.Request{Time: u.Time, Host: host, Port: n, Method: u.Method, Path: u.Path, Reason: "refused by the network rules"})
 	}
 	return out, nil
+}
+
+// HeldRequests are the requests the session's relay holds now (secrets.HeldRequests, from the
+// session's host directory dir) as netwatch lists them; and, since a watch calls it at each
+// read, it says that a person watches (secrets.MarkWatched): the relay holds a refused request
+// only while that is fresh, as the guest's proxy holds a connection while `net report --watch`
+// runs.
+func HeldRequests(dir string) ([]netwatch.Request, error) {
+	if err := secrets.MarkWatched(dir); err != nil {
+		return nil, err
+	}
+	held, err := secrets.HeldRequests(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netwatch.Request, 0, len(held))
+	for _, h := range held {
+		host, n, ok := hostPort(h.Host)
+		if !ok {
+			continue
+		}
+		out = append(out, netwatch.Request{Time: h.Since, Host: host, Port: n, Method: h.Method, Path: h.Path,
+			Reason: "refused by the network rules, held while you decide", ID: h.ID, Deadline: h.Deadline})
+	}
+	return out, nil
+}
+
+// hostPort splits a relay target, host:port, as netwatch counts it.
+func hostPort(target string) (string, int, bool) {
+	host, port, err := net.SplitHostPort(target)
+	if err != nil {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(port)
+	return host, n, err == nil
 }

@@ -207,7 +207,7 @@ func TestWatchTUIHeld(t *testing.T) {
 		t.Errorf("after d: %q", got)
 	}
 	s.Keys("o")
-	s.WaitFor(wait, "o allows a held connection once; b.test:443 was refused already")
+	s.WaitFor(wait, "o allows a held connection or request once; b.test:443 was refused already")
 	// The guest drops the decided ones; a new one is held.
 	writeRecordHeld(t, f, writer, []netpolicy.HeldConn{{ID: "00000000000000ff", Host: "n.test", Port: 443, Since: t0, SecondsLeft: 60}}, blockedEntry(t0, "b.test", 443))
 	scr = s.WaitFor(wait, "HELD n.test:443")
@@ -230,7 +230,9 @@ func TestWatchTUIRelayRequests(t *testing.T) {
 	setStoredNetwork(t, f, "allow:github.com:ro")
 	writer := guesttest.Connect(t, f.Srv, guest.Options{NoLoginShell: true})
 	t0 := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
-	writeRecord(t, f, writer, blockedEntry(t0, "b.test", 443))
+	refused := blockedEntry(t0, "b.test", 443)
+	refused.Command = "curl -sS https://b.test/\x1b[2J"
+	writeRecord(t, f, writer, refused)
 	uses := &secrets.FileLog{Dir: f.Store.SessionDir(staging.SessionID(f.Workdir))}
 	if err := os.MkdirAll(uses.Dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -254,7 +256,8 @@ func TestWatchTUIRelayRequests(t *testing.T) {
 		return staging.NetworkOf(st)
 	}
 
-	scr := s.WaitFor(wait, "> github.com:443/o/r.git/git-receive-pack:POST", "via relay", `  github.com:443/x\x1b[2J:PUT+POST`, "  b.test:443")
+	scr := s.WaitFor(wait, "> github.com:443/o/r.git/git-receive-pack:POST", "via relay", `  github.com:443/x\x1b[2J:PUT+POST`, "  b.test:443",
+		`via proxy  by curl -sS https://b.test/\x1b[2J`)
 	if strings.Contains(scr, "info/refs") {
 		t.Errorf("an allowed request is listed:\n%s", scr)
 	}

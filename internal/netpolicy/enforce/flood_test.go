@@ -94,7 +94,7 @@ func medianLookup(t *testing.T, client, server netip.AddrPort) time.Duration {
 	var times []time.Duration
 	for i := 0; i < 200; i++ {
 		t0 := time.Now()
-		uid, err := peerUID(client, server)
+		uid, _, err := peerUID(client, server)
 		d := time.Since(t0)
 		if err != nil || uid != os.Getuid() {
 			t.Fatalf("peerUID: %d %v", uid, err)

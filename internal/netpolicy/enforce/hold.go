@@ -67,6 +67,8 @@ type pendingConn struct {
 	Port     int       `json:"port"`
 	Since    time.Time `json:"since"`
 	Deadline time.Time `json:"deadline"`
+	// Command is the command that made it (peercmd.go: the agent's text).
+	Command string `json:"command,omitempty"`
 }
 
 // MarkWatched says that a person watches user now: while this is fresh (watchedFresh), the
@@ -125,7 +127,7 @@ func heldConns(l Layout, user string) ([]netpolicy.HeldConn, error) {
 		if left <= 0 || len(out) == netpolicy.MaxHeldPerUser || !netpolicy.CheckHeldID(h.ID) || h.Host == "" || len(h.Host) > maxHeldHost || h.Port < 1 || h.Port > 65535 {
 			continue
 		}
-		out = append(out, netpolicy.HeldConn{ID: h.ID, Host: h.Host, Port: h.Port, Since: h.Since,
+		out = append(out, netpolicy.HeldConn{ID: h.ID, Host: h.Host, Port: h.Port, Since: h.Since, Command: h.Command,
 			SecondsLeft: min(3600, int(math.Ceil(left.Seconds())))})
 	}
 	return out, nil
@@ -271,7 +273,7 @@ func (p *Proxy) hold(c net.Conn, br *bufio.Reader, user UserPolicy, policy netpo
 		return notHeld
 	}
 	now := time.Now()
-	h := pendingConn{ID: newHeldID(), Host: host, Port: port, Since: now.UTC(), Deadline: now.Add(p.holdDuration()).UTC()}
+	h := pendingConn{ID: newHeldID(), Host: host, Port: port, Since: now.UTC(), Deadline: now.Add(p.holdDuration()).UTC(), Command: p.command(c)}
 	if !p.addHeld(user.User, h) {
 		return notHeld
 	}

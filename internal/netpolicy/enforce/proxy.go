@@ -46,6 +46,10 @@ type Proxy struct {
 	// (nothing writes a log after it returns).
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// peers are the client connections' owners (uid and socket inode: peercmd.go), looks
+	// bounds how often the proxy looks for the command behind one.
+	peers map[net.Conn]peer
+	looks peerLooks
 
 	// holdFor is how long a refused connection is held while a person watches (hold.go; 0:
 	// defaultHoldFor); held is what is held, guarded by heldMu.
@@ -141,18 +145,50 @@ func (p *Proxy) acceptLoop(ln net.Listener) error {
 	}
 }
 
-// clientUID finds whose connection c is (-1 when unknown).
-func (p *Proxy) clientUID(c net.Conn) int {
+// peer is whose a client connection is: its uid (-1 when unknown) and its socket's inode.
+type peer struct {
+	uid   int
+	inode uint32
+}
+
+// clientPeer finds whose connection c is, and keeps it for logBlocked until c is served.
+func (p *Proxy) clientPeer(c net.Conn) peer {
 	client, err1 := netip.ParseAddrPort(c.RemoteAddr().String())
 	local, err2 := netip.ParseAddrPort(c.LocalAddr().String())
 	if err1 != nil || err2 != nil {
-		return -1
+		return peer{uid: -1}
 	}
-	uid, err := peerUID(client, local)
+	uid, inode, err := peerUID(client, local)
 	if err != nil {
-		return -1
+		return peer{uid: -1}
 	}
-	return uid
+	pe := peer{uid: uid, inode: inode}
+	p.mu.Lock()
+	if p.peers == nil {
+		p.peers = map[net.Conn]peer{}
+	}
+	p.peers[c] = pe
+	p.mu.Unlock()
+	return pe
+}
+
+// logBlocked logs a refused attempt of the client c, with the command that made it when the
+// proxy finds it (peercmd.go).
+func (p *Proxy) logBlocked(c net.Conn, user UserPolicy, e netpolicy.Entry) {
+	e.Command = p.command(c)
+	p.log(user, e)
+}
+
+// command is the command line of the process behind the client c ("" when not found, or
+// when its uid looked too often this second: peercmd.go).
+func (p *Proxy) command(c net.Conn) string {
+	p.mu.Lock()
+	pe, ok := p.peers[c]
+	p.mu.Unlock()
+	if !ok || !p.looks.allow(pe.uid) {
+		return ""
+	}
+	return commandOf(pe.uid, pe.inode)
 }
 
 func (p *Proxy) acquire(uid int) bool {
@@ -177,7 +213,12 @@ func (p *Proxy) release(uid int) {
 // request forwarded with Connection: close (so no later request on it escapes the check).
 func (p *Proxy) serveConn(c net.Conn) {
 	defer c.Close()
-	uid := p.clientUID(c)
+	uid := p.clientPeer(c).uid
+	defer func() {
+		p.mu.Lock()
+		delete(p.peers, c)
+		p.mu.Unlock()
+	}()
 	if uid >= 0 {
 		if !p.acquire(uid) {
 			writeError(c, 503, "Service Unavailable", "limactl-mcp network proxy: too many connections open for this user\n")
@@ -246,7 +287,7 @@ func splitTarget(hostport string, defaultPort int) (string, int, error) {
 // refuse answers 403 with why, and logs the attempt.
 func (p *Proxy) refuse(c net.Conn, user UserPolicy, policy netpolicy.Policy, host string, port int) {
 	reason, msg := refusal(policy, host, port)
-	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: reason})
+	p.logBlocked(c, user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: reason})
 	writeError(c, 403, "Forbidden", msg)
 }
 
@@ -290,11 +331,11 @@ func (p *Proxy) open(c net.Conn, br *bufio.Reader, user UserPolicy, policy netpo
 		case allowedByPolicy:
 			reason = "allowed by the person while held"
 		case clientHungUp:
-			p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: "held: the client hung up"})
+			p.logBlocked(c, user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: "held: the client hung up"})
 			return nil, "", false
 		default:
 			why, msg := heldRefusal(out, policy, host, port, p.holdDuration())
-			p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: why})
+			p.logBlocked(c, user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: why})
 			writeError(c, 403, "Forbidden", msg)
 			return nil, "", false
 		}
@@ -464,7 +505,7 @@ func (p *Proxy) checkRequest(c net.Conn, req requestHead, u *url.URL, user UserP
 	rules := strings.Join(policy.RulesFor(host, port), ", ")
 	target := net.JoinHostPort(host, strconv.Itoa(port))
 	refuse := func(reason, why string) (bool, int64, bool) {
-		p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: reason})
+		p.logBlocked(c, user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictBlocked, Via: netpolicy.ViaProxy, Reason: reason})
 		writeError(c, 403, "Forbidden", fmt.Sprintf("limactl-mcp network policy %s: %s %s: %s (the rules for %s: %s; ask the person to allow it: limactl mcp network INSTANCE allow HOST[:PORT][/PATH][:METHODS])\n",
 			policy, req.Method, truncate(u.EscapedPath(), 200), why, target, rules))
 		return false, 0, false

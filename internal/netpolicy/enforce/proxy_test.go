@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/user"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
@@ -171,6 +173,66 @@ func TestProxyAllowsAndRefuses(t *testing.T) {
 	}
 	if strings.Join(summary, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log:\n%s\nwant:\n%s", strings.Join(summary, "\n"), strings.Join(want, "\n"))
+	}
+	// A refusal names the command that made it (the agent's curl, found by its socket);
+	// an allowed connection names none.
+	if len(entries) == 4 {
+		for i, e := range entries {
+			switch {
+			case e.Verdict == netpolicy.VerdictBlocked && !strings.HasPrefix(e.Command, "curl -sS -m 10 -x http://"+f.addr):
+				t.Errorf("entry %d (%s:%d refused): command %q, want the agent's curl", i, e.Host, e.Port, e.Command)
+			case e.Verdict == netpolicy.VerdictAllowed && e.Command != "":
+				t.Errorf("entry %d (allowed): command %q", i, e.Command)
+			}
+		}
+		if !strings.HasSuffix(entries[3].Command, " -p https://denied.test/") {
+			t.Errorf("the refused CONNECT's command %q does not end with its arguments", entries[3].Command)
+		}
+	}
+}
+
+// TestCommandOfIsBounded: the look for the command behind a socket finds the process that
+// holds it, caps what it says (valid UTF-8, MaxEntryCommand bytes), finds nothing for another
+// uid or an inode nobody holds, and stops after peerLooksPerSecond looks of one uid a second.
+func TestCommandOfIsBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	client := netip.MustParseAddrPort(c.LocalAddr().String())
+	server := netip.MustParseAddrPort(ln.Addr().String())
+	uid, inode, err := peerUID(client, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := commandOf(uid, inode)
+	if !strings.HasPrefix(cmd, os.Args[0]) || len(cmd) > netpolicy.MaxEntryCommand || !utf8.ValidString(cmd) {
+		t.Errorf("commandOf(this test's socket) = %q, want this test's command line (%s ...)", cmd, os.Args[0])
+	}
+	if got := commandOf(uid+12345, inode); got != "" {
+		t.Errorf("another uid: %q", got)
+	}
+	if got := commandOf(uid, inode+1<<30); got != "" {
+		t.Errorf("an inode nobody holds: %q", got)
+	}
+	var looks peerLooks
+	n := 0
+	for range 3 * peerLooksPerSecond {
+		if looks.allow(uid) {
+			n++
+		}
+	}
+	if n > 2*peerLooksPerSecond || n < peerLooksPerSecond {
+		t.Errorf("%d looks allowed in a burst, want about %d", n, peerLooksPerSecond)
+	}
+	if !looks.allow(uid+1) && n <= peerLooksPerSecond {
+		t.Error("another uid's looks are limited by this one's")
 	}
 }
 
