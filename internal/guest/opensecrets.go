@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
 
@@ -149,18 +150,12 @@ func openSecretsEnv(dir string, port int, placeholders []string) string {
 		{"https_proxy", proxy}, {"HTTPS_PROXY", proxy},
 		// npm reads its own settings before the variables; these win over a user's .npmrc.
 		{"npm_config_https_proxy", proxy},
-		{"no_proxy", noProxyGuest}, {"NO_PROXY", noProxyGuest},
-		{"NODE_EXTRA_CA_CERTS", dir + "/ca.pem"},
-		{"SSL_CERT_FILE", dir + "/bundle.pem"}, {"REQUESTS_CA_BUNDLE", dir + "/bundle.pem"},
-		{"CURL_CA_BUNDLE", dir + "/bundle.pem"}, {"GIT_SSL_CAINFO", dir + "/bundle.pem"},
+		{"no_proxy", netpolicy.NoProxy}, {"NO_PROXY", netpolicy.NoProxy},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], kv[1])
 	}
-	for _, kv := range placeholders {
+	for _, kv := range append(netpolicy.CAEnv(dir+"/ca.pem", dir+"/bundle.pem"), placeholders...) {
 		b.WriteString(kv + "\n")
 	}
 	return b.String()
 }
-
-// noProxyGuest is what the agent reaches without the proxy: the guest's loopback.
-const noProxyGuest = "localhost,127.0.0.1,::1"

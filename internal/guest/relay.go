@@ -3,6 +3,7 @@ package guest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -121,5 +122,5 @@ func readRelayLine(r io.Reader) (string, error) {
 		}
 		b.WriteByte(buf[0])
 	}
-	return "", errors.New("the proxy's line is longer than 300 bytes")
+	return "", fmt.Errorf("the proxy's line is longer than %d bytes", maxRelayLine)
 }

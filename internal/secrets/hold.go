@@ -89,14 +89,14 @@ func MarkWatched(dir string) error {
 	return root.WriteFile(watchedName, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600)
 }
 
-// openHeldDir opens dir's HeldDir (make: making it, 0700, when missing).
-func openHeldDir(dir string, make bool) (*os.Root, error) {
+// openHeldDir opens dir's HeldDir (create: making it, 0700, when missing).
+func openHeldDir(dir string, create bool) (*os.Root, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	defer root.Close()
-	if make {
+	if create {
 		if err := root.Mkdir(HeldDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("secrets: %w", err)
 		}

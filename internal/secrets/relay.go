@@ -228,7 +228,7 @@ func (c *session) serve(ctx context.Context, conn net.Conn) error {
 		err = fmt.Errorf("secrets relay: TLS with the guest for %s: %w", c.host, err)
 		// crypto/tls gives a received alert as an unexported type: its text is what there is.
 		if msg := err.Error(); strings.Contains(msg, "remote error: tls: bad certificate") || strings.Contains(msg, "remote error: tls: unknown certificate authority") {
-			err = fmt.Errorf("%w: the client in the guest does not trust the session CA (%s); it needs it in the system store or in the variable it reads (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO)", err, CACertFile)
+			err = fmt.Errorf("%w: the client in the guest does not trust the session CA (%s); it needs it in the system store or in the variable it reads (%s, %s)", err, CACertFile, netpolicy.NodeCAVariable, strings.Join(netpolicy.CABundleVariables, ", "))
 			r.record(Use{Time: time.Now(), Host: c.target, Err: "the client does not trust the session CA"})
 		}
 		return err

@@ -2,7 +2,9 @@ package networkcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"strconv"
 	"time"
@@ -124,6 +126,9 @@ func RefusedRequests(dir string) ([]netwatch.Request, error) {
 // runs.
 func HeldRequests(dir string) ([]netwatch.Request, error) {
 	if err := secrets.MarkWatched(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // no state directory: no relay either
+		}
 		return nil, err
 	}
 	held, err := secrets.HeldRequests(dir)

@@ -7,9 +7,6 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
-// noProxy is what the agent reaches without the proxy: guest loopback.
-const noProxy = "localhost,127.0.0.1,::1"
-
 // ProxyEnv is the agent's environment for a policy, as KEY=VALUE lines: under allow, the
 // variables that point curl, git (libcurl), pip, go, npm and most other HTTP clients at the
 // proxy; under none (and open), nothing, since there is nowhere to go.
@@ -25,7 +22,7 @@ func ProxyEnv(p netpolicy.Policy, proxyAddr string) string {
 		// npm reads its own settings before the variables above, and a user's .npmrc can
 		// set them; these win over both.
 		{"npm_config_proxy", url}, {"npm_config_https_proxy", url},
-		{"no_proxy", noProxy}, {"NO_PROXY", noProxy},
+		{"no_proxy", netpolicy.NoProxy}, {"NO_PROXY", netpolicy.NoProxy},
 	} {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], kv[1])
 	}

@@ -33,8 +33,8 @@ const (
 	maxCmdlineRead     = 4096
 )
 
-// procRoot is /proc (tests keep it).
-var procRoot = "/proc"
+// procRoot is where the processes are.
+const procRoot = "/proc"
 
 // peerLooks counts the looks of each uid in the current second.
 type peerLooks struct {

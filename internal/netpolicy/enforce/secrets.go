@@ -86,17 +86,16 @@ func (l Layout) caFile(user string) string {
 	return filepath.Join(l.TrustDir, "limactl-mcp-"+user+".crt")
 }
 
-// secretsEnv is what the agent's environment gets for s: the CA variables (Node adds
-// NODE_EXTRA_CA_CERTS to its own roots; the others point at the system bundle that now holds
-// the CA) and the placeholders.
+// secretsEnv is what the agent's environment gets for s: the CA variables (netpolicy.CAEnv:
+// Node's gets the CA alone, the others the system bundle that now holds it) and the
+// placeholders.
 func secretsEnv(l Layout, user string, s *netpolicy.SecretsSetup) string {
 	if s == nil {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "NODE_EXTRA_CA_CERTS=%s\n", l.caFile(user))
-	for _, name := range []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"} {
-		fmt.Fprintf(&b, "%s=%s\n", name, l.TrustBundle)
+	for _, kv := range netpolicy.CAEnv(l.caFile(user), l.TrustBundle) {
+		b.WriteString(kv + "\n")
 	}
 	for _, kv := range s.Env {
 		b.WriteString(kv + "\n")
