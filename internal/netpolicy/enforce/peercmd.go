@@ -129,6 +129,12 @@ func cmdline(pid string) string {
 	}
 	defer f.Close()
 	raw, _ := io.ReadAll(io.LimitReader(f, maxCmdlineRead))
+	return formatCmdline(raw)
+}
+
+// formatCmdline is a /proc/PID/cmdline (arguments ended by NULs) as one line: the arguments
+// joined by spaces, valid UTF-8, at most netpolicy.MaxEntryCommand bytes ("..." when cut).
+func formatCmdline(raw []byte) string {
 	raw = bytes.TrimRight(raw, "\x00")
 	s := strings.ToValidUTF8(string(bytes.ReplaceAll(raw, []byte{0}, []byte{' '})), "\uFFFD")
 	if len(s) > netpolicy.MaxEntryCommand {
