@@ -27,9 +27,9 @@ import (
 const (
 	maxPeerProcs   = 4096 // entries of /proc read
 	maxPeerFDs     = 1024 // descriptors of one process read
-	peerLookBudget = 100 * time.Millisecond
+	peerLookBudget = 25 * time.Millisecond
 	// peerLooksPerSecond bounds the looks for one uid in one second.
-	peerLooksPerSecond = 10
+	peerLooksPerSecond = 5
 	maxCmdlineRead     = 4096
 )
 
