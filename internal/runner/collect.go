@@ -279,10 +279,24 @@ func parentPid(pid int) int {
 // maxHolders is how many holders a result names (the host accepts 16).
 const maxHolders = 8
 
-// describeProcess is "pid 123 (sleep 100)", the command line cut to 60 bytes.
+// describeProcess is "pid 123 (sleep 100)", the command line cut to 60 bytes. A process in the
+// middle of an exec has no command line for a moment (a loaded machine makes the moment
+// longer): it is read again a few times, then the kernel's short name stands in for it.
 func describeProcess(pid int) string {
-	b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	cmdline := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	cmdline := ""
+	for try := 0; try < 5 && cmdline == ""; try++ {
+		if try > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		cmdline = strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	if cmdline == "" {
+		if b, err := os.ReadFile(filepath.Join(dir, "comm")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			cmdline = "[" + string(bytes.TrimSpace(b)) + "]"
+		}
+	}
 	if len(cmdline) > 60 {
 		cmdline = cmdline[:60] + "…"
 	}
