@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,14 +21,21 @@ import (
 // sock_diag: peer), found by reading /proc/PID/fd of that uid's processes, and its command line.
 // Only read, never acted on: the links of /proc/PID/fd are the kernel's, and the command line
 // is the agent's to write (what it shows is text of the agent's, shown escaped on the host).
-// Bounded: so many processes, so many descriptors each, so much time, so many looks per uid a
-// second (an agent that makes thousands of refused attempts makes the root proxy scan /proc
-// no more than that); a look that runs out says nothing.
+//
+// Bounded by work, not by a tight clock: so many processes, so many of the uid's (the newest),
+// so many descriptors each and in all, so many looks per uid a second (an agent that makes thousands of refused attempts makes
+// the root proxy scan /proc no more than that). The newest processes are looked at first: the
+// command that has just connected is almost always among them, so a look usually ends after a
+// few. A clock bound remains, loose, so that nothing hangs; a 25 ms one ran out on a loaded
+// machine (a software-emulated guest beside a CI run) before the scan reached the agent's curl.
 
 const (
-	maxPeerProcs   = 4096 // entries of /proc read
-	maxPeerFDs     = 1024 // descriptors of one process read
-	peerLookBudget = 25 * time.Millisecond
+	maxPeerProcs = 4096 // entries of /proc read
+	maxPeerOwn   = 256  // processes of the uid whose descriptors are read, the newest
+	maxPeerFDs   = 1024 // descriptors of one process read
+	maxPeerLinks = 4096 // descriptors read in one look, over all the processes
+	// peerLookTimeout bounds a look that the work bounds have not ended.
+	peerLookTimeout = time.Second
 	// peerLooksPerSecond bounds the looks for one uid in one second.
 	peerLooksPerSecond = 5
 	maxCmdlineRead     = 4096
@@ -63,43 +71,77 @@ func commandOf(uid int, inode uint32) string {
 	if uid < 0 || inode == 0 {
 		return ""
 	}
-	deadline := time.Now().Add(peerLookBudget)
+	deadline := time.Now().Add(peerLookTimeout)
 	want := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
-	dir, err := os.Open(procRoot)
-	if err != nil {
-		return ""
-	}
-	defer dir.Close()
-	seen := 0
-	for seen < maxPeerProcs && time.Now().Before(deadline) {
-		names, err := dir.Readdirnames(256)
-		seen += len(names)
-		for _, name := range names {
-			if _, err := strconv.Atoi(name); err != nil {
-				continue
-			}
-			if pidHolds(name, uid, want, deadline) {
-				return cmdline(name)
-			}
+	look := &peerLook{uid: uid, want: want, deadline: deadline, own: maxPeerOwn, links: maxPeerLinks}
+	for _, pid := range newestFirst(procPIDs()) {
+		if look.spent() {
+			return ""
 		}
-		if err != nil {
-			break
+		if look.holds(pid) {
+			return cmdline(pid)
 		}
 	}
 	return ""
 }
 
-// pidHolds tells whether the process pid (a name of /proc) is uid's and holds the descriptor
-// that links to want.
-func pidHolds(pid string, uid int, want string, deadline time.Time) bool {
-	base := procRoot + "/" + pid
+// procPIDs are the process ids of /proc, at most maxPeerProcs of them.
+func procPIDs() []int {
+	dir, err := os.Open(procRoot)
+	if err != nil {
+		return nil
+	}
+	defer dir.Close()
+	var pids []int
+	for len(pids) < maxPeerProcs {
+		names, err := dir.Readdirnames(256)
+		for _, name := range names {
+			if pid, err := strconv.Atoi(name); err == nil && pid > 0 && len(pids) < maxPeerProcs {
+				pids = append(pids, pid)
+			}
+		}
+		if err != nil || len(names) == 0 {
+			break
+		}
+	}
+	return pids
+}
+
+// newestFirst orders pids from the highest down: the most recent processes first, until the
+// ids wrap around (then the order is only a guess, and the look still reads them all).
+func newestFirst(pids []int) []int {
+	slices.Sort(pids)
+	slices.Reverse(pids)
+	return pids
+}
+
+// peerLook is one look for the process that holds a socket: what it looks for and what it
+// has left to spend.
+type peerLook struct {
+	uid      int
+	want     string // the link of the descriptor: socket:[INODE]
+	deadline time.Time
+	own      int // processes of the uid it may still read the descriptors of
+	links    int // descriptors it may still read
+}
+
+// spent tells whether the look has used up its bounds.
+func (l *peerLook) spent() bool {
+	return l.own <= 0 || l.links <= 0 || time.Now().After(l.deadline)
+}
+
+// holds tells whether the process pid is the uid's and holds the descriptor that links to
+// the socket.
+func (l *peerLook) holds(pid int) bool {
+	base := procRoot + "/" + strconv.Itoa(pid)
 	st, err := os.Lstat(base)
 	if err != nil {
 		return false
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != uid {
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != l.uid {
 		return false
 	}
+	l.own--
 	fds, err := os.Open(base + "/fd")
 	if err != nil {
 		return false
@@ -110,10 +152,11 @@ func pidHolds(pid string, uid int, want string, deadline time.Time) bool {
 		return false
 	}
 	for _, fd := range names {
-		if time.Now().After(deadline) {
+		if l.spent() {
 			return false
 		}
-		if link, err := os.Readlink(base + "/fd/" + fd); err == nil && link == want {
+		l.links--
+		if link, err := os.Readlink(base + "/fd/" + fd); err == nil && link == l.want {
 			return true
 		}
 	}
@@ -122,8 +165,8 @@ func pidHolds(pid string, uid int, want string, deadline time.Time) bool {
 
 // cmdline is the command line of pid, its arguments joined by spaces, valid UTF-8, capped at
 // netpolicy.MaxEntryCommand bytes.
-func cmdline(pid string) string {
-	f, err := os.Open(procRoot + "/" + pid + "/cmdline")
+func cmdline(pid int) string {
+	f, err := os.Open(procRoot + "/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return ""
 	}
