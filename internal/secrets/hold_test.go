@@ -167,7 +167,7 @@ func TestRelayHoldsWhileWatched(t *testing.T) {
 	if err := DecideHeld(dir, held.ID, netpolicy.DecisionOnce); err == nil || !strings.Contains(err.Error(), "not held") {
 		t.Errorf("deciding on a request no longer held: %v", err)
 	}
-	sum := strings.Join(log.Summary(), "\n")
+	sum := strings.Join(log.RequestsSummary(), "\n")
 	if want := unboundHost + ": 1 HTTPS requests allowed by the network rules (1 of them once, by the person watching), 2 refused (the last: DELETE /o)"; sum != want {
 		t.Errorf("summary %q, want %q", sum, want)
 	}

@@ -122,6 +122,16 @@ func (l *Log) Summary() []string {
 		}
 		lines = append(lines, fmt.Sprintf("%s used %d %s, %s", n, total, times, with))
 	}
+	return lines
+}
+
+// RequestsSummary is one line per host whose HTTPS requests the network rules ruled on, for
+// status and review: "github.com: 3 HTTPS requests allowed by the network rules, 1 refused
+// (the last: POST /o/r.git/git-receive-pack)".
+func (l *Log) RequestsSummary() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var lines []string
 	targets := make([]string, 0, len(l.ruled))
 	for t := range l.ruled {
 		targets = append(targets, t)

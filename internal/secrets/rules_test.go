@@ -93,7 +93,10 @@ func TestRelayRulesReadOnlyGit(t *testing.T) {
 			t.Errorf("%s %s was allowed, yet the server never got it", cs.method, cs.path)
 		}
 	}
-	sum := strings.Join(log.Summary(), "\n")
+	sum := strings.Join(log.RequestsSummary(), "\n")
+	if used := log.Summary(); len(used) != 0 {
+		t.Errorf("requests that carried no secret are listed as secrets' uses: %q", used)
+	}
 	if want := unboundHost + ": 4 HTTPS requests allowed by the network rules, 4 refused (the last: GET /ws)"; sum != want {
 		t.Errorf("summary %q, want %q", sum, want)
 	}
@@ -157,7 +160,7 @@ func TestRelayRulesRefusalReadsTheBody(t *testing.T) {
 	if n := len(h.requests(unboundHost)); n != 0 {
 		t.Errorf("the server got %d requests", n)
 	}
-	if sum := strings.Join(log.Summary(), "\n"); !strings.Contains(sum, "1 refused (the last: PUT /e2e-project)") {
+	if sum := strings.Join(log.RequestsSummary(), "\n"); !strings.Contains(sum, "1 refused (the last: PUT /e2e-project)") {
 		t.Errorf("summary %q", sum)
 	}
 }

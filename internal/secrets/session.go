@@ -141,6 +141,17 @@ func UsesSummary(dir string) []string {
 	return log.Summary()
 }
 
+// RequestsSummary is what status and review show of the requests the network rules ruled on,
+// from the log of uses kept in dir: its Log.RequestsSummary lines, none when there were none
+// or the log cannot be read (UsesSummary says so).
+func RequestsSummary(dir string) []string {
+	log, err := ReadUses(dir)
+	if err != nil {
+		return nil
+	}
+	return log.RequestsSummary()
+}
+
 // ReadUses reads the log of uses kept in dir (the rotated file first) into a Log; none is an
 // empty Log. Lines that are not a Use are skipped.
 func ReadUses(dir string) (*Log, error) {

@@ -184,7 +184,7 @@ NPM_CONFIG_USERCONFIG=$tmp/npmrc npm_config_cache=$tmp/npm node "$T/npm/bin/npm-
 			t.Errorf("the shell did not say that the relay reads the registry's HTTPS")
 		}
 		st, _, code := plugin(t, dir, "status", instanceName, "--session", "default")
-		if code != 0 || !regexp.MustCompile(`registry\.npmjs\.org: \d+ HTTPS requests allowed by the network rules, 1 refused \(the last: PUT /e2e-project\)`).MatchString(st) {
+		if code != 0 || !regexp.MustCompile(`requests:   registry\.npmjs\.org: \d+ HTTPS requests allowed by the network rules, 1 refused \(the last: PUT /e2e-project\)`).MatchString(st) {
 			t.Errorf("status does not show the refused publish:\n%s", st)
 		}
 	})

@@ -99,7 +99,7 @@ curl -sS --max-time 30 -o /dev/null -w 'GET-REFS=%{http_code}\n' 'https://github
 		t.Errorf("the server's refs changed:\n%s\n->\n%s", before, after)
 	}
 	st, _, code := plugin(t, dir, "status", instanceName, "--session", "default")
-	if code != 0 || !strings.Contains(st, "github.com: ") || !strings.Contains(st, "HTTPS requests allowed by the network rules") || !strings.Contains(st, "refused (the last: POST /o/r.git/git-receive-pack)") {
+	if code != 0 || !strings.Contains(st, "requests:   github.com: ") || !strings.Contains(st, "HTTPS requests allowed by the network rules") || !strings.Contains(st, "refused (the last: POST /o/r.git/git-receive-pack)") {
 		t.Errorf("status does not show the rules' requests:\n%s", st)
 	}
 

@@ -94,6 +94,10 @@ type changesetDoc struct {
 	// Secrets are the lines of the session's log of secrets' uses (secrets.UsesSummary), left
 	// out when it used none.
 	Secrets []string `json:"secrets,omitempty"`
+	// Requests are the lines of the HTTPS requests the network rules ruled on
+	// (secrets.RequestsSummary: "github.com: 3 HTTPS requests allowed by the network rules, 1
+	// refused (the last: POST /…)"), left out when there were none.
+	Requests []string `json:"requests,omitempty"`
 	// Timeline is the totals of the session's timeline (limactl mcp log; docs/log.md), left
 	// out when it cannot be read.
 	Timeline *timeline.Counts `json:"timeline,omitempty"`
@@ -128,7 +132,7 @@ type itemDoc struct {
 }
 
 // changesetJSON is the changeset for scripts.
-func changesetJSON(cs *review.Changeset, session string, network *staging.NetworkReport, uses []string, tl *timeline.Timeline) changesetDoc {
+func changesetJSON(cs *review.Changeset, session string, network *staging.NetworkReport, uses, requests []string, tl *timeline.Timeline) changesetDoc {
 	s := cs.Summary()
 	doc := changesetDoc{
 		SchemaVersion: jsonSchemaVersion,
@@ -139,6 +143,7 @@ func changesetJSON(cs *review.Changeset, session string, network *staging.Networ
 		Ignored:       []itemDoc{},
 		Network:       network,
 		Secrets:       uses,
+		Requests:      requests,
 	}
 	if tl != nil && tl.Counts.Events > 0 {
 		doc.Timeline = &tl.Counts

@@ -174,6 +174,7 @@ func Run(ctx context.Context, opts *Options) error {
 	network := networkReport(true)
 	// And how its requests used the session's secrets (none: nothing is shown).
 	uses := secrets.UsesSummary(sess.Store().SessionDir(sess.State.ID))
+	requests := secrets.RequestsSummary(sess.Store().SessionDir(sess.State.ID))
 	// And which calls produced each change (the session's timeline).
 	tl, err := review.Attribute(sess, cs, time.Now())
 	if err != nil {
@@ -184,7 +185,7 @@ func Run(ctx context.Context, opts *Options) error {
 	case opts.JSON:
 		enc := json.NewEncoder(ios.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(changesetJSON(cs, session, network, uses, tl))
+		return enc.Encode(changesetJSON(cs, session, network, uses, requests, tl))
 	case opts.Patch:
 		_, err := io.WriteString(ios.Out, review.Patch(cs))
 		return err
@@ -192,7 +193,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if network.Policy != staging.OpenNetwork && !opts.Patch {
 		fmt.Fprintln(ios.Out, termsafe.String(capitalize(network.Line())+"."))
 	}
-	for _, line := range review.SecretsLines(uses) {
+	for _, line := range review.SecretsLines(uses, requests) {
 		fmt.Fprintln(ios.Out, line)
 	}
 	if len(cs.Items) == 0 {
@@ -207,7 +208,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if line := timelineNotice(tl, name); line != "" {
 		notice = strings.TrimPrefix(notice+"\n"+line, "\n")
 	}
-	topts := tui.Options{Accessible: opts.Accessible, Notice: notice, Secrets: uses, Timeline: tl}
+	topts := tui.Options{Accessible: opts.Accessible, Notice: notice, Secrets: uses, Requests: requests, Timeline: tl}
 	if network.Policy == staging.OpenNetwork {
 		topts.NoWatch = "The session's network policy is open: nothing is refused, so there is nothing to watch. Put the agent under a policy by restarting its server with one (limactl mcp serve --network=none" + ref.Flag() + ", or --network=allow:@go,example.com); then its refused destinations show here."
 	} else {

@@ -28,6 +28,10 @@ type sinceJSON struct {
 	// Secrets are the lines of the session's log of secrets' uses (secrets.UsesSummary), as
 	// a plain review has them: the whole session's, not only since the checkpoint.
 	Secrets []string `json:"secrets,omitempty"`
+	// Requests are the lines of the HTTPS requests the network rules ruled on
+	// (secrets.RequestsSummary: "github.com: 3 HTTPS requests allowed by the network rules, 1
+	// refused (the last: POST /…)"), left out when there were none.
+	Requests []string `json:"requests,omitempty"`
 }
 
 type sinceCheckpointJSON struct {
@@ -61,10 +65,11 @@ func runSince(ctx context.Context, opts *Options, sess *staging.Session, paths [
 	// How the session's requests used its secrets, as a plain review shows it (the whole
 	// session's: the log of uses is the host's, the checkpoint the guest's).
 	uses := secrets.UsesSummary(sess.Store().SessionDir(sess.State.ID))
+	requests := secrets.RequestsSummary(sess.Store().SessionDir(sess.State.ID))
 	switch {
 	case opts.JSON:
 		id, _ := strconv.Atoi(cp.ID) // checked: a number (guest/replies_checkpoint.go)
-		j := sinceJSON{Checkpoint: sinceCheckpointJSON{ID: id, Label: cp.Label, Auto: cp.Auto, Time: time.UnixMilli(cp.TimeMillis).UTC().Format(time.RFC3339)}, Changes: []sinceChangeJSON{}, Secrets: uses}
+		j := sinceJSON{Checkpoint: sinceCheckpointJSON{ID: id, Label: cp.Label, Auto: cp.Auto, Time: time.UnixMilli(cp.TimeMillis).UTC().Format(time.RFC3339)}, Changes: []sinceChangeJSON{}, Secrets: uses, Requests: requests}
 		for _, c := range changes {
 			j.Changes = append(j.Changes, sinceChangeJSON{Path: c.Path, Kind: c.Kind})
 		}
@@ -83,7 +88,7 @@ func runSince(ctx context.Context, opts *Options, sess *staging.Session, paths [
 		}
 		return nil
 	}
-	for _, l := range review.SecretsLines(uses) {
+	for _, l := range review.SecretsLines(uses, requests) {
 		fmt.Fprintln(out, l)
 	}
 	label := ""

@@ -23,32 +23,49 @@ func procsWith(value string) (cmdline, environ []string) {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		pid, _ := strconv.Atoi(filepath.Base(d))
+		// Its parent first: a short-lived process (a login shell's `id -u`) may be gone by
+		// the time its environment is read, and its chain must still reach the command (a
+		// chain cut at the process itself read as a leak on a loaded machine).
+		ppid := parentOf(pid)
 		if b, err := os.ReadFile(d + "/cmdline"); err == nil && strings.Contains(string(b), value) {
-			cmdline = append(cmdline, chain(pid))
+			cmdline = append(cmdline, chain(pid, ppid))
 		}
 		if b, err := os.ReadFile(d + "/environ"); err == nil && strings.Contains(string(b), value) {
-			environ = append(environ, chain(pid))
+			environ = append(environ, chain(pid, ppid))
 		}
 	}
 	return cmdline, environ
 }
 
-// chain is pid's command line and its parents'.
-func chain(pid int) string {
+// parentOf is pid's parent (0 when it cannot be read).
+func parentOf(pid int) int {
+	st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := strings.LastIndexByte(string(st), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(st[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// chain is pid's command line and its parents', ppid its parent as read before (0: read it
+// now).
+func chain(pid, ppid int) string {
 	var parts []string
 	for i := 0; pid > 1 && i < 40; i++ {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		parts = append(parts, fmt.Sprintf("%d:%s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
-		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		i := strings.LastIndexByte(string(st), ')')
-		if i < 0 {
+		if i > 0 || ppid == 0 {
+			ppid = parentOf(pid)
+		}
+		if ppid == 0 {
 			break
 		}
-		f := strings.Fields(string(st[i+1:]))
-		if len(f) < 2 {
-			break
-		}
-		pid, _ = strconv.Atoi(f[1])
+		pid = ppid
 	}
 	return strings.Join(parts, " | ")
 }

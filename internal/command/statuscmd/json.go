@@ -42,6 +42,10 @@ type SessionJSON struct {
 	// Secrets are the lines of the session's log of secrets' uses (secrets.UsesSummary: "NAME
 	// used N times, only with HOST"), left out when it used none.
 	Secrets []string `json:"secrets,omitempty"`
+	// Requests are the lines of the HTTPS requests the network rules ruled on
+	// (secrets.RequestsSummary: "github.com: 3 HTTPS requests allowed by the network rules, 1
+	// refused (the last: POST /…)"), left out when there were none.
+	Requests []string `json:"requests,omitempty"`
 	// Fork is what the session was forked from (`limactl mcp fork`); left out for a session
 	// staged from the host.
 	Fork *staging.ForkOrigin `json:"fork,omitempty"`
@@ -58,9 +62,10 @@ type CheckpointJSON struct {
 	StoredBytes int64  `json:"stored_bytes"`
 }
 
-func toJSON(instance string, sts []staging.SessionStatus, tls []*timeline.Counts, secretsUses func(staging.SessionStatus) []string) JSON {
+func toJSON(instance string, sts []staging.SessionStatus, tls []*timeline.Counts, secretsUses usesOf) JSON {
 	out := JSON{SchemaVersion: 1, Instance: instance, Sessions: make([]SessionJSON, 0, len(sts))}
 	for i, s := range sts {
+		uses, requests := secretsUses(s)
 		pending := s.Pending
 		if pending == nil {
 			pending = map[staging.Kind]int{}
@@ -74,7 +79,7 @@ func toJSON(instance string, sts []staging.SessionStatus, tls []*timeline.Counts
 		out.Sessions = append(out.Sessions, SessionJSON{
 			Workdir: s.Workdir, Session: s.Session, GuestPath: s.GuestPath, StagedAt: s.StagedAt, UpdatedAt: s.UpdatedAt,
 			Files: s.Files, Bytes: s.Bytes, Pending: pending, PendingTotal: s.PendingTotal, Error: s.Error, Network: s.Network,
-			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError, Timeline: tls[i], Secrets: secretsUses(s), Fork: s.Fork,
+			Checkpoints: cps, CheckpointBytes: s.CheckpointBytes, CheckpointsError: s.CheckpointsError, Timeline: tls[i], Secrets: uses, Requests: requests, Fork: s.Fork,
 		})
 	}
 	return out

@@ -48,3 +48,30 @@ func TestStatusShowsSecretsUses(t *testing.T) {
 		t.Errorf("status --json secrets: %q (%v), want [%q]", lines, err, want)
 	}
 }
+
+// The HTTPS requests the network rules ruled on are shown as requests, not as secrets' uses:
+// their own line in status, their own "requests" key in --json.
+func TestStatusShowsRuledRequestsApart(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	log := &secrets.FileLog{Dir: f.Store.SessionDir(staging.SessionID(f.Workdir))}
+	log.Record(secrets.Use{Time: time.Now(), Host: "api.anthropic.com:443", Secrets: []string{"ANTHROPIC_API_KEY"}})
+	log.Record(secrets.Use{Time: time.Now(), Host: "github.com:443", Rules: true, Method: "GET", Path: "/o/r.git/info/refs"})
+	log.Record(secrets.Use{Time: time.Now(), Host: "github.com:443", Rules: true, Refused: true, Method: "POST", Path: "/o/r.git/git-receive-pack"})
+	ruled := "github.com: 1 HTTPS requests allowed by the network rules, 1 refused (the last: POST /o/r.git/git-receive-pack)"
+	out := run(t, f.Opener(), false)
+	if !strings.Contains(out, "  secrets:    ANTHROPIC_API_KEY used 1 time, only with api.anthropic.com\n") || !strings.Contains(out, "  requests:   "+ruled+"\n") {
+		t.Errorf("status:\n%s", out)
+	}
+	var d struct {
+		Sessions []struct {
+			Secrets  []string `json:"secrets"`
+			Requests []string `json:"requests"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(run(t, f.Opener(), true)), &d); err != nil || len(d.Sessions) != 1 {
+		t.Fatalf("status --json: %v", err)
+	}
+	if s := d.Sessions[0]; len(s.Secrets) != 1 || !strings.HasPrefix(s.Secrets[0], "ANTHROPIC_API_KEY used") || len(s.Requests) != 1 || s.Requests[0] != ruled {
+		t.Errorf("status --json: secrets %q, requests %q", s.Secrets, s.Requests)
+	}
+}

@@ -68,8 +68,9 @@ func Run(ctx context.Context, opts *Options) error {
 		phases.Note("%s [%s]: %s", s.Workdir, staging.SessionLabel(s.Session), s.Took.Round(time.Millisecond))
 	}
 	tls := timelineCounts(t.Store, sts)
-	uses := func(s staging.SessionStatus) []string {
-		return secrets.UsesSummary(t.Store.SessionDir(staging.SessionIDOf(s.Workdir, s.Session)))
+	uses := func(s staging.SessionStatus) (secretsUsed, requests []string) {
+		dir := t.Store.SessionDir(staging.SessionIDOf(s.Workdir, s.Session))
+		return secrets.UsesSummary(dir), secrets.RequestsSummary(dir)
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(ios.Out)
@@ -86,7 +87,11 @@ func Run(ctx context.Context, opts *Options) error {
 	return nil
 }
 
-func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts, recs []preview.Record, secretsUses func(staging.SessionStatus) []string) {
+// usesOf is what a session's log of uses says (secrets.UsesSummary, secrets.RequestsSummary):
+// the secrets its requests carried, and the HTTPS requests the network rules ruled on.
+type usesOf func(staging.SessionStatus) (secretsUsed, requests []string)
+
+func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*timeline.Counts, recs []preview.Record, secretsUses usesOf) {
 	if len(sts) == 0 {
 		fmt.Fprintf(w, "No staged sessions in instance %q. An agent running `limactl mcp serve %s` in a project directory creates one.\n", inst, inst)
 		return
@@ -138,8 +143,12 @@ func printStatus(w io.Writer, inst string, sts []staging.SessionStatus, tls []*t
 			fmt.Fprintf(w, "  timeline:   %s\n", timelineLine(c, inst, s))
 		}
 		if secretsUses != nil {
-			for _, line := range secretsUses(s) {
+			used, requests := secretsUses(s)
+			for _, line := range used {
 				fmt.Fprintf(w, "  secrets:    %s\n", termsafe.String(line))
+			}
+			for _, line := range requests {
+				fmt.Fprintf(w, "  requests:   %s\n", termsafe.String(line))
 			}
 		}
 		printPorts(w, s, recs)

@@ -88,7 +88,7 @@ func (r *reviewer) fileList(items, refused []*review.Item) ([]bool, map[int]revi
 	// Above the keys: what the agent did on the network (the Notice), then what its requests
 	// carried of the session's secrets.
 	head := r.opts.Notice
-	if lines := review.SecretsLines(r.opts.Secrets); len(lines) > 0 {
+	if lines := review.SecretsLines(r.opts.Secrets, r.opts.Requests); len(lines) > 0 {
 		head = strings.TrimPrefix(head+"\n"+strings.Join(lines, "\n"), "\n")
 	}
 	if head != "" {

@@ -32,6 +32,9 @@ type Options struct {
 	// Secrets are the session's lines of secrets' uses (secrets.UsesSummary), shown under the
 	// Notice as review.SecretsLines; none: nothing shown.
 	Secrets []string
+	// Requests are the session's lines of HTTPS requests the network rules ruled on
+	// (secrets.RequestsSummary), shown after the Secrets.
+	Requests []string
 	// SessionSecrets are a compare's lines of secrets' uses, a block per session, each line
 	// named ("Session try1: Secrets: ANTHROPIC_API_KEY used 3 times, …"), shown on its
 	// confirmation above what will be done; none: nothing shown.
