@@ -70,21 +70,28 @@ func floodSockets(t *testing.T, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
+		startReady(t, "flood helper", cmd, func() {
 			stdin.Close()
 			cmd.Wait()
 		})
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		if strings.TrimSpace(line) != "ready" {
-			t.Fatalf("flood helper: %q", line)
-		}
+	}
+}
+
+// startReady starts cmd, which says "ready" on a line of its own once set up, and waits for
+// that line; stop (registered as cmd starts) ends it when the test ends.
+func startReady(t *testing.T, what string, cmd *exec.Cmd, stop func()) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("%s: %q", what, line)
 	}
 }
 

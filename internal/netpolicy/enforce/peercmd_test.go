@@ -1,7 +1,6 @@
 package enforce
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -49,21 +48,10 @@ func crowd(t *testing.T, agent string, n int) {
 	t.Helper()
 	cmd := exec.Command("runuser", "-u", agent, "--", "bash", "-c", fmt.Sprintf("for i in $(seq %d); do sleep 600 & done; echo ready; wait", n))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	startReady(t, "the crowd", cmd, func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	})
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	if strings.TrimSpace(line) != "ready" {
-		t.Fatalf("the crowd did not start: %q", line)
-	}
 }
 
 // A held connection names the agent's command that made it, however many older processes the
