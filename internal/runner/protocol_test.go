@@ -87,7 +87,9 @@ func TestProtocolExec(t *testing.T) {
 func startedGroup(t *testing.T, r *testRunner, timeout time.Duration) (uint64, <-chan *runnerproto.Response, int) {
 	t.Helper()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	script := `sleep 300 & echo $! > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + `; echo started; wait`
+	// "started" is written before the pid file: once the test sees the file, the word is in
+	// the pipe (on a loaded machine, a signal sent between the two found an empty stdout).
+	script := `sleep 300 & p=$!; echo started; echo $p > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + `; wait`
 	id, ch, err := r.send(&runnerproto.Request{Exec: &runnerproto.ExecRequest{Argv: []string{"sh", "-c", script}, Dir: "/",
 		TimeoutMillis: timeout.Milliseconds(), HeadBytes: 1 << 10, TailBytes: 1 << 10}})
 	mustDo(t, err)
