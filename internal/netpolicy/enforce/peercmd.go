@@ -24,9 +24,9 @@ import (
 //
 // Bounded by work, not by a tight clock: so many processes, so many of the uid's (the newest),
 // so many descriptors each and in all, so many looks per uid a second (an agent that makes thousands of refused attempts makes
-// the root proxy scan /proc no more than that). The newest processes are looked at first: the
-// command that has just connected is almost always among them, so a look usually ends after a
-// few. A clock bound remains, loose, so that nothing hangs; a 25 ms one ran out on a loaded
+// the root proxy scan /proc no more than that). The newest processes are looked at first (by
+// id, from the last one given out: ids wrap around): the command that has just connected is
+// almost always among them, so a look usually ends after a few. A clock bound remains, loose, so that nothing hangs; a 25 ms one ran out on a loaded
 // machine (a software-emulated guest beside a CI run) before the scan reached the agent's curl.
 
 const (
@@ -74,7 +74,7 @@ func commandOf(uid int, inode uint32) string {
 	deadline := time.Now().Add(peerLookTimeout)
 	want := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
 	look := &peerLook{uid: uid, want: want, deadline: deadline, own: maxPeerOwn, links: maxPeerLinks}
-	for _, pid := range newestFirst(procPIDs()) {
+	for _, pid := range newestFirst(procPIDs(), lastPID()) {
 		if look.spent() {
 			return ""
 		}
@@ -107,12 +107,35 @@ func procPIDs() []int {
 	return pids
 }
 
-// newestFirst orders pids from the highest down: the most recent processes first, until the
-// ids wrap around (then the order is only a guess, and the look still reads them all).
-func newestFirst(pids []int) []int {
-	slices.Sort(pids)
-	slices.Reverse(pids)
+// newestFirst orders pids from the newest down, last the last pid given out (0: unknown):
+// from last down to 1, then from the highest down to last. Process ids wrap around (at 32,768
+// on many machines, soon reached by builds and tests), and after a wrap the highest ids are
+// the oldest: ordered by id alone, a crowd of an agent's older processes came before its new
+// curl and used up the look (a CI run).
+func newestFirst(pids []int, last int) []int {
+	slices.SortFunc(pids, func(a, b int) int {
+		if (a <= last) != (b <= last) {
+			if a <= last {
+				return -1
+			}
+			return 1
+		}
+		return b - a
+	})
 	return pids
+}
+
+// lastPID is the last process id the kernel gave out (0 when it cannot be read).
+func lastPID() int {
+	b, err := os.ReadFile(procRoot + "/sys/kernel/ns_last_pid")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // peerLook is one look for the process that holds a socket: what it looks for and what it
@@ -141,7 +164,6 @@ func (l *peerLook) holds(pid int) bool {
 	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != l.uid {
 		return false
 	}
-	l.own--
 	fds, err := os.Open(base + "/fd")
 	if err != nil {
 		return false
@@ -150,6 +172,10 @@ func (l *peerLook) holds(pid int) bool {
 	names, err := fds.Readdirnames(maxPeerFDs)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false
+	}
+	if len(names) > 0 {
+		// Only a process with descriptors counts: one that is ending (a zombie) holds none.
+		l.own--
 	}
 	for _, fd := range names {
 		if l.spent() {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,14 +56,26 @@ func crowd(t *testing.T, agent string, n int) {
 	})
 }
 
+// wrapPIDs makes the kernel give out process ids from low again, as it does when they wrap
+// around: the processes started next get ids below those of the processes already there.
+// (The next id given out changes, nothing else: no process is touched.)
+func wrapPIDs(t *testing.T) {
+	t.Helper()
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte("1000"), 0); err != nil {
+		t.Fatalf("cannot make the process ids wrap: %v", err)
+	}
+}
+
 // A held connection names the agent's command that made it, however many older processes the
 // agent has (the look is bounded by work, newest first, not by a clock a loaded machine runs
-// out of: a 25 ms bound named nothing in a CI run); and a look that finds nothing reads them
-// all within its bounds.
+// out of: a 25 ms bound named nothing in a CI run), and after the process ids wrapped around
+// between those processes and the command (newest by id alone named nothing in the next CI
+// run); and a look that finds nothing reads them all within its bounds.
 func TestProxyNamesTheCommandAmongManyProcesses(t *testing.T) {
 	f := startProxyFixture(t, "allow:localhost")
 	const n = 1200
 	crowd(t, f.agent, n)
+	wrapPIDs(t)
 	f.watch(t)
 	target := fmt.Sprintf("http://127.0.0.1:%d/crowd", f.upstream.Listener.Addr().(*net.TCPAddr).Port)
 	res := f.curlAsync(target)
@@ -73,6 +87,9 @@ func TestProxyNamesTheCommandAmongManyProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, res)
+	if last := lastPID(); last <= 1000 || last > 20000 {
+		t.Logf("the last process id given out is %d: did the ids wrap?", last)
+	}
 
 	u, err := user.Lookup(f.agent)
 	if err != nil {
@@ -84,4 +101,24 @@ func TestProxyNamesTheCommandAmongManyProcesses(t *testing.T) {
 		t.Errorf("a socket nobody holds is held by %q", got)
 	}
 	t.Logf("a look through %d processes of the agent's that finds nothing: %v", n, time.Since(t0))
+}
+
+// newestFirst: from the last id given out down, then the ids above it (older, given out
+// before the ids wrapped around), from the highest down; with the last id unknown, by id.
+func TestNewestFirst(t *testing.T) {
+	for _, c := range []struct {
+		pids []int
+		last int
+		want []int
+	}{
+		{[]int{5, 100, 3, 200, 50}, 60, []int{50, 5, 3, 200, 100}},
+		{[]int{5, 100, 3, 200, 50}, 0, []int{200, 100, 50, 5, 3}},
+		{[]int{5, 100, 3, 200, 50}, 500, []int{200, 100, 50, 5, 3}},
+		{[]int{5, 100, 3, 200, 50}, 100, []int{100, 50, 5, 3, 200}},
+		{nil, 10, nil},
+	} {
+		if got := newestFirst(slices.Clone(c.pids), c.last); !slices.Equal(got, c.want) {
+			t.Errorf("newestFirst(%v, %d) = %v, want %v", c.pids, c.last, got, c.want)
+		}
+	}
 }
