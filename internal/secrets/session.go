@@ -134,22 +134,19 @@ func (f *FileLog) Record(u Use) {
 // api.anthropic.com"), none when the session never used a secret, and one "unknown (…)" line
 // when the log cannot be read (a damaged log never fails the command that shows it).
 func UsesSummary(dir string) []string {
-	log, err := ReadUses(dir)
-	if err != nil {
-		return []string{"unknown (" + err.Error() + ")"}
-	}
-	return log.Summary()
+	uses, _ := Summaries(dir)
+	return uses
 }
 
-// RequestsSummary is what status and review show of the requests the network rules ruled on,
-// from the log of uses kept in dir: its Log.RequestsSummary lines, none when there were none
-// or the log cannot be read (UsesSummary says so).
-func RequestsSummary(dir string) []string {
+// Summaries are UsesSummary's lines and the requests the network rules ruled on
+// (Log.RequestsSummary: none when the log cannot be read, which the uses' line says), from one
+// read of the log kept in dir: what status and review show.
+func Summaries(dir string) (uses, requests []string) {
 	log, err := ReadUses(dir)
 	if err != nil {
-		return nil
+		return []string{"unknown (" + err.Error() + ")"}, nil
 	}
-	return log.RequestsSummary()
+	return log.Summary(), log.RequestsSummary()
 }
 
 // ReadUses reads the log of uses kept in dir (the rotated file first) into a Log; none is an

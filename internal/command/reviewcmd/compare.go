@@ -102,7 +102,7 @@ func runCompare(ctx context.Context, opts *Options) error {
 		if network := s.NetworkReport(ctx, nil); network.Policy != staging.OpenNetwork {
 			fmt.Fprintln(ios.Out, termsafe.String("Session "+labels[i]+": "+network.Line()+"."))
 		}
-		for _, l := range review.SecretsLines(secrets.UsesSummary(s.Store().SessionDir(s.State.ID)), secrets.RequestsSummary(s.Store().SessionDir(s.State.ID))) {
+		for _, l := range review.SecretsLines(secrets.Summaries(s.Store().SessionDir(s.State.ID))) {
 			l = termsafe.String("Session "+labels[i]+": ") + l
 			uses = append(uses, l)
 			fmt.Fprintln(ios.Out, l)

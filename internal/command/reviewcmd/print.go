@@ -95,7 +95,7 @@ type changesetDoc struct {
 	// out when it used none.
 	Secrets []string `json:"secrets,omitempty"`
 	// Requests are the lines of the HTTPS requests the network rules ruled on
-	// (secrets.RequestsSummary: "github.com: 3 HTTPS requests allowed by the network rules, 1
+	// (secrets.Summaries: "github.com: 3 HTTPS requests allowed by the network rules, 1
 	// refused (the last: POST /…)"), left out when there were none.
 	Requests []string `json:"requests,omitempty"`
 	// Timeline is the totals of the session's timeline (limactl mcp log; docs/log.md), left

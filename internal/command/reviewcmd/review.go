@@ -173,8 +173,7 @@ func Run(ctx context.Context, opts *Options) error {
 	phases.Done(fmt.Sprintf("built the changeset (%d items)", len(cs.Items)))
 	network := networkReport(true)
 	// And how its requests used the session's secrets (none: nothing is shown).
-	uses := secrets.UsesSummary(sess.Store().SessionDir(sess.State.ID))
-	requests := secrets.RequestsSummary(sess.Store().SessionDir(sess.State.ID))
+	uses, requests := secrets.Summaries(sess.Store().SessionDir(sess.State.ID))
 	// And which calls produced each change (the session's timeline).
 	tl, err := review.Attribute(sess, cs, time.Now())
 	if err != nil {

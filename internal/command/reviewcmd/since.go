@@ -29,7 +29,7 @@ type sinceJSON struct {
 	// a plain review has them: the whole session's, not only since the checkpoint.
 	Secrets []string `json:"secrets,omitempty"`
 	// Requests are the lines of the HTTPS requests the network rules ruled on
-	// (secrets.RequestsSummary: "github.com: 3 HTTPS requests allowed by the network rules, 1
+	// (secrets.Summaries: "github.com: 3 HTTPS requests allowed by the network rules, 1
 	// refused (the last: POST /…)"), left out when there were none.
 	Requests []string `json:"requests,omitempty"`
 }
@@ -64,8 +64,7 @@ func runSince(ctx context.Context, opts *Options, sess *staging.Session, paths [
 	cp := since.Checkpoint
 	// How the session's requests used its secrets, as a plain review shows it (the whole
 	// session's: the log of uses is the host's, the checkpoint the guest's).
-	uses := secrets.UsesSummary(sess.Store().SessionDir(sess.State.ID))
-	requests := secrets.RequestsSummary(sess.Store().SessionDir(sess.State.ID))
+	uses, requests := secrets.Summaries(sess.Store().SessionDir(sess.State.ID))
 	switch {
 	case opts.JSON:
 		id, _ := strconv.Atoi(cp.ID) // checked: a number (guest/replies_checkpoint.go)

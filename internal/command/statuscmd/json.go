@@ -43,7 +43,7 @@ type SessionJSON struct {
 	// used N times, only with HOST"), left out when it used none.
 	Secrets []string `json:"secrets,omitempty"`
 	// Requests are the lines of the HTTPS requests the network rules ruled on
-	// (secrets.RequestsSummary: "github.com: 3 HTTPS requests allowed by the network rules, 1
+	// (secrets.Summaries: "github.com: 3 HTTPS requests allowed by the network rules, 1
 	// refused (the last: POST /…)"), left out when there were none.
 	Requests []string `json:"requests,omitempty"`
 	// Fork is what the session was forked from (`limactl mcp fork`); left out for a session

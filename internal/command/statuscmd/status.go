@@ -69,8 +69,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	tls := timelineCounts(t.Store, sts)
 	uses := func(s staging.SessionStatus) (secretsUsed, requests []string) {
-		dir := t.Store.SessionDir(staging.SessionIDOf(s.Workdir, s.Session))
-		return secrets.UsesSummary(dir), secrets.RequestsSummary(dir)
+		return secrets.Summaries(t.Store.SessionDir(staging.SessionIDOf(s.Workdir, s.Session)))
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(ios.Out)
@@ -87,7 +86,7 @@ func Run(ctx context.Context, opts *Options) error {
 	return nil
 }
 
-// usesOf is what a session's log of uses says (secrets.UsesSummary, secrets.RequestsSummary):
+// usesOf is what a session's log of uses says (secrets.Summaries):
 // the secrets its requests carried, and the HTTPS requests the network rules ruled on.
 type usesOf func(staging.SessionStatus) (secretsUsed, requests []string)
 

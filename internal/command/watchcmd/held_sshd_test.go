@@ -206,7 +206,7 @@ func TestWatchTUIHeldRelayRequests(t *testing.T) {
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("after the watch, a refusal took %s", took)
 	}
-	if sum := strings.Join(secrets.RequestsSummary(dir), "\n"); !strings.Contains(sum, "2 HTTPS requests allowed by the network rules (2 of them once, by the person watching), 3 refused") {
-		t.Errorf("the log of uses: %q", sum)
+	if _, requests := secrets.Summaries(dir); !strings.Contains(strings.Join(requests, "\n"), "2 HTTPS requests allowed by the network rules (2 of them once, by the person watching), 3 refused") {
+		t.Errorf("the log of uses: %q", requests)
 	}
 }

@@ -33,7 +33,7 @@ type Options struct {
 	// Notice as review.SecretsLines; none: nothing shown.
 	Secrets []string
 	// Requests are the session's lines of HTTPS requests the network rules ruled on
-	// (secrets.RequestsSummary), shown after the Secrets.
+	// (secrets.Summaries), shown after the Secrets.
 	Requests []string
 	// SessionSecrets are a compare's lines of secrets' uses, a block per session, each line
 	// named ("Session try1: Secrets: ANTHROPIC_API_KEY used 3 times, …"), shown on its
