@@ -155,8 +155,26 @@ exec sleep 171`
 	if code != 0 || !strings.Contains(st, "ANTHROPIC_API_KEY used") || !strings.Contains(st, "only with api.anthropic.com") {
 		t.Errorf("status: %s", st)
 	}
+	// The system bundle holds the session's CA (once) while the session lives, and no more
+	// once it is discarded (written by the runner itself, not update-ca-certificates).
+	caFile := "/usr/local/share/ca-certificates/limactl-mcp-" + user + ".crt"
+	line := strings.TrimSpace(guestShell(t, "sed -n 3p "+caFile))
+	inBundle := func() string {
+		return strings.TrimSpace(guestShell(t, "grep -c -F -- "+shq(line)+" /etc/ssl/certs/ca-certificates.crt || true"))
+	}
+	if n := inBundle(); len(line) < 60 || n != "1" {
+		t.Errorf("the session's CA (%q) is %s times in the system bundle, want once", line, n)
+	}
+	if _, stderr, code := plugin(t, dir, "discard", instanceName, "--yes"); code != 0 {
+		t.Fatalf("discard: exit %d: %s", code, stderr)
+	}
+	if n := inBundle(); n != "0" {
+		t.Errorf("the discarded session's CA is %s times in the system bundle, want none", n)
+	}
+	if out := guestShell(t, "ls "+caFile+" 2>&1 || true"); !strings.Contains(out, "No such file") {
+		t.Errorf("the discarded session's CA file: %s", out)
+	}
 	_ = io.Discard
-	_ = user
 }
 
 // secretsProject makes a project directory (one file, discarded when the test ends), a fake

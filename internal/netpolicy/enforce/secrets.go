@@ -133,12 +133,13 @@ func ensureSecrets(ctx context.Context, l Layout, user string, relayUID, relayGI
 	if err := ensureRootDir(l.TrustDir); err != nil {
 		return fmt.Errorf("making %s: %w", l.TrustDir, err)
 	}
+	old, _ := readOwnFile(l.caFile(user), maxCAFile) // the CA it replaces, if any
 	changed, err := writeFileIfChanged(l.caFile(user), []byte(s.CAPEM), 0o644)
 	if err != nil {
 		return fmt.Errorf("installing the session CA: %w", err)
 	}
 	if changed {
-		return updateTrust(ctx, l)
+		return updateTrust(ctx, l, old)
 	}
 	return nil
 }
@@ -155,6 +156,7 @@ func dropSecrets(ctx context.Context, l Layout, user string) error {
 	if l.TrustDir == "" {
 		return nil
 	}
+	old, _ := readOwnFile(l.caFile(user), maxCAFile)
 	err := os.Remove(l.caFile(user))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -162,11 +164,13 @@ func dropSecrets(ctx context.Context, l Layout, user string) error {
 	case err != nil:
 		return fmt.Errorf("removing the session CA: %w", err)
 	}
-	return updateTrust(ctx, l)
+	return updateTrust(ctx, l, old)
 }
 
 // updateTrust rebuilds the system's bundle with its TrustTool (layout.go: trustStore).
-func updateTrust(ctx context.Context, l Layout) error {
+// On Debian's layout, syncBundle does the tool's work for the session CAs (trustbundle.go);
+// gone is the CA just removed or replaced, as it was.
+func updateTrust(ctx context.Context, l Layout, gone []byte) error {
 	if !l.UpdateTrust {
 		return nil
 	}
@@ -176,6 +180,12 @@ func updateTrust(ctx context.Context, l Layout) error {
 	tool, err := findTool(l.TrustTool[0])
 	if err != nil {
 		return fmt.Errorf("%s is not installed in the guest, so it cannot trust the session CA (install ca-certificates: Debian, Ubuntu, Alpine and Fedora images have it)", filepath.Base(l.TrustTool[0]))
+	}
+	if filepath.Base(l.TrustTool[0]) == "update-ca-certificates" {
+		err := syncBundle(ctx, l, gone)
+		if !errors.Is(err, errNotPlainBundle) {
+			return err
+		}
 	}
 	if out, err := exec.CommandContext(ctx, tool, l.TrustTool[1:]...).CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: %v: %s", filepath.Base(l.TrustTool[0]), err, truncate(strings.TrimSpace(string(out)), 300))

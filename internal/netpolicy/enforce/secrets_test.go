@@ -386,14 +386,14 @@ func TestTrustStoreByDistribution(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := Layout{UpdateTrust: true, TrustTool: []string{fake, "extract"}}
-	if err := updateTrust(context.Background(), l); err != nil {
+	if err := updateTrust(context.Background(), l, nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(record); err != nil || string(b) != "extract\n" {
 		t.Errorf("the tool got %q (%v)", b, err)
 	}
 	l.TrustTool = []string{filepath.Join(tmp, "update-ca-certificates")}
-	if err := updateTrust(context.Background(), l); err == nil || !strings.Contains(err.Error(), "update-ca-certificates is not installed in the guest") || !strings.Contains(err.Error(), "install ca-certificates") {
+	if err := updateTrust(context.Background(), l, nil); err == nil || !strings.Contains(err.Error(), "update-ca-certificates is not installed in the guest") || !strings.Contains(err.Error(), "install ca-certificates") {
 		t.Errorf("a missing tool: %v", err)
 	}
 }
