@@ -457,7 +457,10 @@ func (h *haRun) snapshot() hostileagent.Snapshot {
 }
 
 // parseSnapshot reads a snapshot; the proxy's unit files count by type, owner and mode only
-// (a restart or an upgrade rewrites them).
+// (a restart or an upgrade rewrites them). The proxy's directory of held connections comes
+// and goes (a proxy that starts removes it, a watch makes it): it counts only when it is there
+// with another type, owner or mode than root's 0700 directory (a run on a VM whose earlier
+// tests had watched a session saw it removed by the upgrade's proxy restart).
 func (h *haRun) parseSnapshot(out string) hostileagent.Snapshot {
 	s := hostileagent.ParseSnapshot(out, h.skipPath)
 	for p, v := range s {
@@ -467,8 +470,14 @@ func (h *haRun) parseSnapshot(out string) hostileagent.Snapshot {
 			}
 		}
 	}
+	if v, ok := s[haHeldDir]; ok && strings.HasPrefix(v, "d 0:0 700 ") {
+		delete(s, haHeldDir)
+	}
 	return s
 }
+
+// haHeldDir is the proxy's directory of held connections (enforce.Layout.heldDir).
+const haHeldDir = "/etc/limactl-mcp/net/held"
 
 // skipPath leaves out what legitimately changes: the attacker's own files (its policy and
 // environment, which a discard removes and a start writes again), the proxy unit's inode (a
