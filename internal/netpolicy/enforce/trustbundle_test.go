@@ -177,3 +177,95 @@ func TestTrustBundleWithoutTheTool(t *testing.T) {
 		t.Errorf("the link's target was written")
 	}
 }
+
+// TestTrustBundleOddFiles: what syncBundle reads is capped and never followed through a link;
+// a bundle over the cap is an error that names it (the bundle untouched, the tool not run); a
+// session CA, a record or a bundle that is a link, or a bundle others may write, is left to the
+// tool and nothing is read through the link.
+func TestTrustBundleOddFiles(t *testing.T) {
+	setup := func(t *testing.T) (Layout, string, []byte) {
+		base := t.TempDir()
+		ran := filepath.Join(base, "tool-ran")
+		tool := filepath.Join(base, "update-ca-certificates")
+		if err := os.WriteFile(tool, []byte("#!/bin/sh\necho ran >> "+ran+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		l := Layout{ConfigDir: filepath.Join(base, "conf"), TrustDir: filepath.Join(base, "trust"), TrustBundle: filepath.Join(base, "certs", "ca-certificates.crt"),
+			UpdateTrust: true, TrustTool: []string{tool}}
+		for _, d := range []string{l.ConfigDir, l.TrustDir, filepath.Dir(l.TrustBundle)} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		distro := testCAPEM(t, "distro-1")
+		if err := os.WriteFile(l.TrustBundle, distro, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return l, ran, distro
+	}
+	secret := []byte("lmcp-not-to-be-read-through-a-link\n")
+	outside := filepath.Join(t.TempDir(), "outside.pem")
+	if err := os.WriteFile(outside, append(testCAPEM(t, "outside"), secret...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toolRan := func(ran string) bool { _, err := os.Stat(ran); return err == nil }
+
+	t.Run("bundle over the cap", func(t *testing.T) {
+		l, ran, _ := setup(t)
+		big := bytes.Repeat([]byte("#\n"), maxBundle/2+1)
+		if err := os.WriteFile(l.TrustBundle, big, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(l.caFile("lmcp-a"), testCAPEM(t, "session-a"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := updateTrust(context.Background(), l, nil)
+		if err == nil || !strings.Contains(err.Error(), l.TrustBundle) || !strings.Contains(err.Error(), "over") {
+			t.Errorf("want an error naming the bundle and its size, got %v", err)
+		}
+		if got, _ := os.ReadFile(l.TrustBundle); !bytes.Equal(got, big) {
+			t.Errorf("the bundle was written")
+		}
+		if toolRan(ran) {
+			t.Errorf("the tool ran")
+		}
+	})
+	for _, c := range []struct {
+		name string
+		odd  func(t *testing.T, l Layout)
+	}{
+		{"session CA that is a link", func(t *testing.T, l Layout) {
+			if err := os.Symlink(outside, l.caFile("lmcp-b")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"record that is a link", func(t *testing.T, l Layout) {
+			if err := os.Symlink(outside, l.bundleRecord()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"bundle that others may write", func(t *testing.T, l Layout) {
+			if err := os.Chmod(l.TrustBundle, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, ran, distro := setup(t)
+			if err := os.WriteFile(l.caFile("lmcp-a"), testCAPEM(t, "session-a"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c.odd(t, l)
+			if err := updateTrust(context.Background(), l, nil); err != nil {
+				t.Fatalf("updateTrust: %v", err)
+			}
+			if !toolRan(ran) {
+				t.Errorf("not left to the tool")
+			}
+			got, _ := os.ReadFile(l.TrustBundle)
+			if !bytes.Equal(got, distro) || bytes.Contains(got, secret) {
+				t.Errorf("the bundle was written:\n%s", got)
+			}
+		})
+	}
+}
