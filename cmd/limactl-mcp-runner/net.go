@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
@@ -16,10 +17,10 @@ import (
 
 const netUsage = `usage (as root, through sudo -n):
   limactl-mcp-runner net ensure --user lmcp-NAME --policy none|allow:HOST[,HOST...]|open [--own DIR] [--secrets-stdin] [--live]
-  limactl-mcp-runner net show --user lmcp-NAME   (what ensure answers, setting nothing up)
   limactl-mcp-runner net remove --user lmcp-NAME
   limactl-mcp-runner net release --user lmcp-NAME [--own DIR]
   limactl-mcp-runner net report --user lmcp-NAME [--entries N] [--watch]
+  limactl-mcp-runner net report --users lmcp-A,lmcp-B,...   (one line each: its record, or {"user","error"})
   limactl-mcp-runner net decide --user lmcp-NAME --id ID --decision once|deny
   limactl-mcp-runner net as --user lmcp-NAME -- COMMAND [ARG...]
   limactl-mcp-runner net proxy   (run by systemd: limactl-mcp-netproxy.service)`
@@ -67,16 +68,6 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			line, _ := json.Marshal(res)
 			fmt.Fprintf(stdout, "%s\n", line)
 		}
-	case "show":
-		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {
-			fs.Usage()
-			return 2
-		}
-		var res netpolicy.EnsureResult
-		if res, err = enforce.Show(layout, *user); err == nil {
-			line, _ := json.Marshal(res)
-			fmt.Fprintf(stdout, "%s\n", line)
-		}
 	case "remove":
 		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {
 			fs.Usage()
@@ -86,9 +77,14 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	case "report":
 		entries := fs.Int("entries", 0, "how many of the raw log's last entries to include")
 		watch := fs.Bool("watch", false, "a person watches the user: hold the connections the policy refuses while they decide")
-		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" {
+		users := fs.String("users", "", "several agent users, comma-separated: one line each")
+		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || (*user == "") == (*users == "") || (*users != "" && (*watch || *entries != 0)) {
 			fs.Usage()
 			return 2
+		}
+		if *users != "" {
+			enforce.ReportEach(layout, strings.Split(*users, ","), stdout)
+			return 0
 		}
 		if *watch {
 			err = enforce.MarkWatched(layout, *user)

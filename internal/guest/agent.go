@@ -45,12 +45,17 @@ type Agent struct {
 	// Secrets, when set, are the session's secrets: `net ensure` gets their setup on its
 	// standard input, and the connection's relay listens for the guest's proxy (relay.go).
 	Secrets *AgentSecrets
-	// Observe, when set, is a connection that only reads the session (`status`): the agent
-	// user is looked up (`net show`) instead of set up (`net ensure`: its rules, its proxy, its
-	// files, seconds each on an emulated guest), nothing is carried or handed over and no
-	// relay listens. Its runner opens no socket, so the rules need not be in place for it; a
-	// session whose agent user the guest does not have (yet, or after a rebuild) is an error.
+	// Observe, when set, is a connection that only reads the session (`status`): only the
+	// runner is started as the agent user (observeAgent), which is not set up (`net ensure`:
+	// its rules, its proxy, its files, seconds each on an emulated guest); nothing is carried
+	// or handed over, no relay listens, there is no SFTP. Its runner opens no socket, so the
+	// rules need not be in place for it; a session whose agent user the guest does not have
+	// (yet, or after a rebuild) is an error.
 	Observe bool
+	// Verified, when set with Observe, gives the root-owned runner that another connection of
+	// this process checked ("" when it has none): a connection through the ControlMaster then
+	// starts only that runner as the agent (dialObserving).
+	Verified func(context.Context) string
 }
 
 // CurrentPolicy is the policy the agent is under now: Live's answer, else Policy; with the
@@ -157,10 +162,6 @@ func (a *Agent) setupScript(exe string) string {
 	q := shellquote.Quote
 	var b strings.Builder
 	b.WriteString("set -e\nexe=" + q(exe) + "\n")
-	if a.Observe {
-		b.WriteString("out=$(sudo -n \"$exe\" net show --user " + a.User + ")" + orNoSudo + "\nprintf '%s\\n' \"$out\"\n")
-		return b.String()
-	}
 	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(a.CurrentPolicy())
 	if a.Own != "" {
 		ensure += " --own " + q(a.Own)
@@ -205,7 +206,7 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	a := l.agent
 	var out string
 	var err error
-	if a.Secrets != nil && !a.Observe {
+	if a.Secrets != nil {
 		// The bound hosts, the CA and the placeholders on `net ensure`'s standard input (never
 		// on a command line, though none of them is a value).
 		in, _ := json.Marshal(a.Secrets.Setup)
@@ -218,9 +219,6 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	if err != nil {
 		if exitStatus(err) == 97 {
 			return ErrPolicyNeedsSudo
-		}
-		if a.Observe {
-			return fmt.Errorf("looking up the agent user %s in the guest (the session's server or `limactl mcp shell` sets it up): %w", a.User, err)
 		}
 		return fmt.Errorf("setting up network policy %s for the agent user %s in the guest: %w", a.CurrentPolicy(), a.User, err)
 	}
@@ -240,7 +238,7 @@ func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	if old != nil {
 		_ = old.Close()
 	}
-	if a.Secrets != nil && !a.Observe {
+	if a.Secrets != nil {
 		if err := l.startRelay(a, l.log); err != nil {
 			return fmt.Errorf("the secrets relay of %s: %w", a.User, err)
 		}

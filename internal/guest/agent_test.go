@@ -141,18 +141,3 @@ func TestSetupAddsTheBoundHosts(t *testing.T) {
 		t.Errorf("without secrets: %q", got)
 	}
 }
-
-// A connection that only reads (status) looks the agent up and sets nothing up: no `net
-// ensure` (rules, proxy), no copy handed over, nothing carried, no secrets on its input.
-func TestObserveOnlyLooksUp(t *testing.T) {
-	a := &Agent{User: "lmcp-abc", Policy: "allow:a.org", Own: "/home/lmcp-abc/p", Carry: []string{".cache/m"}, Observe: true}
-	s := a.setupScript("/x/runner")
-	if !strings.Contains(s, `net show --user lmcp-abc)`) {
-		t.Errorf("set-up script:\n%s", s)
-	}
-	for _, never := range []string{"ensure", "--own", "--policy", ".cache/m", "secrets"} {
-		if strings.Contains(s, never) {
-			t.Errorf("an observing set-up has %q:\n%s", never, s)
-		}
-	}
-}

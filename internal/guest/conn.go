@@ -300,6 +300,9 @@ func (c *Conn) dial(ctx context.Context) (*link, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			if re := (refusedError{}); errors.As(err, &re) {
+				return nil, re.error
+			}
 		}
 		c.log.Debug("not using the instance's ssh ControlMaster; connecting directly", "reason", err)
 	}
@@ -334,6 +337,9 @@ func (l *link) watch(vital ...<-chan struct{}) {
 // process of its own. Any failure closes what was started and returns an error: the caller
 // then connects directly.
 func (c *Conn) dialMaster(ctx context.Context, t *sshlink.Target, m *sshlink.Master) (*link, error) {
+	if l, ok, err := c.dialObserving(ctx, t, m); ok {
+		return l, err
+	}
 	l := c.newLink(t, sshlink.NewMasterTransport(m))
 	// SFTP calls and the runner's upload take no context: ending the processes ends them when
 	// ctx ends (Close, or the caller giving up).
@@ -480,11 +486,24 @@ func (c *Conn) Close() error {
 	return nil
 }
 
+// VerifiedRunner is the root-owned runner the connection checked when it connected (connecting
+// if needed): "" when it has none (its runner is the user's copy) or cannot connect.
+func (c *Conn) VerifiedRunner(ctx context.Context) string {
+	l, err := c.get(ctx)
+	if err != nil {
+		return ""
+	}
+	return l.systemRunner
+}
+
 // SFTP returns the SFTP client of the live connection.
 func (c *Conn) SFTP(ctx context.Context) (*sftp.Client, error) {
 	l, err := c.get(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if l.sftp == nil {
+		return nil, errObserveNoSFTP
 	}
 	return l.sftp, nil
 }

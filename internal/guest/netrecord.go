@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
@@ -18,6 +19,40 @@ func (c *Conn) NetRecord(ctx context.Context, user string, entries int) ([]byte,
 	return c.netReport(ctx, user, entries, false)
 }
 
+// NetRecords is NetRecord (without raw entries) for several agent users at once, with one sudo
+// (`net report --users`): lines[i] is users[i]'s line, nil when the answer has none for it (it
+// was cut at the output's cap: read that one with NetRecord). The lines are guest output: the
+// caller checks each (netpolicy.ParseRecordLine).
+func (c *Conn) NetRecords(ctx context.Context, users []string) (lines [][]byte, err error) {
+	if len(users) > netpolicy.MaxReportEach {
+		return nil, fmt.Errorf("%d agent users: more than %d in one report", len(users), netpolicy.MaxReportEach)
+	}
+	for _, u := range users {
+		if !agentUserPattern.MatchString(u) {
+			return nil, fmt.Errorf("agent user %q: not a name limactl-mcp makes", u)
+		}
+	}
+	out, err := c.rootNet(ctx, "report --users "+strings.Join(users, ","))
+	if err != nil {
+		return nil, fmt.Errorf("reading the network records of %d agent users in the guest: %w", len(users), err)
+	}
+	return reportLines(out, len(users)), nil
+}
+
+// reportLines are the first n lines of out, each ended by a newline: a line cut at the output's
+// cap, or missing, is nil.
+func reportLines(out string, n int) [][]byte {
+	lines := make([][]byte, n)
+	for i := range lines {
+		line, rest, found := strings.Cut(out, "\n")
+		if !found {
+			break
+		}
+		lines[i], out = []byte(line), rest
+	}
+	return lines
+}
+
 // NetWatch is NetRecord for a person watching the agent (`watch`, the review's w): it also
 // tells the guest's proxy that someone watches, so that it holds the connections the policy
 // refuses while they decide (`net report --watch`), for as long as these reads go on.
@@ -29,18 +64,11 @@ func (c *Conn) netReport(ctx context.Context, user string, entries int, watch bo
 	if !agentUserPattern.MatchString(user) {
 		return nil, fmt.Errorf("agent user %q: not a name limactl-mcp makes", user)
 	}
-	l, err := c.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if l.systemRunner == "" {
-		return nil, ErrPolicyNeedsSudo
-	}
-	cmd := "sudo -n " + shellquote.Quote(l.systemRunner) + " net report --user " + user + " --entries " + strconv.Itoa(entries)
+	args := "report --user " + user + " --entries " + strconv.Itoa(entries)
 	if watch {
-		cmd += " --watch"
+		args += " --watch"
 	}
-	out, err := c.output(ctx, l, cmd)
+	out, err := c.rootNet(ctx, args)
 	if err != nil {
 		return nil, fmt.Errorf("reading the network record of %s in the guest: %w", user, err)
 	}
@@ -57,15 +85,21 @@ func (c *Conn) NetDecide(ctx context.Context, user, id, decision string) error {
 	if !netpolicy.CheckHeldID(id) || (decision != netpolicy.DecisionOnce && decision != netpolicy.DecisionDeny) {
 		return fmt.Errorf("held connection %q, decision %q: not one the guest gave", id, decision)
 	}
-	l, err := c.get(ctx)
-	if err != nil {
-		return err
-	}
-	if l.systemRunner == "" {
-		return ErrPolicyNeedsSudo
-	}
-	if _, err := c.output(ctx, l, "sudo -n "+shellquote.Quote(l.systemRunner)+" net decide --user "+user+" --id "+id+" --decision "+decision); err != nil {
+	if _, err := c.rootNet(ctx, "decide --user "+user+" --id "+id+" --decision "+decision); err != nil {
 		return fmt.Errorf("deciding on the held connection of %s in the guest: %w", user, err)
 	}
 	return nil
+}
+
+// rootNet runs the root-owned runner's `net` with args (words checked by the caller: no quoting
+// is added) through `sudo -n`, as the Lima user, and returns its output.
+func (c *Conn) rootNet(ctx context.Context, args string) (string, error) {
+	l, err := c.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	if l.systemRunner == "" {
+		return "", ErrPolicyNeedsSudo
+	}
+	return c.output(ctx, l, "sudo -n "+shellquote.Quote(l.systemRunner)+" net "+args)
 }

@@ -60,6 +60,12 @@ func startRunner(ctx context.Context, l *link, log *slog.Logger, login bool, wai
 		if !ok {
 			return nil, ErrPolicyNeedsSudo
 		}
+		if l.agent.Observe {
+			heal := func(r *runnerclient.Client, err error) (*runnerclient.Client, error) {
+				return healIfNoHello(ctx, l, log, img, exe, true, login, home, r, err)
+			}
+			return observeAgent(ctx, l, log, exe, login, heal, home)
+		}
 		t0 = time.Now()
 		if err := l.becomeAgent(ctx, exe); err != nil {
 			return nil, err

@@ -31,6 +31,34 @@ const (
 	MaxRecordBytes = 8 << 20
 )
 
+// MaxReportEach is how many users one `net report --users` reads.
+const MaxReportEach = 256
+
+// ReportError is the line `net report --users` writes for a user whose record it could not read.
+type ReportError struct {
+	User  string `json:"user"`
+	Error string `json:"error"`
+}
+
+// maxReportError bounds the words of a ReportError kept on the host.
+const maxReportError = 512
+
+// ParseRecordLine reads user's line of `net report --users` (guest output: checked, not
+// trusted): its record, or the error the guest gave for it.
+func ParseRecordLine(line []byte, user string) (Record, error) {
+	var e ReportError
+	if len(line) <= 4*maxReportError && json.Unmarshal(bytes.TrimSpace(line), &e) == nil && e.Error != "" {
+		if e.User != user {
+			return Record{}, fmt.Errorf("the network record's line is another user's, not %s's", user)
+		}
+		if len(e.Error) > maxReportError {
+			e.Error = e.Error[:maxReportError] + "…"
+		}
+		return Record{}, errors.New(e.Error)
+	}
+	return ParseRecord(line, user)
+}
+
 // ParseRecord reads `net report`'s answer (guest output: checked, not trusted) for user.
 func ParseRecord(data []byte, user string) (Record, error) {
 	if len(data) > MaxRecordBytes {

@@ -116,17 +116,18 @@ func (t *Target) ConnFor(st *staging.State) *guest.Conn {
 }
 
 // ReadingConnFor is ConnFor for a command that only reads the session (status), and what to
-// call once it is read. Under a network policy it is a connection of its own as the agent user,
-// looked up rather than set up again (guest.Agent.Observe), which done closes: each holds
-// sessions of the instance's ControlMaster (sshd allows 10 per connection), so that the
-// connections of many agents kept open together were refused and connected again directly,
-// seconds each. Without a policy it is Conn, and done does nothing.
+// call once it is read. Under a network policy it is a connection of its own that starts only
+// the runner as the agent user (guest.Agent.Observe: no set-up, no SFTP), from the root-owned
+// runner Conn checked; done closes it, so that the ControlMaster's sessions (sshd allows 10 per
+// connection) are not held by sessions already read. Without a policy it is Conn, and done does
+// nothing.
 func (t *Target) ReadingConnFor(st *staging.State) (c *guest.Conn, done func()) {
 	a := staging.AgentOf(st)
 	if a == nil || t.Conn == nil || t.newConn == nil {
 		return t.Conn, func() {}
 	}
 	a.Observe = true
+	a.Verified = t.Conn.VerifiedRunner // the runner it checked: each reading starts only that one
 	c = t.newConn(a)
 	return c, func() { c.Close() }
 }

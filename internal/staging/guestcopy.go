@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
@@ -133,10 +134,6 @@ func (s *Session) writeMarker(ctx context.Context) error {
 // the session's token. A missing marker means the copy is gone (never "the agent deleted
 // everything"); a marker without the directory means the agent removed the directory itself.
 func (s *Session) guestCopyPresent(ctx context.Context) (bool, error) {
-	sc, err := s.conn.SFTP(ctx)
-	if err != nil {
-		return false, err
-	}
 	home, err := s.conn.Home(ctx)
 	if err != nil {
 		return false, err
@@ -154,12 +151,22 @@ func (s *Session) guestCopyPresent(ctx context.Context) (bool, error) {
 	if tok != s.State.Token {
 		return false, nil
 	}
-	if _, err := sc.Lstat(s.State.GuestPath); errors.Is(err, os.ErrNotExist) {
+	if guestDirGone(ctx, s.conn, s.State.GuestPath) {
 		// The agent removed the whole directory: recreate it empty so that it can go on
 		// working; every baseline path is then a pending deletion.
 		return true, prepareGuestDir(ctx, s.conn, s.State.GuestPath)
 	}
 	return true, nil
+}
+
+// guestDirGone says whether dir does not exist in the guest. It is asked as a read of at most
+// no bytes (the runner's, else SFTP's: a connection that only reads a session has no SFTP,
+// guest.Agent.Observe), which never blocks on what the agent may have put there (a fifo) and
+// follows no link at the end; a directory there is "not a regular file". An error other than
+// "no such file" is not an answer: the copy's scan reports it.
+func guestDirGone(ctx context.Context, c *guest.Conn, dir string) bool {
+	_, err := c.ReadFile(ctx, dir, 0)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // A session's room: what of the session the guest keeps is readable by the user the session

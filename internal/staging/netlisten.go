@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 )
@@ -39,15 +40,24 @@ const listenScript = "cat /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/u
 // maxListenPorts bounds what is reported.
 const maxListenPorts = 100
 
-// agentListeners lists the sockets uid listens on (TCP listening, UDP unconnected), from the
-// guest's /proc/net tables read through conn (the agent's: guest output, parsed, never trusted
-// beyond its shape).
-func agentListeners(ctx context.Context, conn *guest.Conn, uid int) ([]ListenPort, error) {
-	out, err := conn.Stream(ctx, listenScript, nil)
+// listenTables reads the guest's socket tables through conn, once, the first time it is called:
+// they are the kernel's, the same whoever reads them (the agents share the guest's network
+// namespace), so the Lima user's connection reads them for every agent.
+func listenTables(ctx context.Context, conn *guest.Conn) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		out, err := conn.Stream(ctx, listenScript, nil)
+		return string(out), err
+	})
+}
+
+// listenersIn lists the sockets uid listens on (TCP listening, UDP unconnected) in what tables
+// read (guest output: parsed, never trusted beyond its shape).
+func listenersIn(tables func() (string, error), uid int) ([]ListenPort, error) {
+	t, err := tables()
 	if err != nil {
 		return nil, err
 	}
-	return parseListeners(string(out), uid), nil
+	return parseListeners(t, uid), nil
 }
 
 // parseListeners reads /proc/net/{tcp,tcp6,udp,udp6} lines (tables concatenated; a header

@@ -65,20 +65,32 @@ func (s *Session) StartNetworkReport(ctx context.Context, lima *guest.Conn) (fin
 	if lima == nil {
 		lima = s.conn
 	}
-	type read struct {
+	// The socket tables are read beside the record, through lima too: the session's own
+	// connection may still be setting its agent up.
+	tables := listenTables(ctx, lima)
+	go func() { _, _ = tables() }()
+	return s.startNetworkReport(ctx, policy, func() (netpolicy.Record, error) { return netRecord(ctx, lima, user, 0) },
+		func(uid int) ([]ListenPort, error) { return listenersIn(tables, uid) })
+}
+
+// startNetworkReport is StartNetworkReport for a session under policy (not open) whose record
+// read gives, and the sockets of its agent's uid listeners.
+func (s *Session) startNetworkReport(ctx context.Context, policy string, read func() (netpolicy.Record, error), listeners func(uid int) ([]ListenPort, error)) (finish func(listening bool) *NetworkReport) {
+	user := AgentUser(s.State.ID)
+	type result struct {
 		rec netpolicy.Record
 		err error
 	}
-	got := make(chan read, 1) // never blocks: a finish never called leaves no goroutine behind
+	got := make(chan result, 1) // never blocks: a finish never called leaves no goroutine behind
 	go func() {
-		rec, err := netRecord(ctx, lima, user, 0)
-		got <- read{rec, err}
+		rec, err := read()
+		got <- result{rec, err}
 	}()
 	return func(listening bool) *NetworkReport {
 		r := &NetworkReport{Policy: policy, User: user}
 		if listening {
 			if setup, err := s.conn.Setup(ctx); err == nil && setup != nil {
-				r.Listening, _ = agentListeners(ctx, s.conn, setup.UID)
+				r.Listening, _ = listeners(setup.UID)
 			}
 		}
 		rd := <-got

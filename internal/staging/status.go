@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
@@ -62,6 +63,10 @@ func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) (c *gu
 		return states[i].Session < states[j].Session
 	})
 	out := make([]SessionStatus, len(states))
+	var shared *statusReads
+	if lima != nil {
+		shared = newStatusReads(ctx, lima, states)
+	}
 	// Each session is a scan of its copy in the guest (a round trip or more each): several at
 	// once, so that an instance with dozens of sessions answers in about the time of a few.
 	sem := make(chan struct{}, statusParallel)
@@ -79,7 +84,7 @@ func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) (c *gu
 			t0 := time.Now()
 			conn, done := connFor(st)
 			defer done()
-			out[i] = sessionStatus(ctx, lima, conn, store, st, connErr)
+			out[i] = sessionStatus(ctx, lima, shared, conn, store, st, connErr)
 			out[i].Took = time.Since(t0)
 		}()
 	}
@@ -88,15 +93,19 @@ func Statuses(ctx context.Context, lima *guest.Conn, connFor func(*State) (c *gu
 }
 
 // statusParallel bounds the sessions Statuses reads at once, and agentsParallel those under a
-// network policy among them: each is a connection of its own as its agent user, holding three
-// sessions of the instance's ControlMaster while it is read (sshd allows 10 per connection;
-// the Lima user's connection holds two).
+// network policy among them: each is a connection of its own as its agent user, holding one
+// session of the instance's ControlMaster while it is read, its runner (sshd allows 10 per
+// connection; the Lima user's connection holds four at most: its SFTP, its runner, the records'
+// sudo and the socket tables, statusReads). More at once gain nothing on a guest of 2 vCPUs:
+// each starts a sudo and a runner.
 const (
 	statusParallel = 8
-	agentsParallel = 2
+	agentsParallel = 4
 )
 
-func sessionStatus(ctx context.Context, lima, conn *guest.Conn, store Store, st *State, connErr error) SessionStatus {
+// sessionStatus reads st's status; shared, when set, reads the network records and the socket
+// tables (else lima and conn do, for this session alone).
+func sessionStatus(ctx context.Context, lima *guest.Conn, shared *statusReads, conn *guest.Conn, store Store, st *State, connErr error) SessionStatus {
 	ss := SessionStatus{ID: st.ID, Fork: st.Fork, Workdir: st.Workdir, Session: st.Session, GuestPath: st.GuestPath, StagedAt: st.StagedAt, UpdatedAt: st.UpdatedAt, PendingTotal: -1,
 		Network: &NetworkReport{Policy: NetworkOf(st)}}
 	_, base, err := store.LoadID(st.ID)
@@ -112,7 +121,12 @@ func sessionStatus(ctx context.Context, lima, conn *guest.Conn, store Store, st 
 	s := Attach(conn, store, st, base)
 	// The record is root's: read beside the copy's scan, and shown even when the session's
 	// own connection fails.
-	network := s.StartNetworkReport(ctx, lima)
+	var network func(bool) *NetworkReport
+	if policy := NetworkOf(st); shared != nil && policy != OpenNetwork {
+		network = s.startNetworkReport(ctx, policy, func() (netpolicy.Record, error) { return shared.record(ctx, AgentUser(st.ID)) }, shared.listeners)
+	} else {
+		network = s.StartNetworkReport(ctx, lima)
+	}
 	present, err := s.guestCopyPresent(ctx)
 	if err == nil && !present {
 		err = errGuestCopyGone(st)

@@ -156,6 +156,31 @@ func TestSessionsUnderNetworkPolicy(t *testing.T) {
 	if nw, _ := sessions[1]["network"].(map[string]any); nw["policy"] != "none" || nw["user"] != staging.AgentUser(id) {
 		t.Errorf("the named session's network: %v", sessions[1]["network"])
 	}
+	// A second session under a policy: status reads both agents' records with one sudo (`net
+	// report --users`) and each copy through a runner started as its agent alone; each gets its
+	// own pending changes and record, never the other's.
+	discardSessionOnCleanup(t, dir, "net2")
+	other := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName, "--session", "net2", "--network=none")
+	id2 := staging.SessionIDOf(dir, "net2")
+	shellOK(t, other.Session, dir, "echo new > added.txt")
+	sessions = sessionsOf(t, dir)
+	if len(sessions) != 3 {
+		t.Fatalf("status --json with a second session under a policy: %v", sessions)
+	}
+	for i, want := range []struct {
+		id, kind string
+	}{{id, "modified"}, {id2, "added"}} {
+		s := sessions[i+1]
+		pending, _ := s["pending"].(map[string]any)
+		if s["error"] != nil || s["pending_total"] != float64(1) || pending[want.kind] != float64(1) {
+			t.Errorf("status --json of session %v: pending %v (total %v), error %v; want one %s", s["session"], s["pending"], s["pending_total"], s["error"], want.kind)
+		}
+		nw, _ := s["network"].(map[string]any)
+		changes, _ := nw["changes"].([]any)
+		if nw["user"] != staging.AgentUser(want.id) || nw["error"] != nil || nw["source"] == nil || len(changes) == 0 {
+			t.Errorf("status --json of session %v: network %v, want %s's record", s["session"], nw, staging.AgentUser(want.id))
+		}
+	}
 	if out, stderr, code := plugin(t, dir, "review", "--session", "net", instanceName, "--yes"); code != 0 || readHost(t, filepath.Join(dir, "main.txt")) != "net\n" {
 		t.Errorf("review --session net: exit %d\n%s%s", code, out, stderr)
 	}

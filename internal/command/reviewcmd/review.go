@@ -164,8 +164,10 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	phases.Done("checked for an interrupted apply")
 	// What the agent did on the network is part of what the person reviews: its record is
-	// read (a sudo in the guest) beside the changeset's build.
-	networkReport := sess.StartNetworkReport(ctx, nil)
+	// read (a sudo in the guest) beside the changeset's build, through the Lima user's
+	// connection, while the session's own may still be setting its agent up (seconds on an
+	// emulated guest; the record waited for it).
+	networkReport := sess.StartNetworkReport(ctx, t.Conn)
 	cs, err := review.Build(ctx, sess, paths)
 	if err != nil {
 		return err
