@@ -59,25 +59,32 @@ func bundleNames(t *testing.T, path string) []string {
 	return names
 }
 
-// TestTrustBundleWithoutTheTool: on Debian's layout the session CAs go to the end of the
-// system's bundle and leave it without the distribution's tool (a stand-in that says when it is
-// run): added, replaced, removed, after a rebuild by the tool that put them among the others,
-// and after a sync that stopped between the bundle and its record; a bundle that is a link is
-// left to the tool.
-func TestTrustBundleWithoutTheTool(t *testing.T) {
+// debianTrustLayout is a Layout of Debian's shape in a temporary directory, its directories
+// made, whose trust tool is a stand-in that appends a line to ran when it is run.
+func debianTrustLayout(t *testing.T) (l Layout, ran string) {
 	base := t.TempDir()
-	ran := filepath.Join(base, "tool-ran")
+	ran = filepath.Join(base, "tool-ran")
 	tool := filepath.Join(base, "update-ca-certificates")
 	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho ran >> "+ran+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l := Layout{ConfigDir: filepath.Join(base, "conf"), TrustDir: filepath.Join(base, "trust"), TrustBundle: filepath.Join(base, "certs", "ca-certificates.crt"),
+	l = Layout{ConfigDir: filepath.Join(base, "conf"), TrustDir: filepath.Join(base, "trust"), TrustBundle: filepath.Join(base, "certs", "ca-certificates.crt"),
 		UpdateTrust: true, TrustTool: []string{tool}}
 	for _, d := range []string{l.ConfigDir, l.TrustDir, filepath.Dir(l.TrustBundle)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return l, ran
+}
+
+// TestTrustBundleWithoutTheTool: on Debian's layout the session CAs go to the end of the
+// system's bundle and leave it without the distribution's tool (a stand-in that says when it is
+// run): added, replaced, removed, after a rebuild by the tool that put them among the others,
+// and after a sync that stopped between the bundle and its record; a bundle that is a link is
+// left to the tool.
+func TestTrustBundleWithoutTheTool(t *testing.T) {
+	l, ran := debianTrustLayout(t)
 	d1, d2 := testCAPEM(t, "distro-1"), testCAPEM(t, "distro-2")
 	distro := append(append([]byte{}, d1...), d2...)
 	if err := os.WriteFile(l.TrustBundle, distro, 0o644); err != nil {
@@ -162,7 +169,7 @@ func TestTrustBundleWithoutTheTool(t *testing.T) {
 	}
 
 	// A bundle that is a link: the tool's work.
-	real := filepath.Join(base, "certs", "real.crt")
+	real := filepath.Join(filepath.Dir(l.TrustBundle), "real.crt")
 	if err := os.Rename(l.TrustBundle, real); err != nil {
 		t.Fatal(err)
 	}
@@ -184,19 +191,7 @@ func TestTrustBundleWithoutTheTool(t *testing.T) {
 // tool and nothing is read through the link.
 func TestTrustBundleOddFiles(t *testing.T) {
 	setup := func(t *testing.T) (Layout, string, []byte) {
-		base := t.TempDir()
-		ran := filepath.Join(base, "tool-ran")
-		tool := filepath.Join(base, "update-ca-certificates")
-		if err := os.WriteFile(tool, []byte("#!/bin/sh\necho ran >> "+ran+"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		l := Layout{ConfigDir: filepath.Join(base, "conf"), TrustDir: filepath.Join(base, "trust"), TrustBundle: filepath.Join(base, "certs", "ca-certificates.crt"),
-			UpdateTrust: true, TrustTool: []string{tool}}
-		for _, d := range []string{l.ConfigDir, l.TrustDir, filepath.Dir(l.TrustBundle)} {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
+		l, ran := debianTrustLayout(t)
 		distro := testCAPEM(t, "distro-1")
 		if err := os.WriteFile(l.TrustBundle, distro, 0o644); err != nil {
 			t.Fatal(err)
