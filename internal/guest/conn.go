@@ -473,6 +473,24 @@ func (l *link) close() {
 // idle says whether no runner call is pending on l.
 func (l *link) idle() bool { return l.ops.idle() }
 
+// Connected says whether the connection is up now, without connecting and without waiting for
+// a connect in progress (which holds mu for seconds: false then).
+func (c *Conn) Connected() bool {
+	if !c.mu.TryLock() {
+		return false
+	}
+	defer c.mu.Unlock()
+	if c.closed || c.cur == nil {
+		return false
+	}
+	select {
+	case <-c.cur.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // Close closes the connection, ending a connect in progress; later calls fail with ErrClosed.
 func (c *Conn) Close() error {
 	c.stopOnce.Do(func() { close(c.stop) })

@@ -48,18 +48,19 @@ func netRecord(ctx context.Context, conn *guest.Conn, user string, entries int) 
 // without setting the agent up: an agent that broke its own session's setup (a link where its
 // copy was, say) cannot hide its record by it. Nil: the session's own connection.
 func (s *Session) NetworkReport(ctx context.Context, lima *guest.Conn) *NetworkReport {
-	return s.StartNetworkReport(ctx, lima)(true)
+	return s.StartNetworkReport(ctx, lima)(s)
 }
 
 // StartNetworkReport is NetworkReport begun now and finished by the function it returns: the
 // record's read (a sudo in the guest, 0.3–0.5 s on an emulated one) goes on beside what the
 // caller does meanwhile (review's changeset, status's scan of the copy). The function waits
-// for it; listening says whether to also ask the session's connection for the agent's
-// listening sockets (not when that connection just failed: it would only fail again).
-func (s *Session) StartNetworkReport(ctx context.Context, lima *guest.Conn) (finish func(listening bool) *NetworkReport) {
+// for it; of is the session whose connection gives the agent's uid, whose listening sockets
+// the report lists: s, or s on another connection (review's reading one); nil: none are
+// listed (that connection just failed: it would only fail again).
+func (s *Session) StartNetworkReport(ctx context.Context, lima *guest.Conn) (finish func(of *Session) *NetworkReport) {
 	policy := NetworkOf(s.State)
 	if policy == OpenNetwork {
-		return func(bool) *NetworkReport { return &NetworkReport{Policy: policy} }
+		return func(*Session) *NetworkReport { return &NetworkReport{Policy: policy} }
 	}
 	user := AgentUser(s.State.ID)
 	if lima == nil {
@@ -75,7 +76,7 @@ func (s *Session) StartNetworkReport(ctx context.Context, lima *guest.Conn) (fin
 
 // startNetworkReport is StartNetworkReport for a session under policy (not open) whose record
 // read gives, and the sockets of its agent's uid listeners.
-func (s *Session) startNetworkReport(ctx context.Context, policy string, read func() (netpolicy.Record, error), listeners func(uid int) ([]ListenPort, error)) (finish func(listening bool) *NetworkReport) {
+func (s *Session) startNetworkReport(ctx context.Context, policy string, read func() (netpolicy.Record, error), listeners func(uid int) ([]ListenPort, error)) (finish func(of *Session) *NetworkReport) {
 	user := AgentUser(s.State.ID)
 	type result struct {
 		rec netpolicy.Record
@@ -86,10 +87,10 @@ func (s *Session) startNetworkReport(ctx context.Context, policy string, read fu
 		rec, err := read()
 		got <- result{rec, err}
 	}()
-	return func(listening bool) *NetworkReport {
+	return func(of *Session) *NetworkReport {
 		r := &NetworkReport{Policy: policy, User: user}
-		if listening {
-			if setup, err := s.conn.Setup(ctx); err == nil && setup != nil {
+		if of != nil {
+			if setup, err := of.conn.Setup(ctx); err == nil && setup != nil {
 				r.Listening, _ = listeners(setup.UID)
 			}
 		}

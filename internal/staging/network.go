@@ -150,6 +150,10 @@ func (s *Session) AgentSetup(ctx context.Context) (*guest.AgentSetup, error) {
 	return s.conn.Setup(ctx)
 }
 
+// Connected says whether the session's connection is up (its agent set up, under a policy),
+// without connecting.
+func (s *Session) Connected() bool { return s.conn.Connected() }
+
 // GuestPolicy is network as the guest is given it (presets replaced by their hosts).
 func GuestPolicy(network string) string { return guestPolicy(network) }
 

@@ -121,7 +121,7 @@ func sessionStatus(ctx context.Context, lima *guest.Conn, shared *statusReads, c
 	s := Attach(conn, store, st, base)
 	// The record is root's: read beside the copy's scan, and shown even when the session's
 	// own connection fails.
-	var network func(bool) *NetworkReport
+	var network func(*Session) *NetworkReport
 	if policy := NetworkOf(st); shared != nil && policy != OpenNetwork {
 		network = s.startNetworkReport(ctx, policy, func() (netpolicy.Record, error) { return shared.record(ctx, AgentUser(st.ID)) }, shared.listeners)
 	} else {
@@ -140,7 +140,11 @@ func sessionStatus(ctx context.Context, lima *guest.Conn, shared *statusReads, c
 	} else {
 		ss.Pending, ss.PendingTotal = cs.Counts(), len(cs.Changes)
 	}
-	ss.Network = network(err == nil)
+	listening := s
+	if err != nil {
+		listening = nil
+	}
+	ss.Network = network(listening)
 	if err == nil {
 		if l, err := s.Checkpoints(ctx); err != nil {
 			ss.CheckpointsError = err.Error()

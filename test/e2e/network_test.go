@@ -410,6 +410,17 @@ func TestNetworkPolicy(t *testing.T) {
 			t.Fatalf("shell: exit %d, stdout %q, stderr %s", code, stdout, stderr)
 		}
 	})
+	t.Run("shell --yes reviews on the connection its command ran on", func(t *testing.T) {
+		// The agent is set up already: the review reads through that connection, no runner of
+		// its own (Target.ReadingSession), and applies.
+		_, stderr, code := mcpShell(t, dir, []string{"LIMACTL_MCP_DEBUG=1"}, "--network=allow:allowed.test", "--yes", instanceName, "--", "sh", "-c", "echo from-shell > shell-yes.txt")
+		if code != 0 || strings.Contains(stderr, "(reading only)") {
+			t.Fatalf("shell --yes: exit %d, want the review on the shell's own connection\n%s", code, stderr)
+		}
+		if got := readHost(t, filepath.Join(dir, "shell-yes.txt")); got != "from-shell\n" {
+			t.Fatalf("shell-yes.txt on the host: %q\n%s", got, stderr)
+		}
+	})
 	t.Run("discard ends the agent's policy and removes its copy", func(t *testing.T) {
 		_, stderr, code := plugin(t, dir, "discard", instanceName, "--yes")
 		if code != 0 {

@@ -184,6 +184,24 @@ func TestSessionsUnderNetworkPolicy(t *testing.T) {
 	if out, stderr, code := plugin(t, dir, "review", "--session", "net", instanceName, "--yes"); code != 0 || readHost(t, filepath.Join(dir, "main.txt")) != "net\n" {
 		t.Errorf("review --session net: exit %d\n%s%s", code, out, stderr)
 	}
+	// A review reads the session through a runner started as its agent alone: `review --json`
+	// never sets the agent up (seconds on an emulated guest); the terminal's review sets it up
+	// beside the reading, for its apply, and applies through it.
+	jsonCmd := vm.Command(ctxT(t, 5*time.Minute), "limactl-mcp", "review", instanceName, "--session", "net2", "--json")
+	jsonCmd.Dir, jsonCmd.Env = dir, append(jsonCmd.Env, "LIMACTL_MCP_DEBUG=1")
+	out, stderr, err := runCmd(jsonCmd)
+	if err != nil || !strings.Contains(out, `"added.txt"`) || !strings.Contains(stderr, "runner started as the agent user (reading only)") || strings.Contains(stderr, "agent user set up") {
+		t.Errorf("review --session net2 --json with LIMACTL_MCP_DEBUG=1: %v, want added.txt read by the agent's runner alone, no set-up\n%s\n%s", err, out, stderr)
+	}
+	r := startTmuxReview(t, dir, "--session", "net2")
+	r.waitFor("1 file changed", "added.txt")
+	r.keys("Enter")
+	r.waitFor("Apply these changes?", "added.txt")
+	r.keys("y")
+	r.waitFor("Applied: 1 path written", "EXIT=0")
+	if got := readHost(t, filepath.Join(dir, "added.txt")); got != "new\n" {
+		t.Errorf("added.txt on the host after the terminal's review of session net2: %q", got)
+	}
 	if out, stderr, code := plugin(t, dir, "discard", "--session", "net", instanceName, "--yes"); code != 0 {
 		t.Errorf("discard --session net: exit %d\n%s%s", code, out, stderr)
 	}

@@ -117,11 +117,21 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		paths = append(paths, rel)
 	}
+	// A review that may apply writes through sess, whose agent's set-up (under a network
+	// policy: seconds on an emulated guest) goes on beside the reading (--yes) or while the
+	// person reads; what the person reads is read through read, which does not wait for it
+	// (Target.ReadingSession).
+	applies := !opts.JSON && !opts.Patch && !opts.DryRun && (opts.Yes || ios.IsStdinTTY() && ios.IsStdoutTTY())
+	if applies && opts.Yes && opts.Since == "" && !opts.Undo {
+		go func() { _, _ = sess.AgentSetup(ctx) }()
+	}
 	if opts.Since != "" {
-		return runSince(ctx, opts, sess, paths)
+		read, done := t.ReadingSession(ctx, sess)
+		defer done()
+		return runSince(ctx, opts, read, paths)
 	}
 	// One review at a time applies (or undoes); printing the changeset needs no lock.
-	if opts.Undo || (!opts.JSON && !opts.Patch && !opts.DryRun && (opts.Yes || ios.IsStdinTTY() && ios.IsStdoutTTY())) {
+	if opts.Undo || applies {
 		unlock, err := sess.Store().ReviewLock(sess.State.ID)
 		if err != nil {
 			if progress {
@@ -165,19 +175,25 @@ func Run(ctx context.Context, opts *Options) error {
 	phases.Done("checked for an interrupted apply")
 	// What the agent did on the network is part of what the person reviews: its record is
 	// read (a sudo in the guest) beside the changeset's build, through the Lima user's
-	// connection, while the session's own may still be setting its agent up (seconds on an
-	// emulated guest; the record waited for it).
+	// connection; the changeset through read, while sess may still be setting its agent up.
 	networkReport := sess.StartNetworkReport(ctx, t.Conn)
-	cs, err := review.Build(ctx, sess, paths)
+	read, doneReading := t.ReadingSession(ctx, sess)
+	defer doneReading()
+	cs, err := review.Build(ctx, read, paths)
 	if err != nil {
 		return err
 	}
 	phases.Done(fmt.Sprintf("built the changeset (%d items)", len(cs.Items)))
-	network := networkReport(true)
+	if applies && !opts.Yes {
+		// The person reads for seconds: the set-up goes on meanwhile, not beside the reading
+		// (on a 2-vCPU emulated guest they slowed each other: the first screen came 1 s later).
+		go func() { _, _ = sess.AgentSetup(ctx) }()
+	}
+	network := networkReport(read)
 	// And how its requests used the session's secrets (none: nothing is shown).
 	uses, requests := secrets.Summaries(sess.Store().SessionDir(sess.State.ID))
 	// And which calls produced each change (the session's timeline).
-	tl, err := review.Attribute(sess, cs, time.Now())
+	tl, err := review.Attribute(read, cs, time.Now())
 	if err != nil {
 		fmt.Fprintf(ios.ErrOut, "warning: the session's timeline cannot be read, so no change says which call made it: %v\n", err)
 	}
@@ -198,7 +214,7 @@ func Run(ctx context.Context, opts *Options) error {
 		fmt.Fprintln(ios.Out, line)
 	}
 	if len(cs.Items) == 0 {
-		fmt.Fprintln(ios.Out, nothingToReview(ctx, sess, paths, name))
+		fmt.Fprintln(ios.Out, nothingToReview(ctx, read, paths, name))
 		printIgnored(ios.Out, cs)
 		return nil
 	}
