@@ -184,11 +184,6 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	phases.Done(fmt.Sprintf("built the changeset (%d items)", len(cs.Items)))
-	if applies && !opts.Yes {
-		// The person reads for seconds: the set-up goes on meanwhile, not beside the reading
-		// (on a 2-vCPU emulated guest they slowed each other: the first screen came 1 s later).
-		go func() { _, _ = sess.AgentSetup(ctx) }()
-	}
 	network := networkReport(read)
 	// And how its requests used the session's secrets (none: nothing is shown).
 	uses, requests := secrets.Summaries(sess.Store().SessionDir(sess.State.ID))
@@ -233,6 +228,11 @@ func Run(ctx context.Context, opts *Options) error {
 		topts.Watch = &src
 	}
 	phases.Done("ready to ask (the terminal's review, or --yes)")
+	if applies && !opts.Yes {
+		// The person reads for seconds: the set-up goes on meanwhile, not beside the reading
+		// (on a 2-vCPU emulated guest they slowed each other: the first screen came 1 s later).
+		go func() { _, _ = sess.AgentSetup(ctx) }()
+	}
 	decisions, err := decide(opts, name, cs, paths, topts)
 	if err != nil {
 		return err
