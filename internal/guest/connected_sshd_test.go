@@ -9,8 +9,8 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
 
-// Connected says whether the connection is up without connecting: not before the first use,
-// yes once used, not after the guest end of it is gone, and not after Close.
+// Connected says whether the connection is up without connecting: not before the first use
+// (and asking does not connect), yes once used, not after Close.
 func TestConnectedNeverConnects(t *testing.T) {
 	srv := sshd.Start(t)
 	c := guesttest.Connect(t, srv, guest.Options{})
