@@ -40,6 +40,16 @@ func (c *Conn) BgList(ctx context.Context, req runnerproto.BgListRequest) (*runn
 	return res, nil
 }
 
+// ShellPorts lists the listening sockets of the processes of a `limactl mcp shell` command
+// (those whose environment carries its mark): its previews.
+func (c *Conn) ShellPorts(ctx context.Context, req runnerproto.ShellPortsRequest) (*runnerproto.ShellPortsResult, error) {
+	res, err := viaRunner(ctx, c, func(r *runnerclient.Client) (*runnerproto.ShellPortsResult, error) { return r.ShellPorts(ctx, req) })
+	if err != nil {
+		return nil, fmt.Errorf("listing the shell command's listening ports in the guest: %w", err)
+	}
+	return res, nil
+}
+
 // BgSignal signals a background process's group (then SIGKILL after the grace period).
 func (c *Conn) BgSignal(ctx context.Context, req runnerproto.BgSignalRequest) (*runnerproto.BgSignalResult, error) {
 	res, err := viaRunner(ctx, c, func(r *runnerclient.Client) (*runnerproto.BgSignalResult, error) { return r.BgSignal(ctx, req) })

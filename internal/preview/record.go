@@ -22,7 +22,12 @@ import (
 
 // Record is what one server recorded.
 type Record struct {
-	ServePID  int    `json:"serve_pid"`
+	// ServePID is the pid of the serve (or, with Shell, of the `limactl mcp shell`) that
+	// forwards the ports.
+	ServePID int `json:"serve_pid"`
+	// Shell says the ports are those of a `limactl mcp shell` command's processes (their Port.ID
+	// is 0), not of serve's background processes.
+	Shell     bool   `json:"shell,omitempty"`
 	SessionID string `json:"session_id"`
 	// Session is the session's name ("" for the unnamed one); Workdir its working directory.
 	Session string `json:"session,omitempty"`

@@ -151,6 +151,7 @@ var ops = []op{
 	answer(func(q *runnerproto.Request) *runnerproto.BgListRequest { return q.BgList }, func(r *runnerproto.Response) **runnerproto.BgListResult { return &r.BgList }, plain(background.List)),
 	answer(func(q *runnerproto.Request) *runnerproto.BgSignalRequest { return q.BgSignal }, func(r *runnerproto.Response) **runnerproto.BgSignalResult { return &r.BgSignal }, plain(background.Signal)),
 	answer(func(q *runnerproto.Request) *runnerproto.BgEndRequest { return q.BgEnd }, func(r *runnerproto.Response) **runnerproto.BgEndResult { return &r.BgEnd }, plain(background.End)),
+	answer(func(q *runnerproto.Request) *runnerproto.ShellPortsRequest { return q.ShellPorts }, func(r *runnerproto.Response) **runnerproto.ShellPortsResult { return &r.ShellPorts }, plain(background.ShellPorts)),
 	answer(func(q *runnerproto.Request) *runnerproto.CkptCreateRequest { return q.CkptCreate }, func(r *runnerproto.Response) **runnerproto.CkptCreateResult { return &r.CkptCreate }, (*server).ckptCreate),
 	answer(func(q *runnerproto.Request) *runnerproto.CkptListRequest { return q.CkptList }, func(r *runnerproto.Response) **runnerproto.CkptListResult { return &r.CkptList }, (*server).ckptList),
 	answer(func(q *runnerproto.Request) *runnerproto.CkptRestoreRequest { return q.CkptRestore }, func(r *runnerproto.Response) **runnerproto.CkptRestoreResult { return &r.CkptRestore }, (*server).ckptRestore),

@@ -50,6 +50,8 @@ type Request struct {
 	BgList   *BgListRequest   `json:"bg_list,omitempty"`
 	BgSignal *BgSignalRequest `json:"bg_signal,omitempty"`
 	BgEnd    *BgEndRequest    `json:"bg_end,omitempty"`
+	// ShellPorts lists the listening sockets of a `limactl mcp shell` command (shellports.go).
+	ShellPorts *ShellPortsRequest `json:"shell_ports,omitempty"`
 
 	CkptCreate   *CkptCreateRequest   `json:"ckpt_create,omitempty"`
 	CkptList     *CkptListRequest     `json:"ckpt_list,omitempty"`
@@ -80,6 +82,8 @@ type Response struct {
 	BgList   *BgListResult   `json:"bg_list,omitempty"`
 	BgSignal *BgSignalResult `json:"bg_signal,omitempty"`
 	BgEnd    *BgEndResult    `json:"bg_end,omitempty"`
+	// ShellPorts answers a ShellPortsRequest.
+	ShellPorts *ShellPortsResult `json:"shell_ports,omitempty"`
 
 	CkptCreate   *CkptCreateResult   `json:"ckpt_create,omitempty"`
 	CkptList     *CkptListResult     `json:"ckpt_list,omitempty"`

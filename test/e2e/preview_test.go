@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -143,5 +145,104 @@ func TestPreviews(t *testing.T) {
 	}
 	if got, err := getBody(pb.HostURL); err != nil || got != "from-b" {
 		t.Errorf("GET %s after the other's end: %q %v", pb.HostURL, got, err)
+	}
+
+	t.Run("a server started in limactl mcp shell", func(t *testing.T) { shellPreview(t, dir) })
+}
+
+// A server that a command of `limactl mcp shell` starts (an agent in the VM would), under
+// --network=none (it runs as the agent user) and on guest port 8000 too (127.0.0.3), is
+// forwarded to the host while the command runs: `ports` lists it as the shell's, its URL
+// answers; once the command ends, it is gone.
+func shellPreview(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		if _, stderr, code := plugin(t, dir, "discard", "--session", "pc", instanceName, "--yes"); code != 0 {
+			t.Logf("discard pc: %s", stderr)
+		}
+	})
+	stop := fmt.Sprintf("/tmp/lmcp-preview-stop-%d", time.Now().UnixNano())
+	// The command ends when the test creates stop (or after 5 minutes).
+	script := `python3 -c "$1" 127.0.0.3 8000 from-c & s=$!; i=0; while [ ! -e "$2" ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done; kill $s`
+	cmd := vm.Command(ctxT(t, 10*time.Minute), "limactl-mcp", "shell", "--no-review", "--session", "pc", "--network=none", instanceName, "--", "sh", "-c", script, "sh", previewServer, stop)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	mustT(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	ended := false
+	end := func() {
+		if ended {
+			return
+		}
+		ended = true
+		if out, err := vm.Command(ctxT(t, 2*time.Minute), "limactl", "shell", "--workdir", "/", instanceName, "touch", stop).CombinedOutput(); err != nil {
+			t.Errorf("touch %s: %v %s", stop, err, out)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("shell: %v\n%s", err, stderr.String())
+			}
+		case <-time.After(5 * time.Minute):
+			t.Errorf("the shell's command did not end\n%s", stderr.String())
+		}
+	}
+	t.Cleanup(end)
+
+	type shellPorts struct {
+		Sessions []struct {
+			Session string `json:"session"`
+			Shell   bool   `json:"shell"`
+			Ports   []struct {
+				ID        int    `json:"id"`
+				GuestPort int    `json:"guest_port"`
+				GuestAddr string `json:"guest_addr"`
+				HostURL   string `json:"host_url"`
+			} `json:"ports"`
+		} `json:"sessions"`
+	}
+	url := ""
+	deadline := time.Now().Add(5 * time.Minute)
+	for url == "" {
+		out, errOut, code := plugin(t, dir, "ports", instanceName, "--session", "pc", "--json")
+		if code != 0 {
+			t.Fatalf("ports: exit %d: %s", code, errOut)
+		}
+		var pj shellPorts
+		mustT(t, json.Unmarshal([]byte(out), &pj))
+		for _, s := range pj.Sessions {
+			for _, p := range s.Ports {
+				if s.Shell && p.GuestPort == 8000 && p.GuestAddr == "127.0.0.3" {
+					url = p.HostURL
+				}
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the shell's command ended first: %v\n%s", err, stderr.String())
+		default:
+		}
+		if url == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("the shell's server never listed: %s\n%s", out, stderr.String())
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	t.Logf("session pc (limactl mcp shell, --network=none): %s", url)
+	if got, err := getBody(url); err != nil || got != "from-c" {
+		t.Errorf("GET %s: %q %v", url, got, err)
+	}
+	if text, _, _ := plugin(t, dir, "ports", instanceName); !strings.Contains(text, "8000 → "+url+"  (started in limactl mcp shell") {
+		t.Errorf("ports has no shell line for %s:\n%s", url, text)
+	}
+	end()
+	if out, _, _ := plugin(t, dir, "ports", instanceName, "--session", "pc", "--json"); strings.Contains(out, url) {
+		t.Errorf("ports after the command ended: %s", out)
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "http://"), 30*time.Second); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections after the command ended", url)
 	}
 }

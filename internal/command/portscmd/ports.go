@@ -45,7 +45,8 @@ server started with run_shell_command's background: true), per session, with the
 reaches each from the host. Each session's MCP server (limactl mcp serve) forwards them over
 its SSH connection while the process listens: on the same port number when it is free on the
 host, else on another (the URL says which). They are gone when the process exits or the
-server ends.`,
+server ends. The dev servers a command of limactl mcp shell starts (an agent running in the
+VM) are forwarded the same way while the command runs.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: cmdutil.CompleteInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,9 +73,12 @@ type JSON struct {
 type SessionJSON struct {
 	Workdir string `json:"workdir"`
 	// Session is the session's name, left out for the unnamed session.
-	Session  string         `json:"session,omitempty"`
-	ServePID int            `json:"serve_pid"`
-	Ports    []preview.Port `json:"ports"`
+	Session  string `json:"session,omitempty"`
+	ServePID int    `json:"serve_pid"`
+	// Shell says the ports are a `limactl mcp shell` command's (ServePID is the shell's pid;
+	// each port's id is 0), not a server's background processes'.
+	Shell bool           `json:"shell,omitempty"`
+	Ports []preview.Port `json:"ports"`
 }
 
 // Run lists the ports.
@@ -101,7 +105,7 @@ func Run(ctx context.Context, opts *Options) error {
 		if ports == nil {
 			ports = []preview.Port{}
 		}
-		out.Sessions = append(out.Sessions, SessionJSON{Workdir: r.Workdir, Session: r.Session, ServePID: r.ServePID, Ports: ports})
+		out.Sessions = append(out.Sessions, SessionJSON{Workdir: r.Workdir, Session: r.Session, ServePID: r.ServePID, Shell: r.Shell, Ports: ports})
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(opts.IO.Out)
@@ -123,7 +127,7 @@ func printPorts(w io.Writer, out JSON) {
 		n += len(s.Ports)
 	}
 	if n == 0 {
-		fmt.Fprintf(w, "No ports forwarded from instance %q. A dev server the agent starts in the background (run_shell_command with background: true) is listed here, with its host URL, while it listens and its MCP server runs.\n", out.Instance)
+		fmt.Fprintf(w, "No ports forwarded from instance %q. A dev server the agent starts in the background (run_shell_command with background: true) is listed here, with its host URL, while it listens and its MCP server runs; so is one a command of limactl mcp shell starts, while the command runs.\n", out.Instance)
 		return
 	}
 	for _, s := range out.Sessions {
@@ -136,14 +140,18 @@ func printPorts(w io.Writer, out JSON) {
 			fmt.Fprintf(w, "%s\n", s.Workdir)
 		}
 		for _, p := range s.Ports {
-			fmt.Fprintf(w, "  %s\n", Line(p))
+			fmt.Fprintf(w, "  %s\n", Line(p, s.Shell))
 		}
 	}
 }
 
-// Line says one forward in words: "8000 → http://127.0.0.1:8000 (background process 1)".
-func Line(p preview.Port) string {
+// Line says one forward in words: "8000 → http://127.0.0.1:8000 (background process 1)";
+// shell: it is a process of a `limactl mcp shell` command's.
+func Line(p preview.Port, shell bool) string {
 	s := fmt.Sprintf("%d → %s  (background process %d", p.GuestPort, p.HostURL, p.ID)
+	if shell {
+		s = fmt.Sprintf("%d → %s  (started in limactl mcp shell", p.GuestPort, p.HostURL)
+	}
 	if p.Moved {
 		s += fmt.Sprintf("; host port %d was taken", p.GuestPort)
 	}

@@ -88,6 +88,7 @@ unless --sync is given.`,
 	flags.BoolVarP(&opts.Yes, "yes", "y", false, "After the command, apply every change that is not a conflict, without asking (conflicts are listed, not applied)")
 	flags.BoolVar(&opts.NoReview, "no-review", false, "After the command, leave the changes pending in the guest copy (review them later with `limactl mcp review`)")
 	flags.BoolVar(&opts.Accessible, "accessible", false, "Plain prompts for screen readers instead of the full-screen review")
+	flags.StringVar(&opts.Publish, "publish", "", "The host `ADDRESS` the command's dev servers are forwarded to while it runs (default 127.0.0.1: this machine only; 0.0.0.0: every interface)")
 	cmd.MarkFlagsMutuallyExclusive("yes", "no-review")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 )
@@ -112,10 +113,14 @@ fi
 // so that after runs and a command killed by a signal exits 128+N, as a shell reports it (ssh
 // reports a session ended by a signal as its own failure, 255). This shell survives a Ctrl-C
 // meant for the command (a handler, which the command does not inherit), and ends with it on
-// a hangup, as the session leader.
-func commandScript(dir, shell string, command, env []string, tty bool, after string) string {
+// a hangup, as the session leader. mark (when not "") is set in the environment of every
+// process the command starts: the previews find its dev servers by it (previews.go).
+func commandScript(dir, shell string, command, env []string, tty bool, after, mark string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cd %s || exit 1\n", shellquote.Quote(dir))
+	if mark != "" {
+		fmt.Fprintf(&b, "%s=%s; export %s\n", runnerproto.ShellMarkVar, shellquote.Quote(mark), runnerproto.ShellMarkVar)
+	}
 	if tty {
 		b.WriteString(termFallback)
 	}

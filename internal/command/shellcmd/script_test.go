@@ -21,7 +21,7 @@ func TestCommandScript(t *testing.T) {
 	if err := os.WriteFile(p, envFileContent(env), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script := envReadScript(p) + commandScript(dir, "/bin/sh", []string{"sh", "-c", `printf '%s|%s|%s|%s\n' "$(pwd)" "$V" "$W" "$1"; exit 4`, "x", "it's a word"}, env, false, `echo "after:${V-unset}"`+"\n")
+	script := envReadScript(p) + commandScript(dir, "/bin/sh", []string{"sh", "-c", `printf '%s|%s|%s|%s\n' "$(pwd)" "$V" "$W" "$1"; exit 4`, "x", "it's a word"}, env, false, `echo "after:${V-unset}"`+"\n", "")
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
 	out, err := cmd.Output()
@@ -40,7 +40,7 @@ func TestCommandScript(t *testing.T) {
 	if strings.Contains(script, "a'b") || strings.Contains(script, "touch") {
 		t.Errorf("a value is in the script (a command line):\n%s", script)
 	}
-	if !strings.Contains(commandScript(dir, "", nil, nil, true, ""), `exec "$SHELL" -l`) {
+	if !strings.Contains(commandScript(dir, "", nil, nil, true, "", ""), `exec "$SHELL" -l`) {
 		t.Error("without a command, the script does not exec a login shell")
 	}
 
@@ -48,7 +48,7 @@ func TestCommandScript(t *testing.T) {
 	// command's.
 	for _, sh := range []string{"/bin/sh", "bash"} {
 		end := "__lmcp_env_end_x1"
-		cmd = exec.Command(sh, "-c", envStdinScript(end)+commandScript(dir, "/bin/sh", []string{"sh", "-c", `printf '%s|%s|' "$V" "$W"; cat`}, env, false, `echo "after:${V-unset}"`+"\n"))
+		cmd = exec.Command(sh, "-c", envStdinScript(end)+commandScript(dir, "/bin/sh", []string{"sh", "-c", `printf '%s|%s|' "$V" "$W"; cat`}, env, false, `echo "after:${V-unset}"`+"\n", ""))
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
 		cmd.Stdin = strings.NewReader(string(envStdinContent(env, end)) + "the command's input\n")
 		out, err = cmd.Output()
@@ -61,7 +61,7 @@ func TestCommandScript(t *testing.T) {
 	}
 
 	// Without its file, the command does not run.
-	cmd = exec.Command("/bin/sh", "-c", envReadScript(p)+commandScript(dir, "/bin/sh", []string{"echo", "RAN"}, env, false, ""))
+	cmd = exec.Command("/bin/sh", "-c", envReadScript(p)+commandScript(dir, "/bin/sh", []string{"echo", "RAN"}, env, false, "", ""))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
 	out, err = cmd.CombinedOutput()
 	if err == nil || strings.Contains(string(out), "RAN") || !strings.Contains(string(out), "did not reach the guest") {

@@ -58,6 +58,9 @@ type Options struct {
 	Accessible     bool
 	Excludes       []string
 	IncludeIgnored bool
+	// Publish is --publish: the host address the command's dev servers are forwarded to
+	// ("": 127.0.0.1).
+	Publish string
 
 	// Open opens the instance (default: sessionopen.HostOpener(IO.ErrOut)).
 	Open sessionopen.Opener
@@ -72,6 +75,8 @@ type Options struct {
 	// redact are the values of the session's secrets, which the timeline never records
 	// (set by Run once they are read).
 	redact []string
+	// mark is the command's mark in its processes' environment (previews.go).
+	mark string
 }
 
 // AgentEnvNames are the variables --agent-env passes when they are set on the host: what
@@ -234,6 +239,20 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := sess.SetNetwork(plan.Net.Network); err != nil {
 		return fmt.Errorf("recording the session's network policy: %w", err)
 	}
+	// The command's dev servers reach the host while it runs (previews.go).
+	opts.mark = newMark()
+	pv, err := startPreviews(plan.Conn(), t.Store, sess.State, session, opts.mark, opts.Publish, log)
+	if err != nil {
+		return err
+	}
+	previewsStopped := false
+	stopPreviews := func() {
+		if !previewsStopped {
+			previewsStopped = true
+			pv.Stop()
+		}
+	}
+	defer stopPreviews()
 	tty := ios.IsStdinTTY() && ios.IsStdoutTTY()
 	termName := ""
 	if tty {
@@ -305,6 +324,7 @@ func Run(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
+	stopPreviews() // the command has ended; the review needs no forwards
 	done := exitcode.With(int(status), exitcode.ErrSilent)
 	if status == 0 {
 		done = nil
@@ -389,7 +409,7 @@ func runCommand(ctx context.Context, tm *terminal.Terminal, sess *staging.Sessio
 	if filter != nil {
 		prefix = filter.prefix
 	}
-	req.Script = sess.CheckCopyScript(prefix) + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after)
+	req.Script = sess.CheckCopyScript(prefix) + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after, opts.mark)
 	switch {
 	case len(env) > 0 && !tty:
 		// The values, first on the command's standard input (envfile.go).

@@ -163,7 +163,7 @@ func printPorts(w io.Writer, s staging.SessionStatus, recs []preview.Record) {
 			continue
 		}
 		for _, p := range r.Ports {
-			fmt.Fprintf(w, "  port:       %s\n", portscmd.Line(p))
+			fmt.Fprintf(w, "  port:       %s\n", portscmd.Line(p, r.Shell))
 		}
 	}
 }

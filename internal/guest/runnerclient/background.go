@@ -2,6 +2,7 @@ package runnerclient
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"regexp"
 
@@ -181,16 +182,36 @@ func checkBgStatus(s *runnerproto.BgStatus, id int) error {
 // bend (the process group is its own), never a host address: the host dials them only
 // through the guest's sshd.
 func checkBgPorts(s *runnerproto.BgStatus) error {
-	if len(s.Ports) > runnerproto.MaxBgPorts {
-		return badReply("background process %d: %d listening ports", s.ID, len(s.Ports))
+	return checkPorts(fmt.Sprintf("background process %d", s.ID), s.Ports)
+}
+
+// checkPorts verifies listening sockets (of what says whose).
+func checkPorts(what string, ports []runnerproto.BgPort) error {
+	if len(ports) > runnerproto.MaxBgPorts {
+		return badReply("%s: %d listening ports", what, len(ports))
 	}
-	for _, p := range s.Ports {
+	for _, p := range ports {
 		a, err := netip.ParseAddr(p.Addr)
 		if p.Port < 1 || p.Port > 65535 || err != nil || a.Zone() != "" || len(p.Addr) > 64 {
-			return badReply("background process %d: a listening port %d on %.80q", s.ID, p.Port, p.Addr)
+			return badReply("%s: a listening port %d on %.80q", what, p.Port, p.Addr)
 		}
 	}
 	return nil
+}
+
+// ShellPorts lists the listening sockets of the processes of a `limactl mcp shell` command
+// (those marked q.Mark).
+func (c *Client) ShellPorts(ctx context.Context, q runnerproto.ShellPortsRequest) (*runnerproto.ShellPortsResult, error) {
+	resp, err := c.call(ctx, &runnerproto.Request{ShellPorts: &q}, func(resp *runnerproto.Response) error {
+		if resp.ShellPorts == nil {
+			return badReply("no shell ports")
+		}
+		return checkPorts("the shell's command", resp.ShellPorts.Ports)
+	})
+	if err := result(resp, err); err != nil {
+		return nil, err
+	}
+	return resp.ShellPorts, nil
 }
 
 var bgOwnerName = regexp.MustCompile(runnerproto.BgNamePattern)

@@ -176,34 +176,39 @@ func parseListening(line string, inodes map[uint64]bool) (runnerproto.BgPort, bo
 func groupPorts(groups []int) map[int][]runnerproto.BgPort {
 	out := map[int][]runnerproto.BgPort{}
 	for pgrp, pids := range groupMembers(groups) {
-		inodes := map[uint64]bool{}
-		for _, pid := range pids {
-			socketInodes(pid, inodes)
-		}
-		if len(inodes) == 0 {
-			continue
-		}
-		// The members' network namespaces: usually one, the first member's table answers;
-		// a member in another (unshare -n) is read through its own.
-		var ports []runnerproto.BgPort
-		seen := map[string]bool{}
-		for _, pid := range pids {
-			ns, _ := os.Readlink(procRoot + "/" + strconv.Itoa(pid) + "/ns/net")
-			if seen[ns] {
-				continue
-			}
-			seen[ns] = true
-			for _, p := range listeningOf(pid, inodes) {
-				if !slices.Contains(ports, p) && len(ports) < runnerproto.MaxBgPorts {
-					ports = append(ports, p)
-				}
-			}
-		}
-		if len(ports) > 0 {
+		if ports := portsOf(pids); len(ports) > 0 {
 			out[pgrp] = ports
 		}
 	}
 	return out
+}
+
+// portsOf returns the listening sockets held by pids (at most MaxBgPorts).
+func portsOf(pids []int) []runnerproto.BgPort {
+	inodes := map[uint64]bool{}
+	for _, pid := range pids {
+		socketInodes(pid, inodes)
+	}
+	if len(inodes) == 0 {
+		return nil
+	}
+	// The processes' network namespaces: usually one, the first process's table answers; a
+	// process in another (unshare -n) is read through its own.
+	var ports []runnerproto.BgPort
+	seen := map[string]bool{}
+	for _, pid := range pids {
+		ns, _ := os.Readlink(procRoot + "/" + strconv.Itoa(pid) + "/ns/net")
+		if seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		for _, p := range listeningOf(pid, inodes) {
+			if !slices.Contains(ports, p) && len(ports) < runnerproto.MaxBgPorts {
+				ports = append(ports, p)
+			}
+		}
+	}
+	return ports
 }
 
 // withPorts fills in the listening sockets of the statuses whose group still has members.
