@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,22 +39,36 @@ func TestHostileTreesAcceptAll(t *testing.T) {
 }
 
 // hostileStates runs the flags' seeds of generated guest states (ops) through Build and
-// Apply with decide's decisions, against a real sshd; a failure names its seed.
+// Apply with decide's decisions, against a real sshd; a failure names its seed. The seeds
+// are shared among hostileWorkers, each on a connection of its own: a state is mostly waits
+// on the guest's round trips, which two can overlap (the package's longest tests, 400 s of
+// a loaded machine's 10-minute go test timeout when one at a time).
 func hostileStates(t *testing.T, name string, ops func(*rand.Rand, string) []string, decide func(*rand.Rand, *review.Changeset) []review.Decision) {
 	srv := sshd.Start(t)
-	conn := guesttest.Connect(t, srv, guest.Options{})
 	store := staging.Store{Dir: filepath.Join(t.TempDir(), "state")}
-	checks, nops := 0, 0
+	var checks, nops atomic.Int64
 	start := time.Now()
-	for seed := *hostileSeed; seed < *hostileSeed+int64(*hostileCount); seed++ {
-		c, o := hostileState(t, srv, conn, store, seed, ops, decide)
-		checks, nops = checks+c, nops+o
-		if t.Failed() {
-			t.Fatalf("seed %d broke the host invariant (replay: go test ./internal/review -run %s -hostile.seed %d -hostile.count 1)", seed, name, seed)
+	t.Run("seeds", func(t *testing.T) {
+		for w := range hostileWorkers {
+			t.Run(fmt.Sprint(w), func(t *testing.T) {
+				t.Parallel()
+				conn := guesttest.Connect(t, srv, guest.Options{})
+				for seed := *hostileSeed + int64(w); seed < *hostileSeed+int64(*hostileCount); seed += hostileWorkers {
+					c, o := hostileState(t, srv, conn, store, seed, ops, decide)
+					checks.Add(int64(c))
+					nops.Add(int64(o))
+					if t.Failed() {
+						t.Fatalf("seed %d broke the host invariant (replay: go test ./internal/review -run %s -hostile.seed %d -hostile.count 1)", seed, name, seed)
+					}
+				}
+			})
 		}
-	}
-	t.Logf("%d hostile states (%d guest operations), %d host checks, in %s", *hostileCount, nops, checks, time.Since(start).Round(time.Second))
+	})
+	t.Logf("%d hostile states (%d guest operations), %d host checks, in %s", *hostileCount, nops.Load(), checks.Load(), time.Since(start).Round(time.Second))
 }
+
+// hostileWorkers is how many states are made at once.
+const hostileWorkers = 2
 
 // The same on a host directory that does not tell case or Unicode normalization apart (the
 // probe's answer forced): the guest makes names that are one name there (renames by case or
