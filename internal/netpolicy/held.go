@@ -25,6 +25,15 @@ type HeldConn struct {
 	Command string `json:"command,omitempty"`
 }
 
+// WatchedFresh is how old a watch's marker (the guest's, which `net report --watch` writes for
+// the proxy; the host's, which the watch writes for the session's relay) may be for the watch
+// to count as running: a refused connection or request is held only while it is. A watch
+// refreshes both at each read, every second, but a read goes through ssh and sudo to the
+// guest: on a loaded machine with an emulated guest one took more than 5 s (the old bound),
+// and a connection held for the person was refused as "the watch ended" while it ran. Once a
+// watch stops, the agent's refused connections are held for at most this long.
+const WatchedFresh = 10 * time.Second
+
 const (
 	// MaxHeldPerUser caps the connections the proxy holds for one agent user at a time: more
 	// are refused at once.

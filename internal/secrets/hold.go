@@ -48,9 +48,8 @@ const (
 	watchedName    = "watched"
 	heldSuffix     = ".held.json"
 	decisionSuffix = ".decision"
-	// watchedFresh is how old the marker may be for a watch to count as running (a watch
-	// refreshes it at each read, every second).
-	watchedFresh = 5 * time.Second
+	// watchedFresh is how old the marker may be for a watch to count as running.
+	watchedFresh = netpolicy.WatchedFresh
 	// holdPoll is how often a held request looks for its decision.
 	holdPoll = 200 * time.Millisecond
 	// maxHeldFile bounds what is read of one held request's file or decision.
@@ -78,7 +77,7 @@ func CheckHeldID(id string) bool {
 }
 
 // MarkWatched says that a person watches the session whose host state directory is dir: while
-// this is fresh (5 s), its relay holds the requests the rules refuse. The watch calls it at
+// this is fresh (netpolicy.WatchedFresh), its relay holds the requests the rules refuse. The watch calls it at
 // each read.
 func MarkWatched(dir string) error {
 	root, err := openHeldDir(dir, true)

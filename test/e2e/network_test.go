@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
@@ -363,9 +364,9 @@ func TestNetworkPolicy(t *testing.T) {
 		}
 		cancel()
 		<-exited
-		// The watch has stopped: once its marker is stale (5 s), a refused connection is
-		// refused at once again, as it always is when nobody watches.
-		time.Sleep(6 * time.Second)
+		// The watch has stopped: once its marker is stale (netpolicy.WatchedFresh), a refused
+		// connection is refused at once again, as it always is when nobody watches.
+		time.Sleep(netpolicy.WatchedFresh + time.Second)
 		t0 = time.Now()
 		out, _, text = runShell(t, s, "curl -sS --max-time 120 "+blocked)
 		t.Logf("unwatched, the refusal took %s", time.Since(t0).Round(time.Millisecond))

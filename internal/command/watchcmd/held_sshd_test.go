@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/guesttest"
@@ -198,7 +199,7 @@ func TestWatchTUIHeldRelayRequests(t *testing.T) {
 
 	s.Keys("q")
 	s.WaitFor(wait, "watch done")
-	time.Sleep(6 * time.Second) // the marker goes stale
+	time.Sleep(netpolicy.WatchedFresh + time.Second) // the marker goes stale
 	start := time.Now()
 	if got := answer(t, h.send("PATCH", "/after", "", rules)); !strings.HasPrefix(got, "403 ") || strings.Contains(got, "was asked") {
 		t.Errorf("after the watch: %q, want refused at once", got)

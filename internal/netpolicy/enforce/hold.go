@@ -32,9 +32,8 @@ import (
 const (
 	// defaultHoldFor bounds how long a held connection waits for the person.
 	defaultHoldFor = 60 * time.Second
-	// watchedFresh is how old the watched marker may be for a watch to count as running (the
-	// watch refreshes it every second or so, through ssh and sudo).
-	watchedFresh = 5 * time.Second
+	// watchedFresh is how old the watched marker may be for a watch to count as running.
+	watchedFresh = netpolicy.WatchedFresh
 	// holdPoll is how often a held connection looks for its decision.
 	holdPoll = 200 * time.Millisecond
 	// maxHeldHost is the longest host name held (DNS's bound).
