@@ -134,7 +134,7 @@ func (t *Target) ReadingConnFor(st *staging.State) (c *guest.Conn, done func()) 
 
 // ReadingSession is s for a command that reads the session before it may write to it (review:
 // the changeset, --json, --patch, the terminal's first screen). Under a network policy it is s
-// on ReadingConnFor's connection, which starts the runner as the agent without the agent's
+// on ReadingConn's connection, which starts the runner as the agent without the agent's
 // set-up (`net ensure`: 2.5-3 s of the 4.5 s a policy session's review took on an emulated
 // guest) that only a write to the copy needs; s's own connection stays for the writes. It
 // connects before it returns, and when the agent cannot be started that way (its user gone
@@ -145,15 +145,56 @@ func (t *Target) ReadingSession(ctx context.Context, s *staging.Session) (read *
 	if s.Connected() {
 		return s, func() {}
 	}
-	c, done := t.ReadingConnFor(s.State)
-	if c == t.Conn {
+	c, done, reading := t.readingConn(ctx, s.State)
+	if !reading {
 		return s, done
+	}
+	return staging.Attach(c, s.Store(), s.State, s.Baseline), done
+}
+
+// ReadingConn is the connection ReadingSession reads the session of st through, for a command
+// that reads the session and acts on the agent's processes but writes nothing to its copy
+// (discard: the count of what is lost, the end of the background processes, then the agent
+// released): under a network policy a runner started as the agent alone, connected; without
+// one, or when that cannot start, the session's own connection (ConnFor). done closes it.
+func (t *Target) ReadingConn(ctx context.Context, st *staging.State) (c *guest.Conn, done func()) {
+	c, done, _ = t.readingConn(ctx, st)
+	return c, done
+}
+
+// readingConn is ReadingConn, and whether it is a reading connection of its own.
+func (t *Target) readingConn(ctx context.Context, st *staging.State) (*guest.Conn, func(), bool) {
+	c, done := t.ReadingConnFor(st)
+	if c == t.Conn {
+		return t.ConnFor(st), done, false
 	}
 	if _, err := c.Setup(ctx); err != nil {
 		done()
-		return s, func() {}
+		return t.ConnFor(st), func() {}, false
 	}
-	return staging.Attach(c, s.Store(), s.State, s.Baseline), done
+	return c, done, true
+}
+
+// ReadingSessions is ReadingSession for each of ss (a compare), their connections made at
+// once: under a policy, each session's agent is another guest user, with a runner of its own.
+// done closes them all.
+func (t *Target) ReadingSessions(ctx context.Context, ss []*staging.Session) (read []*staging.Session, done func()) {
+	read = make([]*staging.Session, len(ss))
+	dones := make([]func(), len(ss))
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			read[i], dones[i] = t.ReadingSession(ctx, s)
+		}()
+	}
+	wg.Wait()
+	return read, func() {
+		for _, d := range dones {
+			d()
+		}
+	}
 }
 
 // Close closes the connections, if there are any.

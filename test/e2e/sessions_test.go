@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,4 +244,53 @@ func sessionsOf(t *testing.T, dir string) []map[string]any {
 		}
 	}
 	return mine
+}
+
+// A compare of two sessions under a network policy reads each through a runner started as
+// its agent alone, never setting an agent up (`compare --json`); `review --compare` in a
+// terminal reads the same way and applies the picks through the first session's own
+// connection, whose agent it sets up while the person picks.
+func TestCompareUnderNetworkPolicy(t *testing.T) {
+	dir := project(t, map[string]string{"main.txt": "one\n"})
+	for _, name := range []string{"c1", "c2"} {
+		discardSessionOnCleanup(t, dir, name)
+	}
+	for name, script := range map[string]string{"c1": "echo from-c1 > c1.txt", "c2": "echo from-c2 > c2.txt; echo two > main.txt"} {
+		if out, stderr, code := plugin(t, dir, "shell", "--no-review", "--session", name, "--network=none", instanceName, "--", "sh", "-c", script); code != 0 {
+			t.Fatalf("shell --session %s: exit %d\n%s%s", name, code, out, stderr)
+		}
+	}
+	cmd := vm.Command(ctxT(t, 5*time.Minute), "limactl-mcp", "compare", instanceName, "c1", "c2", "--json")
+	cmd.Dir, cmd.Env = dir, append(cmd.Env, "LIMACTL_MCP_DEBUG=1")
+	out, stderr, err := runCmd(cmd)
+	if err != nil || !strings.Contains(out, `"c1.txt"`) || !strings.Contains(out, `"c2.txt"`) || !strings.Contains(out, `"main.txt"`) ||
+		strings.Count(stderr, "runner started as the agent user (reading only)") != 2 || strings.Contains(stderr, "agent user set up") {
+		t.Errorf("compare c1 c2 --json with LIMACTL_MCP_DEBUG=1: %v, want the three files read by each agent's runner alone, no set-up\n%s\n%s", err, out, stderr)
+	}
+	r := startTmuxReview(t, dir, "--compare", "c1,c2")
+	for i, p := range []string{"c1.txt", "c2.txt", "main.txt"} { // each changed by one session, whose version is taken
+		r.waitFor(fmt.Sprintf("[%d/3] %s · compare", i+1, p))
+		r.keys("Enter")
+	}
+	r.waitFor("Apply these changes?")
+	r.keys("y")
+	r.waitFor("Applied: 3 paths written on the host, through session c1", "EXIT=0")
+	for p, want := range map[string]string{"c1.txt": "from-c1\n", "c2.txt": "from-c2\n", "main.txt": "two\n"} {
+		if got := readHost(t, filepath.Join(dir, p)); got != want {
+			t.Errorf("host %s after review --compare = %q, want %q", p, got, want)
+		}
+	}
+	// A discard counts what is lost and ends the agent's background processes the same way,
+	// then releases the agent: it never sets the agent up first.
+	cmd = vm.Command(ctxT(t, 5*time.Minute), "limactl-mcp", "discard", "--session", "c2", instanceName, "--yes")
+	cmd.Dir, cmd.Env = dir, append(cmd.Env, "LIMACTL_MCP_DEBUG=1")
+	out, stderr, err = runCmd(cmd)
+	if err != nil || !strings.Contains(out, "Discarded the staged copy of "+dir+" (session c2)") || !strings.Contains(stderr, "runner started as the agent user (reading only)") || strings.Contains(stderr, "agent user set up") {
+		t.Errorf("discard --session c2 with LIMACTL_MCP_DEBUG=1: %v, want it discarded through the agent's runner alone, no set-up\n%s\n%s", err, out, stderr)
+	}
+	for _, s := range sessionsOf(t, dir) {
+		if s["session"] == "c2" {
+			t.Errorf("session c2 is still listed after its discard: %v", s)
+		}
+	}
 }

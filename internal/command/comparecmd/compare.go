@@ -64,10 +64,14 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	defer t.Close()
 	workdir := sessions[0].State.Workdir
+	// A compare only reads: a session under a policy is read as its agent without its set-up
+	// (Target.ReadingSession), all at once.
+	read, doneReading := t.ReadingSessions(ctx, sessions)
+	defer doneReading()
 	var cmp *staging.Comparison
-	err = sessions[0].Within(ctx, compareWait, "comparing the sessions", func(ctx context.Context) error {
+	err = read[0].Within(ctx, compareWait, "comparing the sessions", func(ctx context.Context) error {
 		var err error
-		cmp, err = staging.Compare(ctx, sessions)
+		cmp, err = staging.Compare(ctx, read)
 		return err
 	})
 	if err != nil {

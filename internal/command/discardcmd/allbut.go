@@ -72,6 +72,7 @@ func runAllBut(ctx context.Context, opts *Options) error {
 	}
 	// What each holds, said before the question.
 	sessions := make([]*staging.Session, len(doomed))
+	conns := make([]*guest.Conn, len(doomed))
 	lines := make([]string, len(doomed))
 	lost := make([]string, len(doomed))
 	for i, st := range doomed {
@@ -81,10 +82,15 @@ func runAllBut(ctx context.Context, opts *Options) error {
 		}
 		sessions[i] = s
 		lines[i] = "  " + names[i]
+		// As discard's own: read (and its background ended) as the agent, without its set-up.
+		conn, doneReading := t.ReadingConn(ctx, s.State)
+		defer doneReading()
+		conns[i] = conn
+		read := staging.Attach(conn, t.Store, s.State, s.Baseline)
 		var cs *staging.ChangeSet
-		err = s.Within(ctx, countWait, "counting the pending changes", func(ctx context.Context) error {
+		err = read.Within(ctx, countWait, "counting the pending changes", func(ctx context.Context) error {
 			var err error
-			cs, err = s.GuestChanges(ctx)
+			cs, err = read.GuestChanges(ctx)
 			return err
 		})
 		var werr *guest.WaitError
@@ -111,7 +117,7 @@ func runAllBut(ctx context.Context, opts *Options) error {
 		}
 	}
 	for i, s := range sessions {
-		stopped, err := discardSession(ctx, t, s, ios.ErrOut)
+		stopped, err := discardSession(ctx, t, s, conns[i], ios.ErrOut)
 		if err != nil {
 			return fmt.Errorf("discarding session %s: %w", names[i], err)
 		}

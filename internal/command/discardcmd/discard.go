@@ -84,10 +84,16 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	workdir := s.State.Workdir
 	what := "the staged copy of " + describe(workdir, session)
+	// Under a network policy, the count and the end of the background processes go through a
+	// runner started as the agent alone: its set-up (rules, proxy) would be undone at once by
+	// the release that follows.
+	conn, doneReading := t.ReadingConn(ctx, s.State)
+	defer doneReading()
+	read := staging.Attach(conn, t.Store, s.State, s.Baseline)
 	var cs *staging.ChangeSet
-	err = s.Within(ctx, countWait, "counting the pending changes", func(ctx context.Context) error {
+	err = read.Within(ctx, countWait, "counting the pending changes", func(ctx context.Context) error {
 		var err error
-		cs, err = s.GuestChanges(ctx)
+		cs, err = read.GuestChanges(ctx)
 		return err
 	})
 	var werr *guest.WaitError
@@ -108,7 +114,7 @@ func Run(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	stopped, err := discardSession(ctx, t, s, ios.ErrOut)
+	stopped, err := discardSession(ctx, t, s, conn, ios.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -116,13 +122,13 @@ func Run(ctx context.Context, opts *Options) error {
 	return nil
 }
 
-// discardSession ends the session's background processes, releases its agent user (under a
-// network policy), and removes its copy, checkpoints and state. It returns what it stopped,
-// for the closing line.
-func discardSession(ctx context.Context, t *sessionopen.Target, s *staging.Session, errOut io.Writer) (string, error) {
+// discardSession ends the session's background processes (through conn: Target.ReadingConn's),
+// releases its agent user (under a network policy), and removes its copy, checkpoints and
+// state. It returns what it stopped, for the closing line.
+func discardSession(ctx context.Context, t *sessionopen.Target, s *staging.Session, conn *guest.Conn, errOut io.Writer) (string, error) {
 	// The agent's background processes go with the session (every server's of it), through
-	// the session's own connection (its agent user's, under a network policy).
-	stopped := endBackground(ctx, t.ConnFor(s.State), s.State.ID, errOut)
+	// a runner of the agent's (its agent user's, under a network policy).
+	stopped := endBackground(ctx, conn, s.State.ID, errOut)
 	if user := s.State.Network; user != "" && user != staging.OpenNetwork {
 		// The agent's processes end, and its rules and policy go (its log stays for the
 		// person), before its copy does: nothing of it keeps writing there.

@@ -86,7 +86,12 @@ func runCompare(ctx context.Context, opts *Options) error {
 	if ios.IsStdoutTTY() {
 		fmt.Fprintf(ios.ErrOut, "reading the changes of %s…\n", termsafe.String(joinNames(labels)))
 	}
-	c, err := review.BuildCompared(ctx, sessions, labels, paths)
+	// The changes are read through reading sessions (under a policy, each agent's runner
+	// without its set-up: Target.ReadingSession), all at once; the apply goes through the
+	// first session's own connection, whose set-up goes on while the person picks.
+	read, doneReading := t.ReadingSessions(ctx, sessions)
+	defer doneReading()
+	c, err := review.BuildCompared(ctx, read, labels, paths)
 	if err != nil {
 		return err
 	}
@@ -94,6 +99,7 @@ func runCompare(ctx context.Context, opts *Options) error {
 		fmt.Fprintf(ios.Out, "Nothing to compare: none of %s changed anything.\n", termsafe.String(joinNames(labels)))
 		return nil
 	}
+	go func() { _, _ = first.AgentSetup(ctx) }()
 	// What each agent did on the network, and how its requests used its session's secrets, is
 	// part of what the person weighs: a block per session, each line named.
 	// (The confirmation of the TUI shows the secrets' lines again: the TUI takes the screen.)
