@@ -686,6 +686,28 @@ func replyOps() []replyOp {
 			},
 		},
 		{
+			name: "shell_ports", key: "shell_ports",
+			req:   &runnerproto.Request{ShellPorts: &runnerproto.ShellPortsRequest{Mark: "0123456789abcdef0123456789abcdef"}},
+			valid: runnerproto.ShellPortsResult{Ports: []runnerproto.BgPort{{Port: 8000, Addr: "127.0.0.1"}, {Port: 5173, Addr: "::"}}},
+			contradictory: map[string]any{
+				"a port of 0":       runnerproto.ShellPortsResult{Ports: []runnerproto.BgPort{{Port: 0, Addr: "127.0.0.1"}}},
+				"a port past 65535": runnerproto.ShellPortsResult{Ports: []runnerproto.BgPort{{Port: 65536, Addr: "127.0.0.1"}}},
+				"a host name":       runnerproto.ShellPortsResult{Ports: []runnerproto.BgPort{{Port: 80, Addr: "evil.example"}}},
+				"an address zone":   runnerproto.ShellPortsResult{Ports: []runnerproto.BgPort{{Port: 80, Addr: "fe80::1%eth0"}}},
+				"33 ports":          runnerproto.ShellPortsResult{Ports: make([]runnerproto.BgPort, runnerproto.MaxBgPorts+1)},
+			},
+			call: func(ctx context.Context, c *Conn) error {
+				r, err := c.ShellPorts(ctx, runnerproto.ShellPortsRequest{Mark: "0123456789abcdef0123456789abcdef"})
+				if err != nil {
+					return err
+				}
+				for _, p := range r.Ports {
+					_ = fmt.Sprintf("%s:%d", p.Addr, p.Port)
+				}
+				return nil
+			},
+		},
+		{
 			name: "bg_signal", key: "bg_signal",
 			req:   &runnerproto.Request{BgSignal: &runnerproto.BgSignalRequest{Group: "s/o", ID: 4, Signal: "SIGTERM"}},
 			valid: runnerproto.BgSignalResult{Killed: true, Status: ended},
