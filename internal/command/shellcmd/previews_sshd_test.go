@@ -93,3 +93,12 @@ func TestShellForwardsTheCommandsServers(t *testing.T) {
 		t.Errorf("the forward %s still answers after the command", rec.Ports[0].HostURL)
 	}
 }
+
+// A --publish that is not an IP address is refused before anything runs.
+func TestShellPublishNotAnAddress(t *testing.T) {
+	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	stdout, stderr, code := run(t, f, nil, shellcmd.Options{Publish: "localhost", Command: []string{"sh", "-c", "echo RAN"}})
+	if code == 0 || strings.Contains(stdout, "RAN") || !strings.Contains(stderr, `--publish "localhost": want a host IP address`) {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+}

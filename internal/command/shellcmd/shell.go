@@ -24,6 +24,7 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/terminal"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/preview"
 	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/shellquote"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
@@ -105,6 +106,11 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	workdir, session := ref.Workdir, ref.Session
+	if opts.Publish != "" {
+		if _, err := preview.ParsePublish(opts.Publish); err != nil {
+			return err // said before the VM is touched
+		}
+	}
 	env, err := envToPass(opts, lookup)
 	if err != nil {
 		return err
