@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/limavm"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/tmuxtest"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/toolsuite"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/lockedbuf"
@@ -289,4 +290,20 @@ func copyToGuest(t *testing.T, what, dest, stamp string, tarArgs []string, fix, 
 		t.Fatalf("copying %s into the guest: %v\n%s\n%s", what, err, out.String(), tarErr.String())
 	}
 	t.Logf("copied %s into the guest in %s: %s", what, time.Since(t0).Round(time.Second), strings.TrimSpace(out.String()))
+}
+
+// tmuxCommand runs cmd (made by vm.Command: its path, arguments and environment, plus env
+// and TERM) in a width×height terminal, as the user, in dir, then the shell line tail (say,
+// "; echo EXIT=$?; sleep 60" to keep the last screen and the exit status).
+func tmuxCommand(t *testing.T, dir string, width, height int, cmd *exec.Cmd, env []string, tail string) *tmuxtest.Session {
+	t.Helper()
+	line := "cd " + shq(dir) + " && env -i"
+	for _, kv := range append(append(cmd.Env, "TERM=xterm-256color"), env...) {
+		line += " " + shq(kv)
+	}
+	line += " " + shq(cmd.Path)
+	for _, a := range cmd.Args[1:] {
+		line += " " + shq(a)
+	}
+	return tmuxtest.Start(t, width, height, line+tail)
 }

@@ -17,16 +17,7 @@ type tmuxReview struct{ *tmuxtest.Session }
 func startTmuxReview(t *testing.T, dir string, args ...string) *tmuxReview {
 	t.Helper()
 	cmd := vm.Command(ctxT(t, time.Minute), "limactl-mcp", append([]string{"review", instanceName}, args...)...)
-	line := "cd " + shq(dir) + " && env -i"
-	for _, kv := range append(cmd.Env, "TERM=xterm-256color") {
-		line += " " + shq(kv)
-	}
-	line += " " + shq(cmd.Path)
-	for _, a := range cmd.Args[1:] {
-		line += " " + shq(a)
-	}
-	line += "; echo EXIT=$?; sleep 60"
-	return &tmuxReview{tmuxtest.Start(t, 80, 24, line)}
+	return &tmuxReview{tmuxCommand(t, dir, 80, 24, cmd, nil, "; echo EXIT=$?; sleep 60")}
 }
 
 func (r *tmuxReview) waitFor(wants ...string) string {

@@ -48,16 +48,7 @@ func mcpShellCmd(t *testing.T, dir string, env []string, args ...string) *exec.C
 func tmuxShell(t *testing.T, dir string, width, height int, env []string, args ...string) *tmuxtest.Session {
 	t.Helper()
 	cmd := vm.Command(ctxT(t, 5*time.Minute), "limactl", append([]string{"mcp", "shell"}, args...)...)
-	line := "cd " + shq(dir) + " && env -i"
-	for _, kv := range append(append(cmd.Env, "TERM=xterm-256color"), env...) {
-		line += " " + shq(kv)
-	}
-	line += " " + shq(cmd.Path)
-	for _, a := range cmd.Args[1:] {
-		line += " " + shq(a)
-	}
-	line += `; echo EXIT=$?; echo MODES: $(stty -a | tr ' ;' '\n\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\n' ' ')END; sleep 120`
-	return tmuxtest.Start(t, width, height, line)
+	return tmuxCommand(t, dir, width, height, cmd, env, `; echo EXIT=$?; echo MODES: $(stty -a | tr ' ;' '\n\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\n' ' ')END; sleep 120`)
 }
 
 // An interactive login shell: same path, a real PTY of the terminal's size that follows a
