@@ -153,16 +153,16 @@ func (a *Agent) As(runner, cmd string) string {
 	return "exec sudo -n " + shellquote.Quote(runner) + " net as --user " + a.User + " -- sh -c " + shellquote.Quote("cd && "+cmd)
 }
 
-// setupScript sets the agent up (as the Lima user, with sudo) and prints what `net ensure`
-// reported: a line of JSON. Every file operation on the agent's home, the copy and their
+// setupScript sets the agent up under policy (CurrentPolicy's) (as the Lima user, with sudo)
+// and prints what `net ensure` reported: a line of JSON. Every file operation on the agent's home, the copy and their
 // parents is `net ensure`'s (--own: made when missing, and handed over, by directory
 // descriptors with no symbolic link followed); the files carried into the agent's home are
 // written as the agent (through `net as`), never by root or the Lima user.
-func (a *Agent) setupScript(exe string) string {
+func (a *Agent) setupScript(exe, policy string) string {
 	q := shellquote.Quote
 	var b strings.Builder
 	b.WriteString("set -e\nexe=" + q(exe) + "\n")
-	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(a.CurrentPolicy())
+	ensure := `sudo -n "$exe" net ensure --user ` + a.User + ` --policy ` + q(policy)
 	if a.Own != "" {
 		ensure += " --own " + q(a.Own)
 	}
@@ -200,27 +200,49 @@ func (a *Agent) parseSetup(out string) (*AgentSetup, error) {
 	return &s, nil
 }
 
+// maxSetupAttempts bounds the set-ups of one connect that a live change of the policy repeats.
+const maxSetupAttempts = 3
+
+// setUpUnderCurrentPolicy runs setUp under the policy the agent is under now (CurrentPolicy),
+// again while that changed during the run, at most maxSetupAttempts times; it returns the last
+// run's output and policy. A live change (`limactl mcp network`) is recorded before it is
+// applied, so one recorded while a set-up ran, and perhaps put in place before the set-up's
+// older policy (which would undo it, a narrowing too), is put in place again after it.
+func (a *Agent) setUpUnderCurrentPolicy(setUp func(policy string) (string, error)) (out, policy string, err error) {
+	for attempt := 1; ; attempt++ {
+		policy = a.CurrentPolicy()
+		out, err = setUp(policy)
+		if err != nil || a.CurrentPolicy() == policy || attempt == maxSetupAttempts {
+			return out, policy, err
+		}
+	}
+}
+
+// runSetup runs an agent's set-up script as the Lima user, the secrets' set-up (the bound
+// hosts, the CA and the placeholders) on its standard input (never on a command line, though
+// none of them is a value).
+func (l *link) runSetup(ctx context.Context, script string) (string, error) {
+	a := l.agent
+	if a.Secrets == nil {
+		return l.t.Output(ctx, "sh -c "+shellquote.Quote(script))
+	}
+	in, _ := json.Marshal(a.Secrets.Setup)
+	b, err := l.t.Stream(ctx, "sh -c "+shellquote.Quote(script), bytes.NewReader(in))
+	return string(b), err
+}
+
 // becomeAgent sets the agent up with the verified runner exe and moves l's SFTP to the agent's
 // user; the runner is then started as that user (runnerCommand).
 func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	a := l.agent
-	var out string
-	var err error
-	if a.Secrets != nil {
-		// The bound hosts, the CA and the placeholders on `net ensure`'s standard input (never
-		// on a command line, though none of them is a value).
-		in, _ := json.Marshal(a.Secrets.Setup)
-		var b []byte
-		b, err = l.t.Stream(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)), bytes.NewReader(in))
-		out = string(b)
-	} else {
-		out, err = l.t.Output(ctx, "sh -c "+shellquote.Quote(a.setupScript(exe)))
-	}
+	out, policy, err := a.setUpUnderCurrentPolicy(func(policy string) (string, error) {
+		return l.runSetup(ctx, a.setupScript(exe, policy))
+	})
 	if err != nil {
 		if exitStatus(err) == 97 {
 			return ErrPolicyNeedsSudo
 		}
-		return fmt.Errorf("setting up network policy %s for the agent user %s in the guest: %w", a.CurrentPolicy(), a.User, err)
+		return fmt.Errorf("setting up network policy %s for the agent user %s in the guest: %w", policy, a.User, err)
 	}
 	setup, err := a.parseSetup(out)
 	if err != nil {

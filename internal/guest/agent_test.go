@@ -1,6 +1,8 @@
 package guest
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,7 +104,7 @@ func TestAgentAs(t *testing.T) {
 func TestSetupUsesTheLivePolicy(t *testing.T) {
 	now := "allow:a.org,b.org:443"
 	a := &Agent{User: "lmcp-abc", Policy: "allow:a.org", Live: func() string { return now }}
-	if s := a.setupScript("/x/runner"); !strings.Contains(s, "--policy allow:a.org,b.org:443)") {
+	if s := a.setupScript("/x/runner", a.CurrentPolicy()); !strings.Contains(s, "--policy allow:a.org,b.org:443)") {
 		t.Errorf("set-up script:\n%s", s)
 	}
 	for _, keep := range []string{"", "open", "allow:a.org\nrm -rf /"} {
@@ -131,7 +133,7 @@ func TestSetupAddsTheBoundHosts(t *testing.T) {
 		if got := a.CurrentPolicy(); got != c.want {
 			t.Errorf("record %q: policy %q, want %q", c.live, got, c.want)
 		}
-		if s := a.setupScript("/x/runner"); !strings.Contains(s, "--policy "+shellquote.Quote(c.want)) {
+		if s := a.setupScript("/x/runner", a.CurrentPolicy()); !strings.Contains(s, "--policy "+shellquote.Quote(c.want)) {
 			t.Errorf("record %q: set-up script:\n%s", c.live, s)
 		}
 	}
@@ -139,5 +141,41 @@ func TestSetupAddsTheBoundHosts(t *testing.T) {
 	now = "allow:example.invalid"
 	if got := a.CurrentPolicy(); got != "allow:example.invalid" {
 		t.Errorf("without secrets: %q", got)
+	}
+}
+
+// A live change recorded while a set-up runs (which may have been applied before the set-up's
+// older policy, undoing it) makes the set-up run again under it; a policy that holds still
+// takes one run; one that never does is bounded; a failed run is not repeated.
+func TestSetUpRunsAgainAfterALiveChange(t *testing.T) {
+	record := "allow:a.org"
+	a := &Agent{User: "lmcp-abc", Policy: "allow:a.org", Live: func() string { return record }}
+	var ran []string
+	out, policy, err := a.setUpUnderCurrentPolicy(func(p string) (string, error) {
+		ran = append(ran, p)
+		if len(ran) == 1 {
+			record = "allow:a.org,b.org" // the person allows b.org while the first set-up runs
+		}
+		return "ok " + p, nil
+	})
+	if err != nil || policy != "allow:a.org,b.org" || out != "ok allow:a.org,b.org" || strings.Join(ran, "|") != "allow:a.org|allow:a.org,b.org" {
+		t.Errorf("a change during the set-up: ran %q, out %q, policy %q, %v", ran, out, policy, err)
+	}
+
+	ran = nil
+	if _, _, err := a.setUpUnderCurrentPolicy(func(p string) (string, error) { ran = append(ran, p); return "", nil }); err != nil || len(ran) != 1 {
+		t.Errorf("a policy that holds still: ran %q, %v", ran, err)
+	}
+
+	ran = nil
+	n := 0
+	a.Live = func() string { n++; return fmt.Sprintf("allow:n%d.org", n) }
+	if _, _, err := a.setUpUnderCurrentPolicy(func(p string) (string, error) { ran = append(ran, p); return "", nil }); err != nil || len(ran) != maxSetupAttempts {
+		t.Errorf("a policy that never holds still: ran %d times (%q), %v", len(ran), ran, err)
+	}
+
+	ran = nil
+	if _, _, err := a.setUpUnderCurrentPolicy(func(p string) (string, error) { ran = append(ran, p); return "", errors.New("sudo failed") }); err == nil || len(ran) != 1 {
+		t.Errorf("a failed set-up: ran %q, %v", ran, err)
 	}
 }

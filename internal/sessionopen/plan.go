@@ -37,6 +37,9 @@ type Plan struct {
 	PolicyFile string
 
 	t *Target
+	// recorded: this process has recorded its own policy as the session's (RecordNetwork);
+	// from then on the record's policy is the agent's, a live change included.
+	recorded *atomic.Bool
 }
 
 // PlanSession plans the session called session of workdir, stored as stored (nil when there is
@@ -53,6 +56,7 @@ func (t *Target) PlanSession(workdir, session string, stored *staging.State, req
 			requested, policyFile = f.Network, path
 		}
 	}
+	recorded := &atomic.Bool{}
 	net, err := staging.PlanNetwork(workdir, session, stored, requested)
 	if err != nil {
 		return nil, err
@@ -60,10 +64,10 @@ func (t *Target) PlanSession(workdir, session string, stored *staging.State, req
 	if net.Agent != nil {
 		// A reconnect (a VM restart, a dropped link) sets the agent up under the policy the
 		// session holds then: a live change (limactl mcp network) is kept.
-		// The record counts only once it has held this server's own policy (recorded at its
-		// first staging): before that it is the previous server's, and --network wins over it.
+		// The record counts only once this process has recorded its own policy there
+		// (RecordNetwork, at its first staging), or a set-up has read it holding that policy:
+		// before that it is the previous server's, and --network wins over it.
 		live, own := t.Store.LivePolicy(staging.SessionIDOf(workdir, session)), net.Agent.Policy
-		var recorded atomic.Bool
 		net.Agent.Live = func() string {
 			p := live()
 			if !recorded.Load() {
@@ -75,7 +79,20 @@ func (t *Target) PlanSession(workdir, session string, stored *staging.State, req
 			return p
 		}
 	}
-	return &Plan{Workdir: workdir, Session: session, Stored: stored, Net: net, PolicyFile: policyFile, t: t}, nil
+	return &Plan{Workdir: workdir, Session: session, Stored: stored, Net: net, PolicyFile: policyFile, t: t, recorded: recorded}, nil
+}
+
+// RecordNetwork records the plan's policy as the session's, once staged (sess), and from then
+// on the agent's set-ups take the record's policy, so that a live change made after it is kept
+// even when no set-up read the record while it held this process's own policy (a session's
+// first connect comes before its first staging, and a person may allow a host live before the
+// next one: a reconnect, or the hand-over from the ControlMaster to serve's own connection).
+func (p *Plan) RecordNetwork(sess *staging.Session) error {
+	if err := sess.SetNetwork(p.Net.Network); err != nil {
+		return err
+	}
+	p.recorded.Store(true)
+	return nil
 }
 
 // Changes says that a stored session's network policy changes (from Net.Previous to

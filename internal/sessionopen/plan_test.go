@@ -56,3 +56,45 @@ func TestLookupAndPlan(t *testing.T) {
 		t.Errorf("nothing to release: %+v, %v", p, err)
 	}
 }
+
+// The agent's set-ups take the session's recorded policy once this process has recorded its
+// own (RecordNetwork), a live change made after it included, even when no set-up read the
+// record while it held the process's own policy: a new session's first connect comes before
+// its first staging, and a person may allow a host before the next set-up (a reconnect, the
+// hand-over to serve's own connection), which then undid the change. Before the record, a
+// previous server's policy is not taken: --network wins.
+func TestPlanSetUpsTakeALiveChangeMadeBeforeAnyReadTheRecord(t *testing.T) {
+	store := staging.Store{Dir: t.TempDir()}
+	work := filepath.Join(t.TempDir(), "proj")
+	target := &sessionopen.Target{Instance: &instance.Instance{Name: "vm"}, Store: store, ConnErr: errors.New("stopped")}
+	p, err := target.PlanSession(work, "", nil, "allow:a.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Net.Agent
+	if got := a.CurrentPolicy(); got != "allow:a.test" {
+		t.Fatalf("the first connect, nothing recorded: %q", got)
+	}
+
+	// A previous server's record, before this one records its own: not taken.
+	id := staging.SessionID(work)
+	st := &staging.State{ID: id, Instance: "vm", Workdir: work, Network: "allow:old.test"}
+	if err := store.Save(st, &staging.Manifest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.CurrentPolicy(); got != "allow:a.test" {
+		t.Errorf("a previous server's record was taken over --network: %q", got)
+	}
+
+	// This server stages and records its policy; a person allows a host live before any set-up
+	// reads the record: the next set-up takes it.
+	if err := p.RecordNetwork(staging.Attach(nil, store, st, &staging.Manifest{})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ChangeNetwork(id, func(*staging.State) (string, error) { return "allow:a.test,b.test", nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.CurrentPolicy(); got != "allow:a.test,b.test" {
+		t.Errorf("after the live change, a set-up puts %q in place, want the change", got)
+	}
+}

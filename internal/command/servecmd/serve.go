@@ -295,7 +295,7 @@ func (s *stager) open(ctx context.Context, progress func(staging.Progress)) (*st
 	// Recorded once: a staging again after a failure must not undo a change made live since
 	// (limactl mcp network INSTANCE allow ...).
 	if !s.networkRecorded {
-		if err := sess.SetNetwork(s.plan.Net.Network); err != nil {
+		if err := s.plan.RecordNetwork(sess); err != nil {
 			return nil, fmt.Errorf("recording the session's network policy: %w", err)
 		}
 		s.networkRecorded = true

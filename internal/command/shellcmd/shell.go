@@ -242,7 +242,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		tm.WithEnvFile(envFile)
 	}
-	if err := sess.SetNetwork(plan.Net.Network); err != nil {
+	if err := plan.RecordNetwork(sess); err != nil {
 		return fmt.Errorf("recording the session's network policy: %w", err)
 	}
 	// The command's dev servers reach the host while it runs (previews.go).
