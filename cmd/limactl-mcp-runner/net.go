@@ -19,7 +19,8 @@ const netUsage = `usage (as root, through sudo -n):
   limactl-mcp-runner net ensure --user lmcp-NAME --policy none|allow:HOST[,HOST...]|open [--own DIR] [--secrets-stdin] [--live]
   limactl-mcp-runner net remove --user lmcp-NAME
   limactl-mcp-runner net release --user lmcp-NAME [--own DIR]
-  limactl-mcp-runner net report --user lmcp-NAME [--entries N] [--watch]
+  limactl-mcp-runner net report --user lmcp-NAME [--entries N] [--watch [--watcher ID]]
+  limactl-mcp-runner net unwatch --user lmcp-NAME --watcher ID
   limactl-mcp-runner net report --users lmcp-A,lmcp-B,...   (one line each: its record, or {"user","error"})
   limactl-mcp-runner net decide --user lmcp-NAME --id ID --decision once|deny
   limactl-mcp-runner net as --user lmcp-NAME -- COMMAND [ARG...]
@@ -77,8 +78,9 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	case "report":
 		entries := fs.Int("entries", 0, "how many of the raw log's last entries to include")
 		watch := fs.Bool("watch", false, "a person watches the user: hold the connections the policy refuses while they decide")
+		watcher := fs.String("watcher", "", "with --watch: the watch's id (16 hex digits), for its net unwatch when it stops")
 		users := fs.String("users", "", "several agent users, comma-separated: one line each")
-		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || (*user == "") == (*users == "") || (*users != "" && (*watch || *entries != 0)) {
+		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || (*user == "") == (*users == "") || (*users != "" && (*watch || *entries != 0)) || (*watcher != "" && !*watch) {
 			fs.Usage()
 			return 2
 		}
@@ -87,7 +89,7 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		if *watch {
-			err = enforce.MarkWatched(layout, *user)
+			err = enforce.MarkWatched(layout, *user, *watcher)
 		}
 		var rec netpolicy.Record
 		if err == nil {
@@ -97,6 +99,13 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			line, _ := json.Marshal(rec)
 			fmt.Fprintf(stdout, "%s\n", line)
 		}
+	case "unwatch":
+		watcher := fs.String("watcher", "", "the id the watch gave net report --watch --watcher")
+		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 || *user == "" || *watcher == "" {
+			fs.Usage()
+			return 2
+		}
+		err = enforce.Unwatch(layout, *user, *watcher)
 	case "decide":
 		id := fs.String("id", "", "the held connection's id (net report's)")
 		decision := fs.String("decision", "", "once or deny")

@@ -16,7 +16,7 @@ import (
 // many of the raw log's last entries come with it. The answer is guest output: the caller
 // checks it (netpolicy.ParseRecord).
 func (c *Conn) NetRecord(ctx context.Context, user string, entries int) ([]byte, error) {
-	return c.netReport(ctx, user, entries, false)
+	return c.netReport(ctx, user, entries, "")
 }
 
 // NetRecords is NetRecord (without raw entries) for several agent users at once, with one sudo
@@ -55,18 +55,39 @@ func reportLines(out string, n int) [][]byte {
 
 // NetWatch is NetRecord for a person watching the agent (`watch`, the review's w): it also
 // tells the guest's proxy that someone watches, so that it holds the connections the policy
-// refuses while they decide (`net report --watch`), for as long as these reads go on.
-func (c *Conn) NetWatch(ctx context.Context, user string, entries int) ([]byte, error) {
-	return c.netReport(ctx, user, entries, true)
+// refuses while they decide (`net report --watch`), for as long as these reads go on. watcher
+// names the watch (netpolicy.NewHeldID), whose marker NetUnwatch takes away when it stops.
+func (c *Conn) NetWatch(ctx context.Context, user string, entries int, watcher string) ([]byte, error) {
+	if !netpolicy.CheckHeldID(watcher) {
+		return nil, fmt.Errorf("watcher %q: not an id limactl-mcp makes", watcher)
+	}
+	return c.netReport(ctx, user, entries, watcher)
 }
 
-func (c *Conn) netReport(ctx context.Context, user string, entries int, watch bool) ([]byte, error) {
+// NetUnwatch says that the watch watcher of user has stopped (`net unwatch`): without another
+// watch, the guest's proxy refuses the agent's connections at once again, those it holds now
+// too, instead of up to netpolicy.WatchedFresh later.
+func (c *Conn) NetUnwatch(ctx context.Context, user, watcher string) error {
+	if !agentUserPattern.MatchString(user) {
+		return fmt.Errorf("agent user %q: not a name limactl-mcp makes", user)
+	}
+	if !netpolicy.CheckHeldID(watcher) {
+		return fmt.Errorf("watcher %q: not an id limactl-mcp makes", watcher)
+	}
+	if _, err := c.rootNet(ctx, "unwatch --user "+user+" --watcher "+watcher); err != nil {
+		return fmt.Errorf("ending the watch of %s in the guest: %w", user, err)
+	}
+	return nil
+}
+
+// netReport reads user's record; watcher, when not "", marks the watch of that id.
+func (c *Conn) netReport(ctx context.Context, user string, entries int, watcher string) ([]byte, error) {
 	if !agentUserPattern.MatchString(user) {
 		return nil, fmt.Errorf("agent user %q: not a name limactl-mcp makes", user)
 	}
 	args := "report --user " + user + " --entries " + strconv.Itoa(entries)
-	if watch {
-		args += " --watch"
+	if watcher != "" {
+		args += " --watch --watcher " + watcher
 	}
 	out, err := c.rootNet(ctx, args)
 	if err != nil {

@@ -1,6 +1,8 @@
 package netpolicy
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"regexp"
 	"time"
 )
@@ -30,8 +32,9 @@ type HeldConn struct {
 // to count as running: a refused connection or request is held only while it is. A watch
 // refreshes both at each read, every second, but a read goes through ssh and sudo to the
 // guest: on a loaded machine with an emulated guest one took more than 5 s (the old bound),
-// and a connection held for the person was refused as "the watch ended" while it ran. Once a
-// watch stops, the agent's refused connections are held for at most this long.
+// and a connection held for the person was refused as "the watch ended" while it ran. A watch
+// that stops cleanly takes its marker away (NewHeldID); once one is killed, the agent's
+// refused connections are held for at most this long.
 const WatchedFresh = 10 * time.Second
 
 const (
@@ -45,8 +48,19 @@ const (
 
 var heldIDPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
-// CheckHeldID refuses what is not the form of a held connection's id.
+// CheckHeldID refuses what is not the form of a held connection's id (a watcher's too).
 func CheckHeldID(id string) bool { return heldIDPattern.MatchString(id) }
+
+// NewHeldID is a new random id of the form CheckHeldID accepts: the proxy's for a connection it
+// holds, and a watch's for the markers it keeps fresh (the guest's, `net report --watch
+// --watcher ID`; the relay's, secrets.MarkWatched). A watch that stops takes its own marker
+// away (`net unwatch`, secrets.Unwatch), so that the agent's refused connections are refused
+// at once again, not WatchedFresh later, while another watch of the same agent keeps its own.
+func NewHeldID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
 
 func (h HeldConn) valid() bool {
 	return CheckHeldID(h.ID) && h.Host != "" && len(h.Host) <= 512 && h.Port >= 1 && h.Port <= 65535 &&

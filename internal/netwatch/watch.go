@@ -36,6 +36,8 @@ type Source struct {
 	DecideRequest func(id, decision string) error
 	// Policy is the session's policy as recorded now.
 	Policy func() string
+	// End says that the watch has stopped (nil: nothing to say), bounded by itself.
+	End func(ctx context.Context)
 	// Title names what is watched (shown through termsafe).
 	Title string
 	// Interval is how often the screen reads the record.
@@ -259,6 +261,14 @@ func (w *Watch) Allow(ctx context.Context, d Destination, save bool) (string, er
 
 // Policy is the session's policy as recorded now.
 func (w *Watch) Policy() string { return w.src.Policy() }
+
+// End says that the watch has stopped (Source.End): what it held is refused now, and nothing
+// more is held for it. Call it once the person has left the screen or the stream.
+func (w *Watch) End(ctx context.Context) {
+	if w.src.End != nil {
+		w.src.End(ctx)
+	}
+}
 
 // exactRule is the rule Allow adds for d: its own entry, or for a request the relay refused,
 // the rule for exactly that request (netpolicy.ExactRule: its method and path are the agent's

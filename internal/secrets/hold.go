@@ -77,15 +77,50 @@ func CheckHeldID(id string) bool {
 }
 
 // MarkWatched says that a person watches the session whose host state directory is dir: while
-// this is fresh (netpolicy.WatchedFresh), its relay holds the requests the rules refuse. The watch calls it at
-// each read.
-func MarkWatched(dir string) error {
+// this is fresh (netpolicy.WatchedFresh), its relay holds the requests the rules refuse. The
+// watch calls it at each read; watcher names it (netpolicy.NewHeldID: its own marker, which
+// Unwatch takes away when it stops; those of watches gone without it are removed here once
+// stale), "" is the one marker of a watch that names none.
+func MarkWatched(dir, watcher string) error {
+	name := watchedName
+	if watcher != "" {
+		if !netpolicy.CheckHeldID(watcher) {
+			return fmt.Errorf("secrets: watcher %q: not 16 hex digits", watcher)
+		}
+		name += "." + watcher
+	}
 	root, err := openHeldDir(dir, true)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	return root.WriteFile(watchedName, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600)
+	for _, stale := range watcherNames(root) {
+		if !freshMarker(root, stale) {
+			_ = root.Remove(stale)
+		}
+	}
+	return root.WriteFile(name, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600)
+}
+
+// Unwatch takes the marker of the watch watcher away (when it stops): without another fresh
+// one, the session's relay refuses the requests its rules refuse at once again, and those it
+// holds now as soon as they look (holdPoll).
+func Unwatch(dir, watcher string) error {
+	if !netpolicy.CheckHeldID(watcher) {
+		return fmt.Errorf("secrets: watcher %q: not 16 hex digits", watcher)
+	}
+	root, err := openHeldDir(dir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.Remove(watchedName + "." + watcher); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("secrets: %w", err)
+	}
+	return nil
 }
 
 // openHeldDir opens dir's HeldDir (create: making it, 0700, when missing).
@@ -103,9 +138,30 @@ func openHeldDir(dir string, create bool) (*os.Root, error) {
 	return root.OpenRoot(HeldDir)
 }
 
-// watched tells whether a watch keeps the marker in root fresh (a regular file, not a link).
+// watched tells whether a watch keeps a marker in root fresh.
 func watched(root *os.Root) bool {
-	st, err := root.Lstat(watchedName)
+	if freshMarker(root, watchedName) {
+		return true
+	}
+	return slices.ContainsFunc(watcherNames(root), func(name string) bool { return freshMarker(root, name) })
+}
+
+// watcherNames are the markers of the named watches in root.
+func watcherNames(root *os.Root) []string {
+	names, _ := readDirNames(root)
+	var out []string
+	for _, name := range names {
+		if id, ok := strings.CutPrefix(name, watchedName+"."); ok && netpolicy.CheckHeldID(id) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// freshMarker tells whether the marker name in root is a regular file (not a link) written in
+// the last watchedFresh.
+func freshMarker(root *os.Root, name string) bool {
+	st, err := root.Lstat(name)
 	if err != nil || !st.Mode().IsRegular() {
 		return false
 	}

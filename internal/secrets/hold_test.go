@@ -1,6 +1,8 @@
 package secrets
 
 import (
+	"errors"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -43,7 +45,7 @@ func waitHeld(t *testing.T, dir string, n int) []HeldRequest {
 // keepWatched refreshes dir's watched marker, as a watch's reads do, until the test ends.
 func keepWatched(t *testing.T, dir string) {
 	t.Helper()
-	if err := MarkWatched(dir); err != nil {
+	if err := MarkWatched(dir, ""); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
@@ -58,7 +60,7 @@ func keepWatched(t *testing.T, dir string) {
 			case <-stop:
 				return
 			case <-tick.C:
-				_ = MarkWatched(dir)
+				_ = MarkWatched(dir, "")
 			}
 		}
 	}()
@@ -190,7 +192,7 @@ func TestRelayHoldEnds(t *testing.T) {
 
 	r2, _, c2 := heldRelay(t, h, time.Minute)
 	dir2 := r2.HoldDir
-	if err := MarkWatched(dir2); err != nil {
+	if err := MarkWatched(dir2, ""); err != nil {
 		t.Fatal(err)
 	}
 	ch := send(t, c2, "POST", "/gone", "")
@@ -245,7 +247,7 @@ func TestRelayHoldEnds(t *testing.T) {
 // anything else (a path, a guest id, a name with a separator) is refused and writes nothing.
 func TestDecideHeldRefusesWhatIsNotAnID(t *testing.T) {
 	dir := t.TempDir()
-	if err := MarkWatched(dir); err != nil {
+	if err := MarkWatched(dir, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"", "0123456789abcdef", "relay-", "relay-0123456789ABCDEF", "relay-0123456789abcde", "relay-../../x", "relay-0123456789abcdef/../w", "relay-0123456789abcdef0"} {
@@ -262,5 +264,74 @@ func TestDecideHeldRefusesWhatIsNotAnID(t *testing.T) {
 	names, _ := os.ReadDir(filepath.Join(dir, HeldDir))
 	if len(names) != 1 {
 		t.Errorf("the held directory holds %v, want the marker alone", names)
+	}
+}
+
+// TestRelayUnwatchEndsTheHoldAtOnce: two named watches of the session; the first stopping
+// cleanly (Unwatch) leaves the held request to the second; the last stopping refuses it at
+// once ("watch stopped", not netpolicy.WatchedFresh later), and the next refused request is
+// refused at once; a killed watch's marker goes stale and the next mark removes it.
+func TestRelayUnwatchEndsTheHoldAtOnce(t *testing.T) {
+	h := newHarness(t)
+	r, _, c := heldRelay(t, h, time.Minute)
+	dir := r.HoldDir
+	a, b := netpolicy.NewHeldID(), netpolicy.NewHeldID()
+	for _, w := range []string{a, b} {
+		if err := MarkWatched(dir, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch := send(t, c, "POST", "/held", "")
+	waitHeld(t, dir, 1)
+	if err := Unwatch(dir, a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * holdPoll)
+	select {
+	case res := <-ch:
+		t.Fatalf("one of two watches stopped: the held request ended: %d %q", res.code, res.body)
+	default:
+	}
+	// Marked again just before it stops: a marker left behind would hold for WatchedFresh more.
+	if err := MarkWatched(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := Unwatch(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	if res := await(t, ch); res.code != 403 || !strings.Contains(res.body, "watch stopped") {
+		t.Errorf("the last watch stopped: %d %q", res.code, res.body)
+	}
+	if d := time.Since(t0); d >= watchedFresh/2 {
+		t.Errorf("the held request was refused %s after the last watch stopped", d)
+	}
+	if res := await(t, send(t, c, "POST", "/next", "")); res.code != 403 || strings.Contains(res.body, "was asked") {
+		t.Errorf("after the watches stopped: %d %q, want refused at once", res.code, res.body)
+	}
+	if err := Unwatch(dir, "../x"); err == nil {
+		t.Error("Unwatch took a watcher that is not an id")
+	}
+	if err := MarkWatched(dir, "a/b"); err == nil {
+		t.Error("MarkWatched took a watcher that is not an id")
+	}
+	if err := Unwatch(dir, a); err != nil {
+		t.Errorf("Unwatch of a watch already gone: %v", err)
+	}
+	if err := Unwatch(t.TempDir(), a); err != nil {
+		t.Errorf("Unwatch of a session never watched: %v", err)
+	}
+	if err := MarkWatched(dir, a); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(filepath.Join(dir, HeldDir, watchedName+"."+a), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := MarkWatched(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, HeldDir, watchedName+"."+a)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the stale marker is still there: %v", err)
 	}
 }

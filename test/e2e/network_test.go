@@ -364,8 +364,9 @@ func TestNetworkPolicy(t *testing.T) {
 		}
 		cancel()
 		<-exited
-		// The watch has stopped: once its marker is stale (netpolicy.WatchedFresh), a refused
-		// connection is refused at once again, as it always is when nobody watches.
+		// The watch was killed (no clean quit takes its marker away: TestWatchTUIDecides): once
+		// its marker is stale (netpolicy.WatchedFresh), a refused connection is refused at once
+		// again, as it always is when nobody watches.
 		time.Sleep(netpolicy.WatchedFresh + time.Second)
 		t0 = time.Now()
 		out, _, text = runShell(t, s, "curl -sS --max-time 120 "+blocked)

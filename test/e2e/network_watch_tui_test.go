@@ -19,7 +19,8 @@ import (
 // the screen; o lets that one connection through (curl gets the host's answer), the next
 // connection to the same host is held again and d refuses it (curl reads that the person was
 // asked and refused it), a allows a third host for the session (the held curl goes through,
-// and so does the next one, never held: the policy has it).
+// and so does the next one, never held: the policy has it); once the watch quits, a refused
+// connection is refused at once again.
 func TestWatchTUIDecides(t *testing.T) {
 	port := hostServer(t)
 	testHostNames(t, "allowed.test", "once.test", "session.test")
@@ -111,6 +112,12 @@ func TestWatchTUIDecides(t *testing.T) {
 	}
 	w.Keys("q")
 	w.WaitFor(wait, "EXIT=0")
+	// A watch that quits takes its marker away: the agent's next refused connection is refused
+	// at once, as when nobody watches, not held until the marker is stale.
+	after, _, afterText := runShell(t, s, fmt.Sprintf("curl -sS --max-time 60 http://%s/after", target("once.test")))
+	if !strings.Contains(after.Stdout, "not on the allowlist") || strings.Contains(after.Stdout, "was asked") {
+		t.Errorf("right after the watch quit: want the plain refusal, got %s", afterText)
+	}
 	text, stderr, code := plugin(t, dir, "network", instanceName, "show", "--json")
 	var show struct {
 		Policy string `json:"policy"`

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
@@ -16,18 +17,22 @@ import (
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
-// RecordReader reads `net report`'s answer for the agent user of a session of t.
-type RecordReader func(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error)
+// RecordReader reads `net report`'s answer for the agent user of a session of t, for the watch
+// watcher (netpolicy.NewHeldID).
+type RecordReader func(ctx context.Context, t *sessionopen.Target, user, watcher string) ([]byte, error)
 
 // ReadRecord is the RecordReader of a running instance: root's runner answers through the
 // instance's connection, and, as a person watches, the guest's proxy holds the connections
 // the policy refuses while they decide (guest.Conn.NetWatch).
-func ReadRecord(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error) {
+func ReadRecord(ctx context.Context, t *sessionopen.Target, user, watcher string) ([]byte, error) {
 	if t.Conn == nil {
 		return nil, fmt.Errorf("instance %s is not running (%v): the agent makes no connection to watch", t.Instance.Name, t.ConnErr)
 	}
-	return t.Conn.NetWatch(ctx, user, netpolicy.MaxReportEntries)
+	return t.Conn.NetWatch(ctx, user, netpolicy.MaxReportEntries, watcher)
 }
+
+// endTimeout bounds what a watch that stops does to say so.
+const endTimeout = 5 * time.Second
 
 // HeldDecider hands the person's decision (netpolicy.DecisionOnce, DecisionDeny) on a
 // connection the guest's proxy holds for user (id: the record's) to the guest.
@@ -60,9 +65,18 @@ func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, rea
 		which += " [session " + st.Session + "]"
 	}
 	user := staging.AgentUser(st.ID)
+	// The watch's own markers, the guest's and the relay's: taken away when it ends (End).
+	watcher := netpolicy.NewHeldID()
+	m := &markers{}
+	dir := t.Store.SessionDir(st.ID)
 	return netwatch.Source{
 		Read: func(ctx context.Context) (*netpolicy.Record, error) {
-			data, err := read(ctx, t, user)
+			done, err := m.start()
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+			data, err := read(ctx, t, user, watcher)
 			if err != nil {
 				return nil, err
 			}
@@ -73,13 +87,33 @@ func WatchSource(t *sessionopen.Target, st *staging.State, flagsHint string, rea
 			return &rec, nil
 		},
 		Requests: func() ([]netwatch.Request, error) {
-			return RefusedRequests(t.Store.SessionDir(st.ID))
+			return RefusedRequests(dir)
 		},
 		HeldRequests: func() ([]netwatch.Request, error) {
-			return HeldRequests(t.Store.SessionDir(st.ID))
+			done, err := m.start()
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+			return HeldRequests(dir, watcher)
 		},
 		DecideRequest: func(id, decision string) error {
-			return secrets.DecideHeld(t.Store.SessionDir(st.ID), id, decision)
+			return secrets.DecideHeld(dir, id, decision)
+		},
+		// A clean stop is felt at once: what is held is refused now, and the agent's next
+		// refused connection is refused at once, not held until the markers are stale
+		// (netpolicy.WatchedFresh). Another watch keeps its own. Best effort, bounded: a
+		// marker left behind goes stale.
+		End: func(ctx context.Context) {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
+			defer cancel()
+			if !m.end(ctx) {
+				return
+			}
+			_ = secrets.Unwatch(dir, watcher)
+			if t.Conn != nil {
+				_ = t.Conn.NetUnwatch(ctx, user, watcher)
+			}
 		},
 		Allow: func(ctx context.Context, entry string, save bool) (string, error) {
 			return Allow(ctx, t, st, entry, save, flagsHint)
@@ -119,13 +153,52 @@ func RefusedRequests(dir string) ([]netwatch.Request, error) {
 	return out, nil
 }
 
+// markers tracks a watch's reads, each of which marks the watch (the guest's `net report
+// --watch`, the relay's secrets.MarkWatched), so that its end takes the markers away after the
+// last read, never before one that would make them again: the screen's reads run in
+// goroutines of their own, and one may be on its way when the person quits.
+type markers struct {
+	mu       sync.Mutex
+	marked   bool
+	ended    bool
+	inflight sync.WaitGroup
+}
+
+// start begins a read that marks the watch; done ends it. After end, no read starts.
+func (m *markers) start() (done func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ended {
+		return nil, errors.New("the watch has ended")
+	}
+	m.marked = true
+	m.inflight.Add(1)
+	return m.inflight.Done, nil
+}
+
+// end stops further reads and waits (bounded by ctx) for those on their way; it tells whether
+// any read marked the watch.
+func (m *markers) end(ctx context.Context) bool {
+	m.mu.Lock()
+	m.ended = true
+	marked := m.marked
+	m.mu.Unlock()
+	idle := make(chan struct{})
+	go func() { m.inflight.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-ctx.Done(): // a read stuck past the bound: its marker goes stale
+	}
+	return marked
+}
+
 // HeldRequests are the requests the session's relay holds now (secrets.HeldRequests, from the
 // session's host directory dir) as netwatch lists them; and, since a watch calls it at each
-// read, it says that a person watches (secrets.MarkWatched): the relay holds a refused request
-// only while that is fresh, as the guest's proxy holds a connection while `net report --watch`
-// runs.
-func HeldRequests(dir string) ([]netwatch.Request, error) {
-	if err := secrets.MarkWatched(dir); err != nil {
+// read, it says that the watch watcher runs (secrets.MarkWatched): the relay holds a refused
+// request only while that is fresh, as the guest's proxy holds a connection while `net report
+// --watch` runs.
+func HeldRequests(dir, watcher string) ([]netwatch.Request, error) {
+	if err := secrets.MarkWatched(dir, watcher); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil // no state directory: no relay either
 		}

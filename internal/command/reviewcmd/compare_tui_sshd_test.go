@@ -72,7 +72,7 @@ func compareHelper() int {
 	if record := os.Getenv("LMCP_H_RECORD"); record != "" {
 		// The agent's network record for w, in a file of the "guest" (the sshd's user has no
 		// sudo to ask root's runner for it), read through the review's own connection.
-		opts.ReadRecord = func(ctx context.Context, t *sessionopen.Target, _ string) ([]byte, error) {
+		opts.ReadRecord = func(ctx context.Context, t *sessionopen.Target, _, _ string) ([]byte, error) {
 			return t.Conn.ReadFile(ctx, record, netpolicy.MaxRecordBytes)
 		}
 	}

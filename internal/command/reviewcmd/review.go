@@ -234,6 +234,9 @@ func Run(ctx context.Context, opts *Options) error {
 		go func() { _, _ = sess.AgentSetup(ctx) }()
 	}
 	decisions, err := decide(opts, name, cs, paths, topts)
+	if topts.Watch != nil && topts.Watch.End != nil {
+		topts.Watch.End(ctx) // the w screen's watch, if it was opened
+	}
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func watchHelper() int {
 		Open: func(_ context.Context, name string) (*sessionopen.Target, error) {
 			return &sessionopen.Target{Instance: &instance.Instance{Name: name, Status: "Running"}, Store: staging.Store{Dir: os.Getenv("LMCP_W_STORE")}}, nil
 		},
-		ReadRecord: func(ctx context.Context, _ *sessionopen.Target, _ string) ([]byte, error) {
+		ReadRecord: func(ctx context.Context, _ *sessionopen.Target, _, _ string) ([]byte, error) {
 			return conn.ReadFile(ctx, record, netpolicy.MaxRecordBytes)
 		},
 		// The sshd's user has no sudo for `net decide`: the decision is written down for the

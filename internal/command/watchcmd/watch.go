@@ -90,6 +90,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return fmt.Errorf("the session's network policy is open: nothing is blocked, so there is nothing to watch. Put the agent under a policy by restarting its server with one: limactl mcp serve --network=none%s (or --network=allow:@go,example.com; limactl mcp configure --network=... for the agent's configuration); then blocked attempts show here", ref.Flag())
 	}
 	w := &watcher{opts: opts, nw: netwatch.New(networkcmd.WatchSource(t, st, ref.Flag(), opts.ReadRecord, opts.Decide, opts.Interval))}
+	defer w.nw.End(ctx)
 	if opts.JSON {
 		return w.stream(ctx)
 	}

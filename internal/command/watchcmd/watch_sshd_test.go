@@ -57,8 +57,8 @@ func writeRecordHeld(t *testing.T, f *sessiontest.Fixture, conn *guest.Conn, hel
 
 // readGuestRecord is Options.ReadRecord reading the test's record through the watch's own
 // connection to the guest.
-func readGuestRecord(f *sessiontest.Fixture) func(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error) {
-	return func(ctx context.Context, t *sessionopen.Target, user string) ([]byte, error) {
+func readGuestRecord(f *sessiontest.Fixture) func(ctx context.Context, t *sessionopen.Target, user, watcher string) ([]byte, error) {
+	return func(ctx context.Context, t *sessionopen.Target, user, watcher string) ([]byte, error) {
 		return t.Conn.ReadFile(ctx, recordPath(f), netpolicy.MaxRecordBytes)
 	}
 }
@@ -176,7 +176,9 @@ func TestWatchRefuses(t *testing.T) {
 	if err := run(watchcmd.Options{JSON: true, Interval: time.Hour}); err == nil || !strings.Contains(err.Error(), "is not between") {
 		t.Errorf("interval: %v", err)
 	}
-	if err := run(watchcmd.Options{JSON: true, ReadRecord: func(context.Context, *sessionopen.Target, string) ([]byte, error) { return nil, io.ErrUnexpectedEOF }}); err == nil || !strings.Contains(err.Error(), "reading the agent's network record: unexpected EOF") {
+	if err := run(watchcmd.Options{JSON: true, ReadRecord: func(context.Context, *sessionopen.Target, string, string) ([]byte, error) {
+		return nil, io.ErrUnexpectedEOF
+	}}); err == nil || !strings.Contains(err.Error(), "reading the agent's network record: unexpected EOF") {
 		t.Errorf("a failing read: %v", err)
 	}
 }

@@ -3,16 +3,16 @@ package enforce
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,6 +44,11 @@ const (
 
 func (l Layout) heldDir() string                { return filepath.Join(l.ConfigDir, "held") }
 func (l Layout) watchedFile(user string) string { return filepath.Join(l.heldDir(), user+".watched") }
+
+// watcherFile is the marker of one watch of user (its id: netpolicy.NewWatcherID's).
+func (l Layout) watcherFile(user, watcher string) string {
+	return filepath.Join(l.heldDir(), user+".watched."+watcher)
+}
 func (l Layout) pendingFile(user string) string {
 	return filepath.Join(l.heldDir(), user+".pending.json")
 }
@@ -71,24 +76,80 @@ type pendingConn struct {
 }
 
 // MarkWatched says that a person watches user now: while this is fresh (watchedFresh), the
-// proxy holds the connections of user that it would refuse.
-func MarkWatched(l Layout, user string) error {
+// proxy holds the connections of user that it would refuse. watcher names the watch (its own
+// marker, which Unwatch takes away when it stops; the markers of watches gone without it are
+// removed here once stale); "" is the one marker of a watch that names none.
+func MarkWatched(l Layout, user, watcher string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("net report --watch must run as root")
 	}
 	if err := CheckUserName(user); err != nil {
 		return err
 	}
+	name := l.watchedFile(user)
+	if watcher != "" {
+		if !netpolicy.CheckHeldID(watcher) {
+			return fmt.Errorf("watcher %q: not 16 hex digits", watcher)
+		}
+		name = l.watcherFile(user, watcher)
+	}
 	if err := ensureHeldDir(l); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(l.watchedFile(user), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600, true)
+	for _, stale := range watcherFiles(l, user) {
+		if !freshMarker(stale) {
+			_ = os.Remove(stale)
+		}
+	}
+	return atomicfile.WriteFile(name, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600, true)
 }
 
-// watched tells whether a person watches user now: the marker is a regular file of root's
-// (not followed when a link), written in the last watchedFresh.
+// Unwatch takes the marker of the watch watcher of user away (`net unwatch`, when the watch
+// stops): without another fresh one, the proxy refuses user's connections at once again, and
+// those it holds now as soon as it looks (holdPoll).
+func Unwatch(l Layout, user, watcher string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("net unwatch must run as root")
+	}
+	if err := CheckUserName(user); err != nil {
+		return err
+	}
+	if !netpolicy.CheckHeldID(watcher) {
+		return fmt.Errorf("watcher %q: not 16 hex digits", watcher)
+	}
+	if err := os.Remove(l.watcherFile(user, watcher)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// watched tells whether a person watches user now: one of its markers is fresh.
 func watched(l Layout, user string) bool {
-	st, err := os.Lstat(l.watchedFile(user))
+	if freshMarker(l.watchedFile(user)) {
+		return true
+	}
+	return slices.ContainsFunc(watcherFiles(l, user), freshMarker)
+}
+
+// watcherFiles are the paths of the markers of user's named watches in heldDir (root's, 0700).
+func watcherFiles(l Layout, user string) []string {
+	entries, err := os.ReadDir(l.heldDir())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if id, ok := strings.CutPrefix(e.Name(), user+".watched."); ok && netpolicy.CheckHeldID(id) {
+			out = append(out, filepath.Join(l.heldDir(), e.Name()))
+		}
+	}
+	return out
+}
+
+// freshMarker tells whether the marker at path is a regular file of root's (not followed when
+// a link), written in the last watchedFresh.
+func freshMarker(path string) bool {
+	st, err := os.Lstat(path)
 	if err != nil || !st.Mode().IsRegular() {
 		return false
 	}
@@ -192,12 +253,6 @@ type heldBook struct {
 	byUser map[string][]pendingConn
 }
 
-func newHeldID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // holdFor is how long the proxy holds a connection (tests shorten it).
 func (p *Proxy) holdDuration() time.Duration {
 	if p.holdFor > 0 {
@@ -272,7 +327,7 @@ func (p *Proxy) hold(c net.Conn, br *bufio.Reader, user UserPolicy, policy netpo
 		return notHeld
 	}
 	now := time.Now()
-	h := pendingConn{ID: newHeldID(), Host: host, Port: port, Since: now.UTC(), Deadline: now.Add(p.holdDuration()).UTC(), Command: p.command(c)}
+	h := pendingConn{ID: netpolicy.NewHeldID(), Host: host, Port: port, Since: now.UTC(), Deadline: now.Add(p.holdDuration()).UTC(), Command: p.command(c)}
 	if !p.addHeld(user.User, h) {
 		return notHeld
 	}

@@ -2,7 +2,9 @@ package enforce
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -42,7 +44,7 @@ func (f *proxyFixture) curlAsync(args ...string) <-chan curlResult {
 // until the test ends.
 func (f *proxyFixture) watch(t *testing.T) {
 	t.Helper()
-	if err := MarkWatched(f.layout, "lmcp-test"); err != nil {
+	if err := MarkWatched(f.layout, "lmcp-test", ""); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -56,7 +58,7 @@ func (f *proxyFixture) watch(t *testing.T) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				_ = MarkWatched(f.layout, "lmcp-test")
+				_ = MarkWatched(f.layout, "lmcp-test", "")
 			}
 		}
 	}()
@@ -240,7 +242,7 @@ func TestProxyNotHeldWhenNotWatched(t *testing.T) {
 	}
 	f.waitHeld(t, 0)
 	f.endWatch()
-	if err := MarkWatched(f.layout, "lmcp-test"); err != nil {
+	if err := MarkWatched(f.layout, "lmcp-test", ""); err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-time.Minute)
@@ -297,5 +299,86 @@ func TestProxyHeldCapAndHangUp(t *testing.T) {
 		if r := wait(t, res); !strings.Contains(r.out, "refused it") {
 			t.Errorf("denied: %s", r.out)
 		}
+	}
+}
+
+// Two named watches of one agent: while either marker is fresh a refused connection is held.
+// The first stopping cleanly (Unwatch) changes nothing for the second's held connection; the
+// last stopping refuses what is held at once ("the watch ended", not WatchedFresh later) and
+// the next refused connection is refused at once, not held. A watch killed without Unwatch
+// leaves a marker that goes stale, and the next watch's mark removes it.
+func TestProxyUnwatchEndsTheHoldAtOnce(t *testing.T) {
+	f := startProxyFixture(t, "allow:localhost")
+	a, b := netpolicy.NewHeldID(), netpolicy.NewHeldID()
+	for _, w := range []string{a, b} {
+		if err := MarkWatched(f.layout, "lmcp-test", w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := f.upstream.Listener.Addr().(*net.TCPAddr).Port
+	target := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	res := f.curlAsync("-i", target)
+	f.waitHeld(t, 1)
+	if err := Unwatch(f.layout, "lmcp-test", a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * holdPoll)
+	select {
+	case r := <-res:
+		t.Fatalf("one of two watches stopped: the held connection ended: exit %d\n%s", r.code, r.out)
+	default:
+	}
+	f.waitHeld(t, 1)
+	// Marked again just before it stops: a marker left behind would hold for WatchedFresh more.
+	if err := MarkWatched(f.layout, "lmcp-test", b); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := Unwatch(f.layout, "lmcp-test", b); err != nil {
+		t.Fatal(err)
+	}
+	r := wait(t, res)
+	if !strings.Contains(r.out, "403") || !strings.Contains(r.out, "the watch ended before they allowed it") {
+		t.Errorf("the last watch stopped: want the refusal naming it, got exit %d\n%s", r.code, r.out)
+	}
+	if d := time.Since(t0); d >= watchedFresh/2 {
+		t.Errorf("the held connection was refused %s after the last watch stopped: its marker was left to go stale", d)
+	}
+	f.waitHeld(t, 0)
+	r = wait(t, f.curlAsync("-i", target))
+	if !strings.Contains(r.out, "403") || strings.Contains(r.out, "was asked") {
+		t.Errorf("after the watches stopped: want the plain refusal, got exit %d\n%s", r.code, r.out)
+	}
+
+	// Bad input: refused, nothing removed.
+	if err := Unwatch(f.layout, "lmcp-test", "../held"); err == nil {
+		t.Error("Unwatch took a watcher that is not an id")
+	}
+	if err := MarkWatched(f.layout, "lmcp-test", "x/../y"); err == nil {
+		t.Error("MarkWatched took a watcher that is not an id")
+	}
+	if err := Unwatch(f.layout, "lmcp-test", a); err != nil {
+		t.Errorf("Unwatch of a watch already gone: %v", err)
+	}
+
+	// A killed watch's marker: stale, not counted, removed by the next mark.
+	if err := MarkWatched(f.layout, "lmcp-test", a); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(f.layout.watcherFile("lmcp-test", a), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if watched(f.layout, "lmcp-test") {
+		t.Error("a stale marker counts as a watch")
+	}
+	if err := MarkWatched(f.layout, "lmcp-test", b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(f.layout.watcherFile("lmcp-test", a)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the stale marker is still there: %v", err)
+	}
+	if !watched(f.layout, "lmcp-test") {
+		t.Error("a fresh named marker does not count as a watch")
 	}
 }
