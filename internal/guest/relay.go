@@ -23,21 +23,17 @@ type AgentSecrets struct {
 	Serve func(ctx context.Context, c net.Conn, target string) error
 	// ServeRuled relays one connection addressed to a host that method and path rules only
 	// name (Setup.RuleTargets), checking each request against rules, the ones the proxy sent:
-	// secrets.Relay.ServeRuled. It closes c. nil: such connections are refused.
-	ServeRuled func(ctx context.Context, c net.Conn, target string, rules []string) error
+	// secrets.Relay.ServeRuled; command is the one behind the connection, as the proxy
+	// found it ("": none; the agent's text). It closes c. nil: such connections are refused.
+	ServeRuled func(ctx context.Context, c net.Conn, target string, rules []string, command string) error
 	// Held are the requests the relay holds now while the person watching decides
 	// (secrets.Relay.Held; nil: none are).
 	Held func() []netpolicy.HeldConn
 }
 
-const (
-	// maxRelayLine bounds the line the guest's proxy writes first: host:port, then for a
-	// rule target a space and its rules joined by ',' (netpolicy's own spelling), and a
-	// newline.
-	maxRelayLine = 16 << 10
-	// relayLineTimeout bounds the wait for it.
-	relayLineTimeout = 30 * time.Second
-)
+// relayLineTimeout bounds the wait for the line the guest's proxy writes first
+// (netpolicy.RelayLine).
+const relayLineTimeout = 30 * time.Second
 
 // startRelay asks the guest's sshd, on l's own connection, to listen on the agent's relay
 // socket (in the directory `net ensure` made for the Lima user), and relays every connection
@@ -61,9 +57,9 @@ func serveRelay(ln net.Listener, s *AgentSecrets, log *slog.Logger) func() {
 	})
 }
 
-// serveRelayConn reads the line the proxy wrote (at most maxRelayLine bytes, within
-// relayLineTimeout): a bound host:port by its form, or a rule target and its rules; the relay
-// checks the target against its own) and hands the rest of the connection to s. An SSH channel
+// serveRelayConn reads the line the proxy wrote (netpolicy.RelayLine, within relayLineTimeout):
+// a bound host:port by its form, or a rule target, its rules and perhaps the command behind it;
+// the relay checks the target against its own) and hands the rest of the connection to s. An SSH channel
 // has no deadlines, which the relay bounds every wait with: it gets one end of a net.Pipe,
 // which has, copied to and from the channel (closing either end ends both).
 func serveRelayConn(ctx context.Context, ch net.Conn, s *AgentSecrets) error {
@@ -76,19 +72,23 @@ func serveRelayConn(ctx context.Context, ch net.Conn, s *AgentSecrets) error {
 		}
 		return err
 	}
-	target, rules, ruled := strings.Cut(line, " ")
-	if _, _, err := netpolicy.SplitBoundHost(target); err != nil {
+	rl, err := netpolicy.ParseRelayLine(line)
+	if err != nil {
 		ch.Close()
 		return err
 	}
-	if !ruled {
-		return s.Serve(ctx, withDeadlines(ch), target)
+	if _, _, err := netpolicy.SplitBoundHost(rl.Target); err != nil {
+		ch.Close()
+		return err
 	}
-	if s.ServeRuled == nil || rules == "" {
+	if len(rl.Rules) == 0 {
+		return s.Serve(ctx, withDeadlines(ch), rl.Target)
+	}
+	if s.ServeRuled == nil {
 		ch.Close()
 		return errors.New("the proxy asked for a rule target's relay, which this connection does not hold")
 	}
-	return s.ServeRuled(ctx, withDeadlines(ch), target, strings.Split(rules, ","))
+	return s.ServeRuled(ctx, withDeadlines(ch), rl.Target, rl.Rules, rl.Command)
 }
 
 // withDeadlines is ch as a net.Conn whose deadlines work (an SSH channel's do not): one end of
@@ -113,7 +113,7 @@ func withDeadlines(ch net.Conn) net.Conn {
 func readRelayLine(r io.Reader) (string, error) {
 	var b strings.Builder
 	buf := make([]byte, 1)
-	for b.Len() < maxRelayLine {
+	for b.Len() < netpolicy.MaxRelayLine {
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return "", errors.New("the connection ended before the proxy's line")
 		}
@@ -122,5 +122,5 @@ func readRelayLine(r io.Reader) (string, error) {
 		}
 		b.WriteByte(buf[0])
 	}
-	return "", fmt.Errorf("the proxy's line is longer than %d bytes", maxRelayLine)
+	return "", fmt.Errorf("the proxy's line is longer than %d bytes", netpolicy.MaxRelayLine)
 }

@@ -58,6 +58,9 @@ type Request struct {
 	Port         int
 	Method, Path string
 	Reason       string
+	// Command is the command behind the request's connection, as the guest's proxy found it
+	// ("": none): the agent's text.
+	Command string
 	// ID and Deadline are those of a request the relay holds (Source.HeldRequests).
 	ID       string
 	Deadline time.Time
@@ -135,7 +138,7 @@ func (w *Watch) Read(ctx context.Context) ([]Destination, error) {
 	}
 	evs := make([]event, len(reqs))
 	for i, r := range reqs {
-		evs[i] = event{at: r.Time, d: Destination{Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path, Via: ViaRelay, Reason: r.Reason}}
+		evs[i] = event{at: r.Time, d: Destination{Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path, Via: ViaRelay, Reason: r.Reason, Command: r.Command}}
 	}
 	return append(changed, w.reqs.addEvents(evs)...), nil
 }
@@ -175,7 +178,7 @@ func (w *Watch) heldList() []Destination {
 			continue
 		}
 		out = append(out, Destination{Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path, Attempts: 1, First: r.Time, Last: r.Time,
-			Via: ViaRelay, Held: true, ID: r.ID, SecondsLeft: max(0, int(time.Until(r.Deadline)/time.Second))})
+			Command: r.Command, Via: ViaRelay, Held: true, ID: r.ID, SecondsLeft: max(0, int(time.Until(r.Deadline)/time.Second))})
 	}
 	slices.SortStableFunc(out, func(a, b Destination) int { return a.First.Compare(b.First) })
 	return out

@@ -62,7 +62,10 @@ type HeldRequest struct {
 	// Host is the target, host:port.
 	Host string
 	// Method and Path are the request's, the path as sent (escaped), capped: the agent's.
-	Method, Path    string
+	Method, Path string
+	// Command is the command behind its connection, as the guest's proxy found it ("":
+	// none; Relay.ServeRuled): the agent's text.
+	Command         string `json:",omitempty"`
 	Since, Deadline time.Time
 }
 
@@ -338,7 +341,7 @@ func (r *Relay) holdFor() time.Duration {
 
 // hold holds the request (target, method, the escaped path) while a person watches the
 // session (r.HoldDir), until they decide, bounded by holdFor and by ctx.
-func (r *Relay) hold(ctx context.Context, target, method, path string) holdOutcome {
+func (r *Relay) hold(ctx context.Context, target, method, path, command string) holdOutcome {
 	if r.HoldDir == "" {
 		return notHeld
 	}
@@ -354,7 +357,7 @@ func (r *Relay) hold(ctx context.Context, target, method, path string) holdOutco
 	_, _ = rand.Read(raw[:])
 	now := time.Now()
 	h := HeldRequest{ID: HeldIDPrefix + hex.EncodeToString(raw[:]), Host: target, Method: capPath(method), Path: capPath(path),
-		Since: now.UTC(), Deadline: now.Add(r.holdFor()).UTC()}
+		Command: command, Since: now.UTC(), Deadline: now.Add(r.holdFor()).UTC()}
 	if !r.holding.add(h) {
 		return notHeld
 	}

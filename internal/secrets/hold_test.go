@@ -131,7 +131,7 @@ func TestRelayHoldsWhileWatched(t *testing.T) {
 	keepWatched(t, dir)
 	ch := send(t, c, "PUT", "/o/r.x/pkg+1", "the-body")
 	held := waitHeld(t, dir, 1)[0]
-	if held.Method != "PUT" || held.Path != "/o/r.x/pkg+1" || held.Host != unboundHost+":443" || !CheckHeldID(held.ID) {
+	if held.Method != "PUT" || held.Path != "/o/r.x/pkg+1" || held.Host != unboundHost+":443" || !CheckHeldID(held.ID) || held.Command != ruledCommand {
 		t.Errorf("held %+v", held)
 	}
 	if left := time.Until(held.Deadline); left < 50*time.Second || left > time.Minute+time.Second {

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
@@ -63,6 +64,10 @@ type Use struct {
 	// Once: the rules refused it, and the person watching let it through, that one only
 	// (hold.go).
 	Once bool `json:",omitempty"`
+	// Command is, for a request the rules refused, the command line of the agent's process
+	// behind its connection as the guest's proxy found it (ServeRuled; the agent's text, at
+	// most netpolicy.MaxEntryCommand bytes).
+	Command string `json:",omitempty"`
 }
 
 // Recorder takes every Use. It must not block for long (the request waits for it).
@@ -127,8 +132,16 @@ func (r *Relay) Serve(ctx context.Context, conn net.Conn, target string) error {
 // other one 403 without sending it on. Nothing is injected; an upgrade (a WebSocket) is
 // refused, since what it carries could not be read. ErrNotBound: target is not one of
 // RuleTargets, or rules are not rules for it.
-func (r *Relay) ServeRuled(ctx context.Context, conn net.Conn, target string, rules []string) error {
+//
+// command is the command line of the agent's process behind the connection, as the guest's
+// proxy found it ("": none; the agent's text, dropped when longer than
+// netpolicy.MaxEntryCommand or not UTF-8): a request the rules refuse or hold is logged and
+// listed with it (Use.Command, HeldRequest.Command), so that `watch` names it.
+func (r *Relay) ServeRuled(ctx context.Context, conn net.Conn, target string, rules []string, command string) error {
 	defer conn.Close()
+	if len(command) > netpolicy.MaxEntryCommand || !utf8.ValidString(command) {
+		command = ""
+	}
 	target = strings.ToLower(target)
 	host, port, err := net.SplitHostPort(target)
 	if err != nil || r.CA == nil || !slices.Contains(r.RuleTargets, target) {
@@ -139,7 +152,7 @@ func (r *Relay) ServeRuled(ctx context.Context, conn net.Conn, target string, ru
 	if err != nil || len(pol.RulesFor(host, portNum)) == 0 {
 		return fmt.Errorf("%w: the rules for %s are not rules for it (%v)", ErrNotBound, target, err)
 	}
-	return (&session{relay: r, target: target, host: host, port: port, rules: &pol, portNum: portNum}).run(ctx, conn)
+	return (&session{relay: r, target: target, host: host, port: port, rules: &pol, portNum: portNum, command: command}).run(ctx, conn)
 }
 
 // run serves conn as c until either side ends it or ctx is done (which closes both sides).
@@ -189,8 +202,10 @@ type session struct {
 	host, port string
 	secrets    []Secret
 	// rules, when set, decide each request (ServeRuled); portNum is port's number.
-	rules     *netpolicy.Policy
-	portNum   int
+	rules   *netpolicy.Policy
+	portNum int
+	// command is the one behind the connection (ServeRuled), logged with a refusal.
+	command   string
 	up        *tls.Conn
 	upR       *bufio.Reader
 	upW       *bufio.Writer
@@ -305,12 +320,13 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 	if c.rules != nil {
 		use.Rules = true
 		if why := c.checkRules(req); why != "" {
+			use.Command = c.command
 			ask := "limactl mcp network INSTANCE allow HOST[:PORT][/PATH][:METHODS]"
 			rule, err := netpolicy.ExactRule(c.host, c.portNum, req.Method, req.URL.EscapedPath())
 			if err == nil {
 				ask = "limactl mcp network INSTANCE allow " + rule + ", or the a key of limactl mcp watch INSTANCE, which lists it"
 				// A request a person could allow as it is waits for them while they watch.
-				switch out := c.relay.hold(ctx, c.target, req.Method, req.URL.EscapedPath()); out {
+				switch out := c.relay.hold(ctx, c.target, req.Method, req.URL.EscapedPath(), c.command); out {
 				case allowedOnce:
 					use.Once = true
 				case holdEnded:

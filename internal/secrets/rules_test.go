@@ -20,7 +20,11 @@ import (
 // ruledRelay is a relay that terminates unboundHost:443 for method and path rules only (no
 // secret), reaching the harness's fake for it, and a client that trusts its session CA only
 // (so a request answered at all went through the relay), each connection served by
-// ServeRuled with rules.
+// ServeRuled with rules, as made by ruledCommand.
+// ruledCommand is the command the guest's proxy names behind ruledRelay's connections (the
+// agent's text: quotes, a newline).
+const ruledCommand = "git push origin 'main'\n--force"
+
 func ruledRelay(t *testing.T, h *harness, rules []string) (*Relay, *Log, *http.Client) {
 	t.Helper()
 	target := unboundHost + ":443"
@@ -45,7 +49,7 @@ func ruledRelay(t *testing.T, h *harness, rules []string) (*Relay, *Log, *http.C
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = r.ServeRuled(context.Background(), relayEnd, target, rules)
+				_ = r.ServeRuled(context.Background(), relayEnd, target, rules, ruledCommand)
 			}()
 			return client, nil
 		},
@@ -100,6 +104,14 @@ func TestRelayRulesReadOnlyGit(t *testing.T) {
 	if want := unboundHost + ": 4 HTTPS requests allowed by the network rules, 4 refused (the last: GET /ws)"; sum != want {
 		t.Errorf("summary %q, want %q", sum, want)
 	}
+	// A refused request names the command behind its connection (the proxy's, on its line);
+	// an allowed one does not need it.
+	uses, _ := log.Uses()
+	for _, u := range uses {
+		if want := map[bool]string{true: ruledCommand, false: ""}[u.Refused]; u.Command != want {
+			t.Errorf("%s %s (refused %v) logged with the command %q, want %q", u.Method, u.Path, u.Refused, u.Command, want)
+		}
+	}
 }
 
 // TestRelayRulesRefusesWhatItDoesNotTerminate: ServeRuled serves only its rule targets, with
@@ -118,7 +130,7 @@ func TestRelayRulesRefusesWhatItDoesNotTerminate(t *testing.T) {
 		{unboundHost + ":443", nil},                                  // none
 		{unboundHost + ":443", []string{unboundHost + ":ro", "@go"}}, // a preset among them
 	} {
-		if err := r.ServeRuled(context.Background(), nopConn(), cs.target, cs.rules); !errors.Is(err, ErrNotBound) {
+		if err := r.ServeRuled(context.Background(), nopConn(), cs.target, cs.rules, ""); !errors.Is(err, ErrNotBound) {
 			t.Errorf("ServeRuled(%s, %q) = %v, want ErrNotBound", cs.target, cs.rules, err)
 		}
 	}
@@ -134,7 +146,9 @@ func TestRelayRulesRefusalReadsTheBody(t *testing.T) {
 	target := unboundHost + ":443"
 	client, relayEnd := net.Pipe()
 	served := make(chan error, 1)
-	go func() { served <- r.ServeRuled(context.Background(), relayEnd, target, []string{unboundHost + ":ro"}) }()
+	go func() {
+		served <- r.ServeRuled(context.Background(), relayEnd, target, []string{unboundHost + ":ro"}, strings.Repeat("x", 201))
+	}()
 	pool := x509.NewCertPool()
 	pool.AddCert(r.CA.Certificate())
 	tc := tls.Client(client, &tls.Config{RootCAs: pool, ServerName: unboundHost})
@@ -162,5 +176,9 @@ func TestRelayRulesRefusalReadsTheBody(t *testing.T) {
 	}
 	if sum := strings.Join(log.RequestsSummary(), "\n"); !strings.Contains(sum, "1 refused (the last: PUT /e2e-project)") {
 		t.Errorf("summary %q", sum)
+	}
+	// A command longer than the proxy ever sends is dropped, not logged.
+	if uses, _ := log.Uses(); len(uses) != 1 || uses[0].Command != "" {
+		t.Errorf("the log of a refusal behind a 201-byte command: %+v", uses)
 	}
 }

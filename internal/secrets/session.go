@@ -91,8 +91,8 @@ func (s *Session) Serve(ctx context.Context, c net.Conn, target string) error {
 func (s *Session) Held() []netpolicy.HeldConn { return s.Relay.Held() }
 
 // ServeRuled is Relay.ServeRuled (for guest.AgentSecrets).
-func (s *Session) ServeRuled(ctx context.Context, c net.Conn, target string, rules []string) error {
-	return s.Relay.ServeRuled(ctx, c, target, rules)
+func (s *Session) ServeRuled(ctx context.Context, c net.Conn, target string, rules []string, command string) error {
+	return s.Relay.ServeRuled(ctx, c, target, rules, command)
 }
 
 // FileLog is a Recorder that keeps the uses in memory (Log) and appends each to the session's

@@ -103,16 +103,24 @@ curl -sS --max-time 30 -o /dev/null -w 'GET-REFS=%{http_code}\n' 'https://github
 		t.Errorf("status does not show the rules' requests:\n%s", st)
 	}
 
-	// watch lists the refused push as the rule that would allow exactly it.
+	// watch lists the refused push as the rule that would allow exactly it, with the command
+	// behind it (the guest's proxy names it to the relay: git's https helper, cloning
+	// github.com/o/r.git).
 	const rule = "github.com:443/o/r.git/git-receive-pack:POST"
 	w := startWatchJSON(t, dir)
+	var refusedBy string
 	w.waitLine(t, func(line string) bool {
 		var d struct {
-			Method, Path, Via string
-			Held              bool
+			Method, Path, Via, Command string
+			Held                       bool
 		}
-		return json.Unmarshal([]byte(line), &d) == nil && d.Method == "POST" && d.Path == "/o/r.git/git-receive-pack" && d.Via == "relay" && !d.Held
+		ok := json.Unmarshal([]byte(line), &d) == nil && d.Method == "POST" && d.Path == "/o/r.git/git-receive-pack" && d.Via == "relay" && !d.Held
+		refusedBy = d.Command
+		return ok
 	})
+	if !strings.Contains(refusedBy, "github.com/o/r.git") {
+		t.Errorf("the refused push names the command %q, want git's helper for github.com/o/r.git", refusedBy)
+	}
 
 	// While the watch runs, the relay holds the next push instead of refusing it; `network
 	// once ID` (the watch's o) lets that one through, and the policy stays as it was.
@@ -133,14 +141,14 @@ git push -q origin HEAD:main 2>&1; echo "PUSH-EXIT=$?"`
 		pushed <- shellResult{out, stderr, err}
 	}()
 	var held struct {
-		ID, Method, Path, Via string
-		Held                  bool
-		SecondsLeft           int `json:"seconds_left"`
+		ID, Method, Path, Via, Command string
+		Held                           bool
+		SecondsLeft                    int `json:"seconds_left"`
 	}
 	w.waitLine(t, func(line string) bool {
 		return json.Unmarshal([]byte(line), &held) == nil && held.Held && held.Via == "relay" && held.Method == "POST" && held.Path == "/o/r.git/git-receive-pack"
 	})
-	if !strings.HasPrefix(held.ID, secrets.HeldIDPrefix) || held.SecondsLeft < 30 {
+	if !strings.HasPrefix(held.ID, secrets.HeldIDPrefix) || held.SecondsLeft < 30 || !strings.Contains(held.Command, "github.com/o/r.git") {
 		t.Errorf("the held push: %+v", held)
 	}
 	if slices.Contains(srv.seen(), "POST /o/r.git/git-receive-pack") {

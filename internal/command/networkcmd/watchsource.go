@@ -148,7 +148,7 @@ func RefusedRequests(dir string) ([]netwatch.Request, error) {
 		if !ok {
 			continue
 		}
-		out = append(out, netwatch.Request{Time: u.Time, Host: host, Port: n, Method: u.Method, Path: u.Path, Reason: "refused by the network rules"})
+		out = append(out, netwatch.Request{Time: u.Time, Host: host, Port: n, Method: u.Method, Path: u.Path, Reason: "refused by the network rules", Command: u.Command})
 	}
 	return out, nil
 }
@@ -214,7 +214,7 @@ func HeldRequests(dir, watcher string) ([]netwatch.Request, error) {
 		if !ok {
 			continue
 		}
-		out = append(out, netwatch.Request{Time: h.Since, Host: host, Port: n, Method: h.Method, Path: h.Path,
+		out = append(out, netwatch.Request{Time: h.Since, Host: host, Port: n, Method: h.Method, Path: h.Path, Command: h.Command,
 			Reason: "refused by the network rules, held while you decide", ID: h.ID, Deadline: h.Deadline})
 	}
 	return out, nil

@@ -84,7 +84,7 @@ func (h *heldRelay) send(method, path, body string, rules []string) <-chan strin
 	h.wg.Add(2)
 	go func() {
 		defer h.wg.Done()
-		_ = h.relay.ServeRuled(context.Background(), relayEnd, "github.com:443", rules)
+		_ = h.relay.ServeRuled(context.Background(), relayEnd, "github.com:443", rules, "git push origin main")
 	}()
 	go func() {
 		defer h.wg.Done()
@@ -165,7 +165,7 @@ func TestWatchTUIHeldRelayRequests(t *testing.T) {
 	}
 
 	once := h.send("PUT", "/o/r/releases/1", "the-asset", rules)
-	s.WaitFor(wait, "> HELD github.com:443/o/r/releases/1:PUT", "s left")
+	s.WaitFor(wait, "> HELD github.com:443/o/r/releases/1:PUT", "s left", "by git push origin main")
 	if n := len(h.requests()); n != 0 {
 		t.Fatalf("the server got %d requests while one was held", n)
 	}

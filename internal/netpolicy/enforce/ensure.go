@@ -90,7 +90,7 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 		// their relay, CA and placeholders, and their bound hosts in the allowlist.
 		if kept, ok := keptSecrets(l, o.User); ok {
 			policy = policy.WithHosts(kept.hosts)
-			up.Policy, up.SecretHosts, up.RuleTargets, up.RelayUID = policy.String(), kept.secretHosts, kept.ruleTargets, kept.relayUID
+			up.Policy, up.SecretHosts, up.RuleTargets, up.RelayUID, up.RelayCommands = policy.String(), kept.secretHosts, kept.ruleTargets, kept.relayUID, kept.relayCommands
 			keptEnv = kept.env
 			envMode = 0o640
 		}
@@ -101,7 +101,7 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 		if err := ensureSecrets(ctx, l, o.User, o.StagingUID, o.StagingGID, o.Secrets); err != nil {
 			return netpolicy.EnsureResult{}, err
 		}
-		up.SecretHosts, up.RuleTargets, up.RelayUID = o.Secrets.Hosts, o.Secrets.RuleTargets, o.StagingUID
+		up.SecretHosts, up.RuleTargets, up.RelayUID, up.RelayCommands = o.Secrets.Hosts, o.Secrets.RuleTargets, o.StagingUID, true
 		envMode = 0o640 // the placeholders: the agent's own (its group), no other agent's
 	}
 	res.Policy = policy.String()

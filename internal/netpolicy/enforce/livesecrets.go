@@ -17,7 +17,9 @@ type keptFromSetup struct {
 	secretHosts []string
 	ruleTargets []string
 	relayUID    int
-	env         string
+	// relayCommands: the relay reads the command behind a connection (UserPolicy.RelayCommands).
+	relayCommands bool
+	env           string
 }
 
 // keptSecrets reads what the user's set-up left in root's files (its policy file and
@@ -28,7 +30,7 @@ func keptSecrets(l Layout, user string) (keptFromSetup, bool) {
 	if err != nil || len(up.SecretHosts)+len(up.RuleTargets) == 0 || up.RelayUID <= 0 {
 		return keptFromSetup{}, false
 	}
-	k := keptFromSetup{secretHosts: up.SecretHosts, ruleTargets: up.RuleTargets, relayUID: up.RelayUID}
+	k := keptFromSetup{secretHosts: up.SecretHosts, ruleTargets: up.RuleTargets, relayUID: up.RelayUID, relayCommands: up.RelayCommands}
 	for _, hp := range up.SecretHosts {
 		if h, _, err := netpolicy.SplitBoundHost(hp); err == nil {
 			k.hosts = append(k.hosts, h)

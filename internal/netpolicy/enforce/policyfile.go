@@ -28,6 +28,11 @@ type UserPolicy struct {
 	// to the relay too, with the rules: it terminates TLS and checks each request.
 	RuleTargets []string `json:"rule_targets,omitempty"`
 	RelayUID    int      `json:"relay_uid,omitempty"`
+	// RelayCommands: the session's relay reads the command behind a connection on its line
+	// (netpolicy.RelayLine), which the proxy then sends to it for a rule target. Set by the
+	// set-up of a runner that writes it (its host's relay is of the same build); a relay of an
+	// older host would read the command as part of the rules and refuse the connection.
+	RelayCommands bool `json:"relay_commands,omitempty"`
 }
 
 // parsed checks a policy file's content (the name, the uid, the spec) and returns its policy.

@@ -376,8 +376,12 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 	}
 	if line, ok := ruleTarget(user, policy, host, port); ok {
 		// A host that method and path rules only name, whose HTTPS the relay reads: it checks
-		// each request against the rules given on its line.
-		p.tunnelToRelay(c, br, user, host, port, line)
+		// each request against the rules given on its line, and names the command behind a
+		// request it refuses.
+		if user.RelayCommands {
+			line.Command = p.command(c)
+		}
+		p.tunnelToRelay(c, br, user, host, port, line.String())
 		return
 	}
 	upstream, reason, ok := p.open(c, br, user, policy, host, port)

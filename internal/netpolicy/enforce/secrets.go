@@ -194,19 +194,20 @@ func updateTrust(ctx context.Context, l Layout, gone []byte) error {
 }
 
 // ruleTarget is the relay's line for a CONNECT to host:port that user's relay terminates for
-// its method and path rules (netpolicy.RuleTargets): "host:port RULE,RULE...", the rules the
-// policy has for it now (a live change included). ok is false when the relay does not
-// terminate it, or when a plain entry allows the host:port (a tunnel then) or no rule names it.
-func ruleTarget(user UserPolicy, policy netpolicy.Policy, host string, port int) (line string, ok bool) {
+// its method and path rules (netpolicy.RuleTargets): the target and the rules the policy has
+// for it now (a live change included); the caller adds the command when the relay reads it.
+// ok is false when the relay does not terminate it, or when a plain entry allows the
+// host:port (a tunnel then) or no rule names it.
+func ruleTarget(user UserPolicy, policy netpolicy.Policy, host string, port int) (line netpolicy.RelayLine, ok bool) {
 	if len(user.RuleTargets) == 0 || policy.AllowsPort(host, port) {
-		return "", false
+		return line, false
 	}
 	target := fmt.Sprintf("%s:%d", strings.TrimSuffix(strings.ToLower(host), "."), port)
 	rules := policy.RulesFor(host, port)
 	if !slices.Contains(user.RuleTargets, target) || len(rules) == 0 {
-		return "", false
+		return line, false
 	}
-	return target + " " + strings.Join(rules, ","), true
+	return netpolicy.RelayLine{Target: target, Rules: rules}, true
 }
 
 // boundTarget says whether host:port is one of user's bound hosts (a trailing dot and case

@@ -404,10 +404,21 @@ func TestTrustStoreByDistribution(t *testing.T) {
 // or when a plain entry allows it, it does not.
 func TestProxyHandsRuleTargetsToTheRelay(t *testing.T) {
 	f := startSecretsFixture(t)
+	relayCommands := false
 	write := func(policy string) {
 		u, _ := user.Lookup(f.agent)
 		uid, _ := strconv.Atoi(u.Uid)
-		writePolicy(t, f.layout, UserPolicy{User: "lmcp-test", UID: uid, Policy: policy, RuleTargets: []string{"ruled.test:443"}, RelayUID: uid})
+		writePolicy(t, f.layout, UserPolicy{User: "lmcp-test", UID: uid, Policy: policy, RuleTargets: []string{"ruled.test:443"}, RelayUID: uid, RelayCommands: relayCommands})
+	}
+	relayLine := func(out string) netpolicy.RelayLine {
+		t.Helper()
+		_, rest, _ := strings.Cut(out, "relay got ")
+		line, _, _ := strings.Cut(rest, "\n")
+		l, err := netpolicy.ParseRelayLine(strings.TrimSpace(line))
+		if err != nil {
+			t.Errorf("the relay's line %q: %v", line, err)
+		}
+		return l
 	}
 	write("allow:localhost,ruled.test:ro,ruled.test/*/git-upload-pack:POST")
 	f.restartProxy(t)
@@ -420,6 +431,18 @@ func TestProxyHandsRuleTargetsToTheRelay(t *testing.T) {
 		if !strings.Contains(out, rule) {
 			t.Errorf("the relay's line lacks the rule %s: %s", rule, out)
 		}
+	}
+	// A relay that does not say it reads the command (an older host's) gets none on its line.
+	if l := relayLine(out); l.Command != "" {
+		t.Errorf("a command sent to a relay that does not read it: %+v", l)
+	}
+	// One that does (RelayCommands: this build's set-up) gets the command behind the
+	// connection: the agent's curl, found by its socket.
+	relayCommands = true
+	write("allow:localhost,ruled.test:ro,ruled.test/*/git-upload-pack:POST")
+	out, code = f.curlAs(t, "-p", "http://ruled.test:443/with-command")
+	if l := relayLine(out); code != 0 || !strings.HasPrefix(l.Command, "curl ") || !strings.Contains(l.Command, "http://ruled.test:443/with-command") || len(l.Rules) != 2 {
+		t.Errorf("the relay's line for a relay that reads the command: %+v (exit %d)\n%s", l, code, out)
 	}
 	// Another port: not a rule target; refused as a tunnel the proxy cannot read.
 	out, _ = f.curlAs(t, "-i", "-p", "http://ruled.test:8443/")
