@@ -19,6 +19,26 @@ type SyncReport struct {
 	CheckpointError string `json:"checkpoint_error,omitempty"`
 }
 
+// HostUnchanged says whether the host has no edit since the baseline of the stored session id,
+// read on the host alone under the session's lock: a sync would copy nothing, and need not
+// reach the guest (under a network policy, set its agent up) to say so.
+func (s Store) HostUnchanged(ctx context.Context, id string) (bool, error) {
+	unlock, err := s.Lock(id, time.Minute)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	st, base, err := s.LoadID(id)
+	if err != nil {
+		return false, err
+	}
+	cs, err := HostChanges(ctx, st, base)
+	if err != nil {
+		return false, err
+	}
+	return len(cs.Changes) == 0, nil
+}
+
 // Sync brings host edits made since the baseline into the guest copy. A path the agent also
 // changed is a conflict: the guest's version is kept and the path stays pending for review.
 func (s *Session) Sync(ctx context.Context) (*SyncReport, error) {

@@ -2,12 +2,15 @@ package synccmd_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/command/synccmd"
 	"github.com/limactl-mcp/limactl-mcp/internal/iostreams"
+	"github.com/limactl-mcp/limactl-mcp/internal/sessionopen"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sessiontest"
 )
 
@@ -49,17 +52,20 @@ func removeHost(t *testing.T, f *sessiontest.Fixture, rel string) {
 // On a terminal, sync says what it waits for.
 func TestSyncShowsProgressOnATerminal(t *testing.T) {
 	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
+	f.WriteHost("a.txt", "edited\n") // something to copy: the guest is reached
 	ios, _, _, errOut := iostreams.Test()
 	ios.SetTTY(false, true)
 	if err := synccmd.Run(context.Background(), &synccmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: f.Opener()}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "Connecting to " + sessiontest.Instance + "… comparing " + f.Workdir + " with its staged copy…\n"; errOut.String() != want {
+	if want := "Connecting to " + sessiontest.Instance + "… comparing " + f.Workdir + " with its staged copy…\n"; !strings.HasPrefix(errOut.String(), want) {
 		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }
 
-// A sync with no host edit to bring in says so, and changes nothing.
+// A sync with no host edit to bring in says so, and changes nothing; it says so without
+// reaching the guest: the instance stopped (no connection at all), the answer is the same,
+// while a host edit then needs the guest and the sync says why it cannot.
 func TestSyncNothing(t *testing.T) {
 	f := sessiontest.New(t, map[string]string{"a.txt": "a\n"})
 	f.Guest("echo agent > a.txt")
@@ -72,5 +78,27 @@ func TestSyncNothing(t *testing.T) {
 	}
 	if got := f.Guest("cat a.txt"); got != "agent\n" {
 		t.Errorf("guest copy after sync: %q", got)
+	}
+
+	stopped := func(ctx context.Context, name string) (*sessionopen.Target, error) {
+		t, err := f.Opener()(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		t.Conn.Close()
+		t.Conn, t.ConnErr, t.Instance.Status = nil, errors.New("instance is stopped"), "Stopped"
+		return t, nil
+	}
+	ios, _, out, _ = iostreams.Test()
+	if err := synccmd.Run(context.Background(), &synccmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: stopped}); err != nil {
+		t.Fatalf("nothing to copy, the instance stopped: %v", err)
+	}
+	if want := "Nothing to copy: the host has no edit since the copy was staged (or last synced) that the guest copy lacks.\n"; out.String() != want {
+		t.Errorf("nothing to copy, the instance stopped: stdout %q", out)
+	}
+	f.WriteHost("b.txt", "new\n")
+	ios, _, _, _ = iostreams.Test()
+	if err := synccmd.Run(context.Background(), &synccmd.Options{IO: ios, Instance: sessiontest.Instance, Workdir: f.Workdir, Open: stopped}); err == nil {
+		t.Error("a host edit to copy into a stopped instance: no error")
 	}
 }
