@@ -153,11 +153,11 @@ func (a *Agent) As(runner, cmd string) string {
 	return "exec sudo -n " + shellquote.Quote(runner) + " net as --user " + a.User + " -- sh -c " + shellquote.Quote("cd && "+cmd)
 }
 
-// setupScript sets the agent up under policy (CurrentPolicy's) (as the Lima user, with sudo)
-// and prints what `net ensure` reported: a line of JSON. Every file operation on the agent's home, the copy and their
-// parents is `net ensure`'s (--own: made when missing, and handed over, by directory
-// descriptors with no symbolic link followed); the files carried into the agent's home are
-// written as the agent (through `net as`), never by root or the Lima user.
+// setupScript sets the agent up under policy, CurrentPolicy's (as the Lima user, with sudo),
+// and prints what `net ensure` reported: a line of JSON. Every file operation on the agent's
+// home, the copy and their parents is `net ensure`'s (--own: made when missing, and handed
+// over, by directory descriptors with no symbolic link followed); the files carried into the
+// agent's home are written as the agent (through `net as`), never by root or the Lima user.
 func (a *Agent) setupScript(exe, policy string) string {
 	q := shellquote.Quote
 	var b strings.Builder

@@ -45,7 +45,7 @@ const (
 func (l Layout) heldDir() string                { return filepath.Join(l.ConfigDir, "held") }
 func (l Layout) watchedFile(user string) string { return filepath.Join(l.heldDir(), user+".watched") }
 
-// watcherFile is the marker of one watch of user (its id: netpolicy.NewWatcherID's).
+// watcherFile is the marker of one watch of user (its id: netpolicy.NewHeldID's).
 func (l Layout) watcherFile(user, watcher string) string {
 	return filepath.Join(l.heldDir(), user+".watched."+watcher)
 }
