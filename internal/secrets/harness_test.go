@@ -32,6 +32,13 @@ const (
 	geminiHost    = "generativelanguage.googleapis.com"
 	githubHost    = "github.com"
 	unboundHost   = "uploads.example.net" // allowed by the front, bound to nothing
+	// Codex's ChatGPT login (login_test.go).
+	chatgptHost    = "chatgpt.com"
+	openaiAuthHost = "auth.openai.com"
+	// Gemini CLI's Google login.
+	googleOAuthHost = "oauth2.googleapis.com"
+	codeAssistHost  = "cloudcode-pa.googleapis.com"
+	googleAPIsHost  = "www.googleapis.com"
 )
 
 type harness struct {
@@ -54,6 +61,8 @@ type harness struct {
 
 	sseStep   chan struct{}
 	serveErrs []error
+	// answerFirst, when set, answers a request before answer does (true: it did).
+	answerFirst func(host string, w http.ResponseWriter, r *http.Request) bool
 }
 
 type seenRequest struct {
@@ -116,11 +125,11 @@ func newHarness(t testing.TB) *harness {
 	h.caFile = filepath.Join(h.dir, CACertFile)
 	fakeDir := filepath.Join(h.dir, "fake")
 	os.Mkdir(fakeDir, 0o700)
-	if h.fakeCA, err = OpenCA(fakeDir, []string{anthropicHost, geminiHost, githubHost, unboundHost}); err != nil {
+	if h.fakeCA, err = OpenCA(fakeDir, []string{anthropicHost, geminiHost, githubHost, unboundHost, chatgptHost, openaiAuthHost, googleOAuthHost, codeAssistHost, googleAPIsHost}); err != nil {
 		t.Fatal(err)
 	}
 	h.fakeFile = filepath.Join(fakeDir, CACertFile)
-	for _, host := range []string{anthropicHost, geminiHost, githubHost, unboundHost} {
+	for _, host := range []string{anthropicHost, geminiHost, githubHost, unboundHost, chatgptHost, openaiAuthHost, googleOAuthHost, codeAssistHost, googleAPIsHost} {
 		h.addrs[host+":443"] = h.startFake(t, host)
 	}
 	roots := x509.NewCertPool()
@@ -154,8 +163,11 @@ func (h *harness) startFake(t testing.TB, host string) string {
 		dump, _ := httputil.DumpRequest(r, r.URL.Path != "/hangup") // /hangup never reads its body
 		h.mu.Lock()
 		h.seen = append(h.seen, seenRequest{host: host, dump: string(dump), req: r})
+		first := h.answerFirst
 		h.mu.Unlock()
-		h.answer(host, w, r)
+		if first == nil || !first(host, w, r) {
+			h.answer(host, w, r)
+		}
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })

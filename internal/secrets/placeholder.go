@@ -55,6 +55,39 @@ type Secret struct {
 // Set is a session's secrets.
 type Set struct {
 	secrets []Secret
+	logins  []*Login
+}
+
+// WithLogins adds agents' subscription logins to s (login.go); s may be nil.
+func (s *Set) WithLogins(logins ...*Login) *Set {
+	if s == nil {
+		s = &Set{}
+	}
+	s.logins = append(s.logins, logins...)
+	return s
+}
+
+// Logins are s's logins.
+func (s *Set) Logins() []*Login { return slices.Clone(s.logins) }
+
+// LoginScript is the guest script's part that writes the logins' files, with placeholders
+// ("": no login).
+func (s *Set) LoginScript() (string, error) {
+	if s == nil {
+		return "", nil
+	}
+	return loginScript(s.logins)
+}
+
+// loginsFor are the logins that target (host:port) takes part in.
+func (s *Set) loginsFor(target string) []*Login {
+	var out []*Login
+	for _, l := range s.logins {
+		if slices.Contains(l.Kind.APIHosts, target) || l.Kind.TokenTarget == target {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // Resolve reads the value of every spec on the host and makes each a placeholder. The first
@@ -119,6 +152,13 @@ func (s *Set) Hosts() []string {
 			}
 		}
 	}
+	for _, l := range s.logins {
+		for _, h := range append(slices.Clone(l.Kind.APIHosts), l.Kind.TokenTarget) {
+			if !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+	}
 	slices.Sort(hosts)
 	return hosts
 }
@@ -153,6 +193,11 @@ func (s *Set) Values() []string {
 	for _, sec := range s.secrets {
 		values = append(values, sec.Value)
 	}
+	for _, l := range s.logins {
+		if t, err := l.current(); err == nil {
+			values = append(values, t.all()...)
+		}
+	}
 	return values
 }
 
@@ -161,6 +206,9 @@ func (s *Set) Names() []string {
 	var names []string
 	for _, sec := range s.secrets {
 		names = append(names, sec.Name)
+	}
+	for _, l := range s.logins {
+		names = append(names, l.Kind.Name)
 	}
 	return names
 }

@@ -121,7 +121,7 @@ func (r *Relay) Serve(ctx context.Context, conn net.Conn, target string) error {
 	if err != nil || r.Set == nil || r.CA == nil || !r.Set.Bound(target) {
 		return ErrNotBound
 	}
-	return (&session{relay: r, target: target, host: host, port: port, secrets: r.Set.For(target)}).run(ctx, conn)
+	return (&session{relay: r, target: target, host: host, port: port, secrets: r.Set.For(target), logins: r.Set.loginsFor(target)}).run(ctx, conn)
 }
 
 // ServeRuled relays one connection from the guest's proxy to target, a host:port that the
@@ -201,6 +201,8 @@ type session struct {
 	target     string
 	host, port string
 	secrets    []Secret
+	// logins are the agents' logins the target takes part in (login.go).
+	logins []*Login
 	// rules, when set, decide each request (ServeRuled); portNum is port's number.
 	rules   *netpolicy.Policy
 	portNum int
@@ -349,6 +351,30 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 		}
 	}
 	injected := inject(req, c.secrets)
+	// The logins' tokens are the host file's now (another process, or the person's agent on
+	// the host, may have refreshed them).
+	var refreshed *Login
+	var loginTokensNow []loginTokens
+	for _, l := range c.logins {
+		t, err := l.current()
+		if err != nil {
+			return fail(http.StatusBadGateway, "%s: %v", l.Kind.Name, err)
+		}
+		loginTokensNow = append(loginTokensNow, t)
+		if l.inject(req, t) {
+			injected = append(injected, l.Kind.Name)
+		}
+		if l.isRefresh(c.target, req) {
+			swapped, err := l.swapRefresh(req, t)
+			if err != nil {
+				return fail(http.StatusBadRequest, "%s: %v", l.Kind.Name, err)
+			}
+			if swapped {
+				refreshed = l
+				injected = append(injected, l.Kind.Name)
+			}
+		}
+	}
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""} // else req.Write adds Go's
 	}
@@ -397,8 +423,25 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 		break
 	}
 	use.Status = resp.StatusCode
+	if refreshed != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		// The answer to a refresh: its tokens stay on the host (login.go).
+		body, err := refreshed.takeTokens(resp)
+		resp.Body.Close()
+		if err != nil {
+			keep, ferr := fail(http.StatusBadGateway, "%s: %v", refreshed.Kind.Name, err)
+			c.abort(wrote)
+			return keep, ferr
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.TransferEncoding = nil
+		resp.Header.Del("Content-Encoding")
+	}
 	c.relay.record(use)
 	scrub := newScrubber(c.secrets)
+	for _, t := range loginTokensNow {
+		scrub.addMasked(t.all()...)
+	}
 	for k, vs := range resp.Header {
 		for i, v := range vs {
 			resp.Header[k][i] = scrub.replace(v)
@@ -720,6 +763,14 @@ func newScrubber(secrets []Secret) *scrubber {
 		s.pairs = append(s.pairs, [2][]byte{[]byte(sec.Value), []byte(echoMask(sec))})
 	}
 	return s
+}
+
+// addMasked adds values masked with PlaceholderMark and '*' (a login's tokens).
+func (s *scrubber) addMasked(values ...string) {
+	for _, v := range values {
+		mask := (PlaceholderMark + strings.Repeat("*", len(v)))[:len(v)]
+		s.pairs = append(s.pairs, [2][]byte{[]byte(v), []byte(mask)})
+	}
 }
 
 func (s *scrubber) replace(v string) string {

@@ -90,6 +90,13 @@ func (s *Set) sharePlaceholders(root *os.Root, dir string) error {
 		}
 		next[sec.Name] = sec.Placeholder
 	}
+	for _, l := range s.logins {
+		if ph, ok := kept[l.Kind.Name]; ok && samePlaceholderForm(ph, Secret{Placeholder: l.Mark, Value: "-"}) {
+			l.Mark = ph
+			continue
+		}
+		next[l.Kind.Name] = l.Mark
+	}
 	if maps.Equal(next, kept) {
 		return nil
 	}

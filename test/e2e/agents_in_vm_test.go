@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -54,13 +57,37 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 	stamp := fmt.Sprintf("claude %s, codex %s, gemini %s, node %s", claudeVersion, codexVersion, geminiVersion, node)
 	copyAgentsToGuest(t, stamp, claudeDir, codexDir, googleDir, node)
 
-	prov := startAgentsProvider(t, "api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com")
+	prov := startAgentsProvider(t, "api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "chatgpt.com", "auth.openai.com",
+		"oauth2.googleapis.com", "cloudcode-pa.googleapis.com", "www.googleapis.com")
+	// Codex's ChatGPT login on the host (what `codex login` writes), its tokens made up: the
+	// fake chatgpt.com refuses the first access token as expired, the fake token endpoint
+	// takes the first refresh token once and answers the second set.
+	loginFile := filepath.Join(homeWorkdir(t), "auth.json") // the Lima user's, as a person's would be
+	login1, login2 := e2eLoginTokens(1), e2eLoginTokens(2)
+	b, err := json.Marshal(map[string]any{"OPENAI_API_KEY": nil, "last_refresh": "2026-11-30T00:00:00Z",
+		"tokens": map[string]string{"access_token": login1[0], "id_token": login1[1], "refresh_token": login1[2], "account_id": "acct-e2e"}})
+	mustT(t, err)
+	mustT(t, os.WriteFile(loginFile, b, 0o600))
+	mustT(t, os.Chown(loginFile, vmUID(t), vmGID(t)))
+	prov.login = &e2eLogin{expired: login1[0], refresh: login1[2], next: login2}
+	// Gemini CLI's Google login on the host, expired: the fake token endpoint takes the
+	// refresh token (Google keeps it) and answers a new access token.
+	googleFile := filepath.Join(filepath.Dir(loginFile), "oauth_creds.json")
+	b, err = json.Marshal(map[string]any{"access_token": "ya29.E2EREALgoogle1", "refresh_token": "1//E2EREALgoogleRefresh",
+		"id_token": e2eLoginTokens(1)[1], "scope": "https://www.googleapis.com/auth/cloud-platform openid", "token_type": "Bearer",
+		"expiry_date": time.Now().Add(-time.Hour).UnixMilli()})
+	mustT(t, err)
+	mustT(t, os.WriteFile(googleFile, b, 0o600))
+	mustT(t, os.Chown(googleFile, vmUID(t), vmGID(t)))
+	prov.google = &e2eGoogle{refresh: "1//E2EREALgoogleRefresh", access: "ya29.E2EREALgoogle1"}
 	dir := homeWorkdir(t)
 	mustT(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644))
 	_ = os.Chown(filepath.Join(dir, "README.md"), vmUID(t), vmGID(t))
 	discardOnCleanup(t, dir)
 	hook := []string{
-		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + prov.ln.Addr().String() + ",api.openai.com:443=" + prov.ln.Addr().String() + ",generativelanguage.googleapis.com:443=" + prov.ln.Addr().String(),
+		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + prov.ln.Addr().String() + ",api.openai.com:443=" + prov.ln.Addr().String() + ",generativelanguage.googleapis.com:443=" + prov.ln.Addr().String() +
+			",chatgpt.com:443=" + prov.ln.Addr().String() + ",auth.openai.com:443=" + prov.ln.Addr().String() +
+			",oauth2.googleapis.com:443=" + prov.ln.Addr().String() + ",cloudcode-pa.googleapis.com:443=" + prov.ln.Addr().String() + ",www.googleapis.com:443=" + prov.ln.Addr().String(),
 		secrets.TestCAEnv + "=" + prov.caFile,
 	}
 
@@ -70,6 +97,12 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 		header, sent string
 		// network is the session's policy (default allow:nothing-else.invalid).
 		network string
+		// login, when set, is the --login flag instead of --secret (secret names what the
+		// log and status call it; HOLDS is then what the agent's login file, holds, holds);
+		// expired is the token the fake refuses, before the refresh.
+		login, holds, expired string
+		// after checks the login's host file.
+		after func(t *testing.T)
 	}{
 		{
 			name: "claude", secret: "ANTHROPIC_API_KEY", value: "sk-ant-api03-e2eCLAUDEvalue-0123456789abcdef", host: "api.anthropic.com",
@@ -95,17 +128,59 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 			header: "Authorization", sent: "Bearer sk-ant-oat01-e2eCLAUDEoauth-0123456789abcdef",
 			network: "open",
 		},
+		{
+			// A ChatGPT subscription: Codex's login file in the guest holds placeholders; its
+			// first token is refused as expired, it refreshes through the relay, and goes on
+			// with the new token, which the relay keeps on the host.
+			name: "codex-chatgpt", secret: "codex-login", login: "codex=file:" + loginFile, host: "chatgpt.com",
+			script: "timeout 240 " + agentsDir + "/codex exec --skip-git-repo-check 'say hi' </dev/null",
+			header: "Authorization", sent: "Bearer " + login2[0], value: "E2EREAL", expired: "Bearer " + login1[0],
+			holds: `"$HOME/.codex/auth.json"`,
+			after: func(t *testing.T) {
+				var host struct{ Tokens map[string]string }
+				hostFile, err := os.ReadFile(loginFile)
+				mustT(t, err)
+				mustT(t, json.Unmarshal(hostFile, &host))
+				if host.Tokens["access_token"] != login2[0] || host.Tokens["refresh_token"] != login2[2] || prov.login.refreshes() != 1 {
+					t.Errorf("after %d refreshes the host's login file holds %v", prov.login.refreshes(), host.Tokens)
+				}
+			},
+		},
+		{
+			// A Google login: Gemini CLI's credentials file in the guest holds placeholders and
+			// an expiry past; it refreshes through the relay, checks the new token at tokeninfo
+			// and calls Code Assist with it.
+			name: "gemini-google", secret: "gemini-login", login: "gemini=file:" + googleFile, host: "cloudcode-pa.googleapis.com",
+			script: "GOOGLE_GENAI_USE_GCA=true GEMINI_CLI_TRUST_WORKSPACE=true timeout 240 " + agentsDir + "/node " + agentsDir + "/gemini-cli/bundle/gemini.js -p 'say hi' </dev/null",
+			header: "Authorization", sent: "Bearer ya29.E2EREALgoogle2", value: "E2EREAL",
+			holds: `"$HOME/.gemini/oauth_creds.json"`,
+			after: func(t *testing.T) {
+				var host map[string]any
+				hostFile, err := os.ReadFile(googleFile)
+				mustT(t, err)
+				mustT(t, json.Unmarshal(hostFile, &host))
+				if host["access_token"] != "ya29.E2EREALgoogle2" || host["refresh_token"] != "1//E2EREALgoogleRefresh" || prov.google.refreshes() != 1 {
+					t.Errorf("after %d refreshes the host's login file holds %v", prov.google.refreshes(), host)
+				}
+			},
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(prov.requests())
 			script := `echo "HOLDS=$` + c.secret + `"; ` + c.script + `; echo "AGENT-EXIT=$?"`
+			env, flag := append([]string{c.secret + "=" + c.value}, hook...), []string{"--secret", c.secret}
+			if c.login != "" {
+				// What the agent's file holds after its run (the refreshed placeholders).
+				script = c.script + `; echo "AGENT-EXIT=$?"; echo "HOLDS=$(tr -d '\n ' < ` + c.holds + `)"`
+				env, flag = hook, []string{"--login", c.login}
+			}
 			network := c.network
 			if network == "" {
 				network = "allow:nothing-else.invalid"
 			}
 			t0 := time.Now()
-			stdout, stderr, code := mcpShell(t, dir, append([]string{c.secret + "=" + c.value}, hook...),
-				"--network="+network, "--secret", c.secret, "--no-review", instanceName, "--", "sh", "-c", script)
+			stdout, stderr, code := mcpShell(t, dir, env,
+				append(append([]string{"--network=" + network}, flag...), "--no-review", instanceName, "--", "sh", "-c", script)...)
 			t.Logf("%s in the guest: exit %d in %s\nstdout:\n%s\nstderr:\n%s", c.name, code, time.Since(t0).Round(time.Second), tailLines(stdout, 15), tailLines(stderr, 15))
 			// The second agent's run resumes the session the first one staged: its set-up must
 			// still put the bound host on the allowlist (it did not, before).
@@ -128,6 +203,8 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 				switch got := r.headers[c.header]; {
 				case got == c.sent:
 					withValue++
+				case c.expired != "" && got == c.expired:
+					// the first token, which the fake refuses as expired
 				case got != "":
 					t.Errorf("%s got %s %q, not the value", c.host, c.header, got)
 				}
@@ -135,10 +212,13 @@ func TestSecretsRealAgentsInVM(t *testing.T) {
 			if withValue == 0 {
 				t.Errorf("%s never reached %s with the value in %s (%d requests reached the provider)", c.name, c.host, c.header, len(reqs))
 			}
+			if c.after != nil {
+				c.after(t)
+			}
 		})
 	}
 	st, _, code := plugin(t, dir, "status", instanceName)
-	for _, want := range []string{"ANTHROPIC_API_KEY used", "CODEX_API_KEY used", "GEMINI_API_KEY used", "CLAUDE_CODE_OAUTH_TOKEN used"} {
+	for _, want := range []string{"ANTHROPIC_API_KEY used", "CODEX_API_KEY used", "GEMINI_API_KEY used", "CLAUDE_CODE_OAUTH_TOKEN used", "codex-login used", "gemini-login used"} {
 		if code != 0 || !strings.Contains(st, want) {
 			t.Errorf("status does not say %q: %s", want, st)
 		}
@@ -164,6 +244,102 @@ type agentsProvider struct {
 	caFile string
 	mu     sync.Mutex
 	got    []providerRequest
+	login  *e2eLogin
+	google *e2eGoogle
+}
+
+// e2eLogin is the fake side of Codex's ChatGPT login: chatgpt.com refuses the expired access
+// token (401), auth.openai.com/oauth/token takes the refresh token once and answers next.
+type e2eLogin struct {
+	expired, refresh string
+	next             [3]string
+	mu               sync.Mutex
+	n                int
+}
+
+func (l *e2eLogin) refreshes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+func (l *e2eLogin) answer(host string, w http.ResponseWriter, r *http.Request) bool {
+	switch {
+	case host == "chatgpt.com" && r.Header.Get("Authorization") == "Bearer "+l.expired:
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"Your authentication token has expired.","code":"token_expired"}}`)
+		return true
+	case host == "auth.openai.com" && r.URL.Path == "/oauth/token":
+		var m map[string]any
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		_ = json.Unmarshal(body, &m)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.n > 0 || m["refresh_token"] != l.refresh {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"invalid_grant"}`)
+			return true
+		}
+		l.n++
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": l.next[0], "id_token": l.next[1], "refresh_token": l.next[2], "expires_in": 864000})
+		return true
+	}
+	return false
+}
+
+// e2eGoogle is the fake side of Gemini CLI's Google login: oauth2.googleapis.com's token
+// endpoint takes the refresh token (a form) once and answers a new access token; tokeninfo
+// and www.googleapis.com know only the current one; Code Assist answers the provider's 400.
+type e2eGoogle struct {
+	refresh, access string
+	mu              sync.Mutex
+	n               int
+}
+
+func (g *e2eGoogle) refreshes() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+func (g *e2eGoogle) answer(host string, w http.ResponseWriter, r *http.Request) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case host == "oauth2.googleapis.com" && r.URL.Path == "/token":
+		_ = r.ParseForm()
+		if g.n > 0 || r.PostForm.Get("refresh_token") != g.refresh {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":"invalid_grant"}`)
+			return true
+		}
+		g.n++
+		g.access = "ya29.E2EREALgoogle2"
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": g.access, "expires_in": 3599, "token_type": "Bearer",
+			"scope": "https://www.googleapis.com/auth/cloud-platform openid", "id_token": e2eLoginTokens(2)[1]})
+		return true
+	case host == "oauth2.googleapis.com" || host == "www.googleapis.com":
+		if r.Header.Get("Authorization") != "Bearer "+g.access {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"invalid_token"}`)
+			return true
+		}
+		io.WriteString(w, `{"expires_in":3500,"scope":"https://www.googleapis.com/auth/cloud-platform openid","email":"person@example.com"}`)
+		return true
+	}
+	return false
+}
+
+// e2eLoginTokens are a made-up ChatGPT login's access, id and refresh tokens (JWTs of a
+// payload Codex reads, with a signature that says they are the real ones).
+func e2eLoginTokens(n int) [3]string {
+	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
+	head := enc(map[string]string{"alg": "RS256", "typ": "JWT"})
+	return [3]string{
+		head + "." + enc(map[string]any{"exp": 2000000000 + n, "https://api.openai.com/auth": map[string]string{"chatgpt_account_id": "acct-e2e", "chatgpt_plan_type": "plus"}}) + fmt.Sprintf(".E2EREALaccessSig%d", n),
+		head + "." + enc(map[string]any{"email": "person@example.com", "n": n}) + fmt.Sprintf(".E2EREALidSig%d", n),
+		fmt.Sprintf("rt_E2EREALrefresh%d", n),
+	}
 }
 
 type providerRequest struct {
@@ -184,15 +360,20 @@ func startAgentsProvider(t *testing.T, hosts ...string) *agentsProvider {
 	mustT(t, err)
 	p := &agentsProvider{ln: ln}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body)) // for the login's token endpoint
 		req := providerRequest{host: strings.ToLower(r.TLS.ServerName), method: r.Method, path: r.URL.Path, headers: map[string]string{}}
 		for _, h := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
 			req.headers[h] = r.Header.Get(h)
 		}
 		p.mu.Lock()
 		p.got = append(p.got, req)
+		login, google := p.login, p.google
 		p.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
+		if login != nil && login.answer(req.host, w, r) || google != nil && google.answer(req.host, w, r) {
+			return
+		}
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"error":{"type":"invalid_request_error","code":400,"status":"INVALID_ARGUMENT","message":"the e2e fake provider has no model"}}`)
 	})}

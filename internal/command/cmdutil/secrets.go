@@ -21,10 +21,12 @@ import (
 type SecretFlags struct {
 	Specs []string
 	Agent bool
+	// Logins are --login (shell only: an agent in the VM logged in with its subscription).
+	Logins []string
 }
 
 // Any says whether a secret was asked for.
-func (f SecretFlags) Any() bool { return len(f.Specs) > 0 || f.Agent }
+func (f SecretFlags) Any() bool { return len(f.Specs) > 0 || f.Agent || len(f.Logins) > 0 }
 
 // Args are the flags again, for a command line (configure writes them into the agent's
 // config: specs, never a value).
@@ -36,6 +38,9 @@ func (f SecretFlags) Args() []string {
 	if f.Agent {
 		args = append(args, "--agent-secrets")
 	}
+	for _, l := range f.Logins {
+		args = append(args, "--login="+l)
+	}
 	return args
 }
 
@@ -43,6 +48,11 @@ func (f SecretFlags) Args() []string {
 func AddSecretFlags(cmd *cobra.Command, f *SecretFlags) {
 	cmd.Flags().StringArrayVar(&f.Specs, "secret", nil, "A secret the agent may use but never read: `NAME[@HOST,...][=env:VAR|cmd:COMMAND|file:PATH]`, read on the host; the guest gets a placeholder, which the relay on the host replaces in requests to the bound hosts (repeatable; docs/secrets.md; under --network none refused)")
 	cmd.Flags().BoolVar(&f.Agent, "agent-secrets", false, "Pass the known agents' API keys that are set on the host as secrets (--agent-env's keys, never entering the VM)")
+}
+
+// AddLoginFlag adds --login to cmd (shell: the agent runs in the VM).
+func AddLoginFlag(cmd *cobra.Command, f *SecretFlags) {
+	cmd.Flags().StringArrayVar(&f.Logins, "login", nil, "An agent's subscription login to use in the VM, its tokens kept on the host: `AGENT[=PATH]` (codex: its ChatGPT login, ~/.codex/auth.json); the guest gets the file with placeholders, the relay puts the tokens in and keeps a refresh's new ones in the host's file (repeatable; docs/secrets.md)")
 }
 
 // ResolveSecrets parses the flags and reads every value on the host (before the VM is
@@ -58,10 +68,27 @@ func ResolveSecrets(ctx context.Context, f SecretFlags, lookup func(string) (str
 	if err != nil {
 		return nil, err
 	}
-	if len(specs) == 0 {
+	if len(specs) == 0 && f.Agent && len(f.Logins) == 0 {
 		return nil, fmt.Errorf("--agent-secrets: none of %s is set on the host", strings.Join(secrets.AgentSecretNames, ", "))
 	}
-	return secrets.Resolve(ctx, &secrets.Reader{LookupEnv: lookup}, specs)
+	var logins []*secrets.Login
+	seen := map[string]bool{}
+	for _, s := range f.Logins {
+		l, err := secrets.ParseLogin(s, lookup)
+		if err != nil {
+			return nil, err
+		}
+		if seen[l.Kind.Agent] {
+			return nil, fmt.Errorf("--login %s given twice", l.Kind.Agent)
+		}
+		seen[l.Kind.Agent] = true
+		logins = append(logins, l)
+	}
+	set, err := secrets.Resolve(ctx, &secrets.Reader{LookupEnv: lookup}, specs)
+	if err != nil {
+		return nil, err
+	}
+	return set.WithLogins(logins...), nil
 }
 
 // WireSecrets gives the planned session's agent the secrets of set: the session CA (kept in

@@ -84,6 +84,7 @@ unless --sync is given.`,
 	flags.StringArrayVar(&opts.Env, "env", nil, "Pass the host's environment variable `NAME` to the guest, or set NAME=VALUE (repeatable)")
 	flags.BoolVar(&opts.AgentEnv, "agent-env", false, "Pass the API keys and endpoints of the known agents that are set on the host (see docs/shell.md); the keys' values enter the VM: --agent-secrets keeps them on the host")
 	cmdutil.AddSecretFlags(cmd, &opts.Secrets)
+	cmdutil.AddLoginFlag(cmd, &opts.Secrets)
 	flags.BoolVar(&opts.Sync, "sync", false, "Bring host edits made since the copy was staged or last synced into it first (as `limactl mcp sync`)")
 	flags.BoolVarP(&opts.Yes, "yes", "y", false, "After the command, apply every change that is not a conflict, without asking (conflicts are listed, not applied)")
 	flags.BoolVar(&opts.NoReview, "no-review", false, "After the command, leave the changes pending in the guest copy (review them later with `limactl mcp review`)")

@@ -76,6 +76,8 @@ type Options struct {
 	// redact are the values of the session's secrets, which the timeline never records
 	// (set by Run once they are read).
 	redact []string
+	// loginScript writes the --login files into the guest before the command (secrets.Set.LoginScript).
+	loginScript string
 	// mark is the command's mark in its processes' environment (previews.go).
 	mark string
 }
@@ -167,6 +169,12 @@ func Run(ctx context.Context, opts *Options) error {
 	if _, err := cmdutil.WireSecrets(t, plan, secretSet, ios.ErrOut); err != nil {
 		return err
 	}
+	// The logins' files, with the session's placeholders (made or taken by WireSecrets).
+	loginScript, lerr := secretSet.LoginScript()
+	if lerr != nil {
+		return lerr
+	}
+	opts.loginScript = loginScript
 	if rerr := plan.Release(ctx); rerr != nil {
 		return rerr
 	}
@@ -415,7 +423,7 @@ func runCommand(ctx context.Context, tm *terminal.Terminal, sess *staging.Sessio
 	if filter != nil {
 		prefix = filter.prefix
 	}
-	req.Script = sess.CheckCopyScript(prefix) + probe.Start() + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after, opts.mark)
+	req.Script = sess.CheckCopyScript(prefix) + probe.Start() + opts.loginScript + commandScript(guestDir, opts.Shell, opts.Command, env, tty, after, opts.mark)
 	switch {
 	case len(env) > 0 && !tty:
 		// The values, first on the command's standard input (envfile.go).

@@ -1,0 +1,308 @@
+package secrets
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A fake ChatGPT login: JWTs of a made-up payload with a signature that marks them real.
+func fakeJWT(payload map[string]any, sig string) string {
+	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
+	return enc(map[string]string{"alg": "RS256", "typ": "JWT"}) + "." + enc(payload) + "." + sig
+}
+
+type fakeLogin struct {
+	mu      sync.Mutex
+	refresh string // the refresh token the fake auth.openai.com takes now
+	n       int    // refreshes done
+	answer  func(w http.ResponseWriter) bool
+}
+
+func loginTokensN(n int) (access, id, refresh string) {
+	return fakeJWT(map[string]any{"exp": 2000000000 + n, "https://api.openai.com/auth": map[string]string{"chatgpt_account_id": "acct-e2e"}}, fmt.Sprintf("REALaccessSIG%d", n)),
+		fakeJWT(map[string]any{"email": "person@example.com", "n": n}, fmt.Sprintf("REALidSIG%d", n)),
+		fmt.Sprintf("rt_REALrefresh%d", n)
+}
+
+// newLoginHarness is the harness with a Codex login whose host file is in a temporary
+// directory, and fakes of chatgpt.com and auth.openai.com (which rotates the refresh token).
+func newLoginHarness(t *testing.T) (*harness, *Login, *fakeLogin) {
+	h := newHarness(t)
+	home := t.TempDir()
+	access, id, refresh := loginTokensN(1)
+	file := map[string]any{"OPENAI_API_KEY": "sk-proj-REALkeyBESIDEtheLOGIN", "tokens": map[string]string{
+		"id_token": id, "access_token": access, "refresh_token": refresh, "account_id": "acct-e2e"},
+		"last_refresh": "2026-11-01T00:00:00Z", "kept": "as it was"}
+	b, _ := json.Marshal(file)
+	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".codex", "auth.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ParseLogin("codex", func(k string) (string, bool) { return map[string]string{"HOME": home}[k], k == "HOME" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.set.WithLogins(l)
+	if h.ca, err = OpenCA(h.dir, h.set.Hosts()); err != nil {
+		t.Fatal(err)
+	}
+	h.relay.CA = h.ca
+	fl := &fakeLogin{refresh: refresh}
+	h.mu.Lock()
+	h.answerFirst = func(host string, w http.ResponseWriter, r *http.Request) bool {
+		if host != openaiAuthHost || r.URL.Path != "/oauth/token" {
+			return false
+		}
+		fl.mu.Lock()
+		defer fl.mu.Unlock()
+		if fl.answer != nil && fl.answer(w) {
+			return true
+		}
+		var got string
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+			r.ParseForm()
+			got = r.PostForm.Get("refresh_token")
+		} else {
+			var m map[string]any
+			json.NewDecoder(r.Body).Decode(&m)
+			got, _ = m["refresh_token"].(string)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if got != fl.refresh {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"invalid_grant"}`)
+			return true
+		}
+		fl.n++
+		a, i, rt := loginTokensN(fl.n + 1)
+		fl.refresh = rt
+		json.NewEncoder(w).Encode(map[string]any{"access_token": a, "id_token": i, "refresh_token": rt, "expires_in": 864000, "token_type": "Bearer"})
+		return true
+	}
+	h.mu.Unlock()
+	h.value["codex access"], h.value["codex id"], h.value["codex refresh"] = access, id, refresh
+	return h, l, fl
+}
+
+func readAuth(t *testing.T, l *Login) (map[string]any, map[string]any) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(mustRead(t, l.Path), &m); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := m["tokens"].(map[string]any)
+	return m, tok
+}
+
+// TestLoginGuestFile: the guest's file keeps the payloads the agent reads and the account,
+// holds placeholders for every token, and leaves out an API key kept beside the login and
+// fields the agent does not need.
+func TestLoginGuestFile(t *testing.T) {
+	h, l, _ := newLoginHarness(t)
+	b, err := l.GuestContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, real := range []string{"REAL", "kept"} {
+		if strings.Contains(s, real) {
+			t.Errorf("the guest's file holds %q:\n%s", real, s)
+		}
+	}
+	var g struct {
+		Key    *string           `json:"OPENAI_API_KEY"`
+		Tokens map[string]string `json:"tokens"`
+		Last   string            `json:"last_refresh"`
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if g.Key != nil || g.Tokens["account_id"] != "acct-e2e" || g.Last != "2026-11-01T00:00:00Z" {
+		t.Errorf("the guest's file: %s", s)
+	}
+	for k, real := range map[string]string{"access_token": h.value["codex access"], "id_token": h.value["codex id"]} {
+		ph := g.Tokens[k]
+		if !isJWT(ph) || !strings.Contains(ph, PlaceholderMark) || ph[:strings.LastIndexByte(ph, '.')] != real[:strings.LastIndexByte(real, '.')] {
+			t.Errorf("%s: %q is not the real header and payload with a placeholder signature", k, ph)
+		}
+	}
+	if !strings.HasPrefix(g.Tokens["refresh_token"], PlaceholderMark) {
+		t.Errorf("refresh_token %q", g.Tokens["refresh_token"])
+	}
+	// The script that writes it carries it, and only it.
+	script, err := h.set.LoginScript()
+	if err != nil || !strings.Contains(script, base64.StdEncoding.EncodeToString(b)) || !strings.Contains(script, `${CODEX_HOME:-$HOME/.codex}/auth.json`) || strings.Contains(script, "REAL") {
+		t.Errorf("the login script (%v):\n%s", err, script)
+	}
+}
+
+// TestLoginRelay: the agent's placeholder access token reaches chatgpt.com as the host file's
+// token; a refresh at auth.openai.com gets the real refresh token, its answer's tokens go to
+// the host file (every other field kept) and the guest gets placeholders, with which the next
+// request carries the new token and the next refresh the rotated one; a form body works too;
+// the placeholders sent anywhere else stay placeholders.
+func TestLoginRelay(t *testing.T) {
+	h, l, fl := newLoginHarness(t)
+	c := h.client()
+	var guest struct {
+		Tokens map[string]string `json:"tokens"`
+	}
+	b, _ := l.GuestContent()
+	json.Unmarshal(b, &guest)
+	access, refresh := guest.Tokens["access_token"], guest.Tokens["refresh_token"]
+
+	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+	lastAuth := func(host string) string {
+		rs := h.requests(host)
+		if len(rs) == 0 {
+			t.Fatalf("%s got nothing", host)
+		}
+		return rs[len(rs)-1].req.Header.Get("Authorization")
+	}
+	get(t, c, "GET", "https://chatgpt.com/backend-api/codex/models", bearer(access), "")
+	if got := lastAuth(chatgptHost); got != "Bearer "+h.value["codex access"] {
+		t.Fatalf("chatgpt.com got %q", got)
+	}
+	for n := 2; n <= 3; n++ {
+		body := `{"client_id":"app_X","grant_type":"refresh_token","refresh_token":"` + refresh + `","scope":"openid profile email"}`
+		hdr := map[string]string{"Content-Type": "application/json", "Accept-Encoding": "gzip"}
+		if n == 3 {
+			body = url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}}.Encode()
+			hdr["Content-Type"] = "application/x-www-form-urlencoded"
+		}
+		resp, got := get(t, c, "POST", "https://auth.openai.com/oauth/token", hdr, body)
+		if resp.StatusCode != 200 || strings.Contains(got, "REAL") {
+			t.Fatalf("refresh %d: %d %s", n, resp.StatusCode, got)
+		}
+		var ans map[string]any
+		if err := json.Unmarshal([]byte(got), &ans); err != nil || ans["expires_in"] == nil {
+			t.Fatalf("refresh %d: %s", n, got)
+		}
+		a, i, rt := loginTokensN(n)
+		top, tok := readAuth(t, l)
+		if tok["access_token"] != a || tok["id_token"] != i || tok["refresh_token"] != rt || tok["account_id"] != "acct-e2e" ||
+			top["kept"] != "as it was" || top["OPENAI_API_KEY"] != "sk-proj-REALkeyBESIDEtheLOGIN" || top["last_refresh"] == "2026-11-01T00:00:00Z" {
+			t.Fatalf("refresh %d: the host's file: %v", n, top)
+		}
+		if st, _ := os.Stat(l.Path); st.Mode().Perm() != 0o600 {
+			t.Errorf("the host's file is %v", st.Mode())
+		}
+		access, refresh = ans["access_token"].(string), ans["refresh_token"].(string)
+		if access[:strings.LastIndexByte(access, '.')] != a[:strings.LastIndexByte(a, '.')] || !strings.HasSuffix(access, l.accessSig()) || refresh != l.refreshMark() {
+			t.Fatalf("refresh %d: the guest got %s", n, got)
+		}
+		get(t, c, "GET", "https://chatgpt.com/backend-api/wham/accounts/check", bearer(access), "")
+		if got := lastAuth(chatgptHost); got != "Bearer "+a {
+			t.Fatalf("after refresh %d chatgpt.com got %q", n, got)
+		}
+	}
+	if fl.n != 2 {
+		t.Errorf("the fake refreshed %d times", fl.n)
+	}
+	// Elsewhere the placeholders stay what they are: another host, another header, a body.
+	get(t, c, "POST", "https://uploads.example.net/x", bearer(access), `{"refresh_token":"`+refresh+`"}`)
+	get(t, c, "POST", "https://chatgpt.com/backend-api/x", map[string]string{"X-Other": "Bearer " + access}, `{"refresh_token":"`+refresh+`"}`)
+	for _, host := range []string{unboundHost, chatgptHost} {
+		rs := h.requests(host)
+		if d := rs[len(rs)-1].dump; strings.Contains(d, "REAL") || !strings.Contains(d, refresh) {
+			t.Errorf("%s got:\n%s", host, d)
+		}
+	}
+	if n := h.log.Count("codex-login", "auth.openai.com:443"); n != 2 {
+		t.Errorf("the log counts %d refreshes", n)
+	}
+	if n := h.log.Count("codex-login", "chatgpt.com:443"); n != 3 {
+		t.Errorf("the log counts %d uses at chatgpt.com", n)
+	}
+}
+
+// TestLoginRefreshAnswersThatCannotBeRead: a token endpoint's success that is compressed, not
+// JSON, or holds a token that is not a JWT reaches the guest as a 502 without a byte of it,
+// and the host's file stays as it was; an error answer passes.
+func TestLoginRefreshAnswersThatCannotBeRead(t *testing.T) {
+	h, l, fl := newLoginHarness(t)
+	c := h.client()
+	before := string(mustRead(t, l.Path))
+	_, next, _ := loginTokensN(9)
+	for name, answer := range map[string]func(w http.ResponseWriter) bool{
+		"gzip": func(w http.ResponseWriter) bool {
+			w.Header().Set("Content-Encoding", "gzip")
+			io.WriteString(w, `{"access_token":"REALgzipped"}`)
+			return true
+		},
+		"text": func(w http.ResponseWriter) bool { io.WriteString(w, "access_token=REALtext"); return true },
+		"notjwt": func(w http.ResponseWriter) bool {
+			io.WriteString(w, `{"access_token":"REALopaque","id_token":"`+next+`"}`)
+			return true
+		},
+		"array": func(w http.ResponseWriter) bool { io.WriteString(w, `["REALarray"]`); return true },
+	} {
+		fl.mu.Lock()
+		fl.answer = answer
+		fl.mu.Unlock()
+		body := `{"grant_type":"refresh_token","refresh_token":"` + l.refreshMark() + `"}`
+		resp, got := get(t, c, "POST", "https://auth.openai.com/oauth/token", map[string]string{"Content-Type": "application/json"}, body)
+		if resp.StatusCode != http.StatusBadGateway || strings.Contains(got, "REAL") {
+			t.Errorf("%s: %d %q", name, resp.StatusCode, got)
+		}
+		if now := string(mustRead(t, l.Path)); now != before {
+			t.Errorf("%s: the host's file changed", name)
+		}
+	}
+	fl.mu.Lock()
+	fl.answer = nil
+	fl.refresh = "rt_something_else"
+	fl.mu.Unlock()
+	resp, got := get(t, c, "POST", "https://auth.openai.com/oauth/token", map[string]string{"Content-Type": "application/json"},
+		`{"grant_type":"refresh_token","refresh_token":"`+l.refreshMark()+`"}`)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(got, "invalid_grant") {
+		t.Errorf("an error answer: %d %q", resp.StatusCode, got)
+	}
+	// The placeholder somewhere but in refresh_token: refused, never sent.
+	n := len(h.requests(openaiAuthHost))
+	resp, _ = get(t, c, "POST", "https://auth.openai.com/oauth/token", map[string]string{"Content-Type": "application/json"},
+		`{"grant_type":"refresh_token","refresh_token":"x","other":"`+l.refreshMark()+`"}`)
+	if resp.StatusCode != http.StatusBadRequest || len(h.requests(openaiAuthHost)) != n {
+		t.Errorf("a placeholder elsewhere in the body: %d", resp.StatusCode)
+	}
+}
+
+// TestParseLoginErrors: what --login refuses says what to do.
+func TestParseLoginErrors(t *testing.T) {
+	home := t.TempDir()
+	lookup := func(k string) (string, bool) { return map[string]string{"HOME": home}[k], k == "HOME" }
+	write := func(s string) string {
+		p := filepath.Join(home, fmt.Sprintf("auth%d.json", len(s)))
+		os.WriteFile(p, []byte(s), 0o600)
+		return p
+	}
+	access, id, _ := loginTokensN(1)
+	for _, c := range []struct{ flag, want string }{
+		{"claude", `unknown agent "claude": --login takes codex`},
+		{"codex", "no such file: log in on the host first (`codex login`"},
+		{"codex=" + write(`{"OPENAI_API_KEY":"sk-proj-x"}`), "no ChatGPT login in it"},
+		{"codex=" + write(`not json`), "not the JSON codex writes"},
+		{"codex=file:" + write(`{"tokens":{"access_token":"opaque","id_token":"`+id+`","refresh_token":"r"}}`), "not a JWT"},
+		{"codex=" + home, "not a regular file"},
+	} {
+		_, err := ParseLogin(c.flag, lookup)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--login %s: %v, want %q", c.flag, err, c.want)
+		}
+	}
+	p := write(`{"tokens":{"access_token":"` + access + `","id_token":"` + id + `","refresh_token":"r"}}`)
+	if l, err := ParseLogin("codex=file:"+p, lookup); err != nil || l.Path != p {
+		t.Errorf("--login codex=file:%s: %v", p, err)
+	}
+}
