@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -61,6 +62,10 @@ type harness struct {
 
 	sseStep   chan struct{}
 	serveErrs []error
+	// rtt, when set, is how far the fakes are (rttConn), for the relay and the tunnel alike.
+	rtt time.Duration
+	// dials counts the relay's connections to each fake (host:port).
+	dials map[string]int
 	// answerFirst, when set, answers a request before answer does (true: it did).
 	answerFirst func(host string, w http.ResponseWriter, r *http.Request) bool
 }
@@ -145,8 +150,42 @@ func (h *harness) dial(ctx context.Context, network, addr string) (net.Conn, err
 	if !ok {
 		return nil, fmt.Errorf("the test network has no %s", addr)
 	}
+	h.mu.Lock()
+	if h.dials == nil {
+		h.dials = map[string]int{}
+	}
+	h.dials[strings.ToLower(addr)]++
+	h.mu.Unlock()
 	var d net.Dialer
-	return d.DialContext(ctx, network, a)
+	c, err := d.DialContext(ctx, network, a)
+	if err != nil || h.rtt == 0 {
+		return c, err
+	}
+	return &rttConn{Conn: c, rtt: h.rtt}, nil
+}
+
+// rttConn puts a provider far away: each flight of bytes towards it (the first write, and the
+// first after bytes came back) takes rtt to get there and be answered.
+type rttConn struct {
+	net.Conn
+	rtt  time.Duration
+	read atomic.Bool // bytes came back since the last flight
+	sent atomic.Bool // a flight has been sent
+}
+
+func (c *rttConn) Write(p []byte) (int, error) {
+	if !c.sent.Swap(true) || c.read.Swap(false) {
+		time.Sleep(c.rtt)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *rttConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.read.Store(true)
+	}
+	return n, err
 }
 
 // startFake starts a fake provider for host.
@@ -224,6 +263,10 @@ func (h *harness) answer(host string, w http.ResponseWriter, r *http.Request) {
 		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 			conn.Close()
 		}
+	case r.URL.Path == "/close":
+		// A provider that ends the connection after its answer.
+		w.Header().Set("Connection", "close")
+		fmt.Fprint(w, `{"ok":true}`)
 	case r.URL.Path == "/big":
 		w.Write([]byte(strings.Repeat("x", 1<<20)))
 	default:
@@ -291,7 +334,15 @@ func (h *harness) frontConn(ctx context.Context, conn net.Conn) {
 	defer context.AfterFunc(ctx, func() { up.Close() })()
 	io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n")
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(up, br); up.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+	go func() {
+		io.Copy(up, br)
+		u := up
+		if r, ok := u.(*rttConn); ok {
+			u = r.Conn
+		}
+		u.(*net.TCPConn).CloseWrite()
+		done <- struct{}{}
+	}()
 	go func() { io.Copy(conn, up); conn.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
 	<-done
 	<-done

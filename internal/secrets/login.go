@@ -215,24 +215,11 @@ func (l *Login) read() (top, obj map[string]json.RawMessage, t loginTokens, err 
 }
 
 func readLoginFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxLoginFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxLoginFile {
+	b, err := readRegular(path, maxLoginFile)
+	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("larger than %d bytes", maxLoginFile)
 	}
-	return b, nil
+	return b, err
 }
 
 // isJWT says whether s is three non-empty base64url segments.

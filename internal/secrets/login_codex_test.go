@@ -1,31 +1,19 @@
 package secrets
 
 import (
-	"context"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestLoginRealCodex: the real Codex (the release hack/e2e/install-clients.sh pins), logged
 // in with ChatGPT through a guest file of placeholders, behind the relay. Its first access
-// token is refused (401, as an expired one is): it refreshes through the relay, which gives
+// token has expired (its payload says so, and the fake refuses it): it refreshes through the relay, which gives
 // the fake auth.openai.com the real refresh token and keeps the new tokens in the host's file;
 // Codex writes the placeholders it got into its own file and goes on with them, and chatgpt.com
 // gets the new real token. No real token reaches Codex's file or output.
 func TestLoginRealCodex(t *testing.T) {
-	clients := os.Getenv("LIMACTL_MCP_CLIENTS_DIR")
-	if clients == "" {
-		clients = "/var/cache/limactl-mcp-clients"
-	}
-	bin := filepath.Join(clients, "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("the real Codex is needed: run, as root, hack/e2e/install-clients.sh %s (.ci/run does): %v", clients, err)
-	}
+	bin := realClient(t, "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
 	h, l, fl := newLoginHarness(t)
 	a1 := h.value["codex access"]
 	a2, _, rt2 := loginTokensN(2)
@@ -49,26 +37,7 @@ func TestLoginRealCodex(t *testing.T) {
 		return true
 	}
 	h.mu.Unlock()
-	home := t.TempDir()
-	guestFile := filepath.Join(home, ".codex", "auth.json")
-	os.MkdirAll(filepath.Dir(guestFile), 0o700)
-	b, err := l.GuestContent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(guestFile, b, 0o600)
-	bundle := filepath.Join(t.TempDir(), "bundle.pem")
-	os.WriteFile(bundle, append(h.ca.CertPEM(), mustRead(t, h.fakeFile)...), 0o644)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "say hi")
-	cmd.Dir = home
-	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "HTTPS_PROXY=http://" + h.front, "https_proxy=http://" + h.front, "SSL_CERT_FILE=" + bundle, "NO_PROXY=", "no_proxy="}
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("codex did not end: %s", out)
-	}
-	t.Logf("codex exec: %v", err)
+	out, guestFile := runLoggedIn(t, h, l, ".codex/auth.json", nil, bin, "exec", "--skip-git-repo-check", "say hi")
 	if strings.Contains(string(out), "REAL") {
 		t.Errorf("a real token reached Codex's output:\n%s", out)
 	}
@@ -83,7 +52,8 @@ func TestLoginRealCodex(t *testing.T) {
 			t.Errorf("chatgpt.com %s got Authorization %.90q", s.req.URL.Path, got)
 		}
 	}
-	if gotA1 == 0 || gotA2 == 0 || fl.n != 1 {
+	// The first token, expired, may be sent before the refresh (and refused) or not at all.
+	if gotA2 == 0 || fl.n != 1 {
 		t.Errorf("chatgpt.com got the first token %d times, the refreshed one %d times; %d refreshes (want 1)\n%s", gotA1, gotA2, fl.n, out)
 	}
 	g := string(mustRead(t, guestFile))

@@ -1,13 +1,10 @@
 package secrets
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,24 +25,9 @@ func googleAccess(n int) string { return fmt.Sprintf("ya29.REALgoogleAccess%d", 
 
 func newGeminiLoginHarness(t *testing.T, expiry time.Time) (*harness, *Login, *fakeGoogle) {
 	h := newHarness(t)
-	home := t.TempDir()
 	idTok := fakeJWT(map[string]any{"email": "person@example.com"}, "REALgoogleIDsig1")
-	file := map[string]any{"access_token": googleAccess(1), "refresh_token": "1//REALgoogleRefresh", "id_token": idTok,
-		"scope": "https://www.googleapis.com/auth/cloud-platform openid", "token_type": "Bearer", "expiry_date": expiry.UnixMilli()}
-	b, _ := json.Marshal(file)
-	os.MkdirAll(filepath.Join(home, ".gemini"), 0o700)
-	if err := os.WriteFile(filepath.Join(home, ".gemini", "oauth_creds.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ParseLogin("gemini", func(k string) (string, bool) { return map[string]string{"HOME": home}[k], k == "HOME" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.set.WithLogins(l)
-	if h.ca, err = OpenCA(h.dir, h.set.Hosts()); err != nil {
-		t.Fatal(err)
-	}
-	h.relay.CA = h.ca
+	l := addLogin(t, h, "gemini", ".gemini/oauth_creds.json", map[string]any{"access_token": googleAccess(1), "refresh_token": "1//REALgoogleRefresh", "id_token": idTok,
+		"scope": "https://www.googleapis.com/auth/cloud-platform openid", "token_type": "Bearer", "expiry_date": expiry.UnixMilli()})
 	fg := &fakeGoogle{refresh: "1//REALgoogleRefresh", access: googleAccess(1)}
 	h.mu.Lock()
 	h.answerFirst = func(host string, w http.ResponseWriter, r *http.Request) bool {
@@ -91,37 +73,14 @@ func newGeminiLoginHarness(t *testing.T, expiry time.Time) (*harness, *Login, *f
 // and calls Code Assist, each with the real new token the relay puts in; the host's file gets
 // the new access token and expiry; no real token reaches Gemini's file or output.
 func TestLoginRealGemini(t *testing.T) {
-	clients := os.Getenv("LIMACTL_MCP_CLIENTS_DIR")
-	if clients == "" {
-		clients = "/var/cache/limactl-mcp-clients"
-	}
-	bundleJS := filepath.Join(clients, "node_modules/@google/gemini-cli/bundle/gemini.js")
+	bundleJS := realClient(t, "node_modules/@google/gemini-cli/bundle/gemini.js")
 	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(bundleJS); serr != nil || err != nil {
-		t.Fatalf("the real Gemini CLI and node are needed: run, as root, hack/e2e/install-clients.sh %s (.ci/run does): %v %v", clients, serr, err)
+	if err != nil {
+		t.Fatalf("node is needed: %v", err)
 	}
 	h, l, fg := newGeminiLoginHarness(t, time.Now().Add(-time.Hour))
-	guestHome := t.TempDir()
-	guestFile := filepath.Join(guestHome, ".gemini", "oauth_creds.json")
-	os.MkdirAll(filepath.Dir(guestFile), 0o700)
-	b, err := l.GuestContent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(guestFile, b, 0o600)
-	bundle := filepath.Join(t.TempDir(), "bundle.pem")
-	os.WriteFile(bundle, append(h.ca.CertPEM(), mustRead(t, h.fakeFile)...), 0o644)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, bundleJS, "-p", "say hi")
-	cmd.Dir = guestHome
-	cmd.Env = []string{"HOME=" + guestHome, "PATH=" + filepath.Dir(node) + ":/usr/bin:/bin", "HTTPS_PROXY=http://" + h.front, "https_proxy=http://" + h.front,
-		"NODE_EXTRA_CA_CERTS=" + bundle, "NO_PROXY=", "no_proxy=", "GOOGLE_GENAI_USE_GCA=true", "GEMINI_CLI_TRUST_WORKSPACE=true", "NO_BROWSER=true"}
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("gemini did not end: %s", out)
-	}
-	t.Logf("gemini -p: %v", err)
+	out, guestFile := runLoggedIn(t, h, l, ".gemini/oauth_creds.json", []string{"GOOGLE_GENAI_USE_GCA=true", "GEMINI_CLI_TRUST_WORKSPACE=true", "NO_BROWSER=true"},
+		node, bundleJS, "-p", "say hi")
 	if strings.Contains(string(out), "REAL") {
 		t.Errorf("a real token reached Gemini's output:\n%s", out)
 	}

@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -8,10 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A fake ChatGPT login: JWTs of a made-up payload with a signature that marks them real.
@@ -27,8 +30,17 @@ type fakeLogin struct {
 	answer  func(w http.ResponseWriter) bool
 }
 
+// loginExp is the access token's expiry: the first one's is past (Codex then refreshes before
+// it sends it; the fake also refuses it, as an expired token is), the next ones' far ahead.
+func loginExp(n int) int64 {
+	if n == 1 {
+		return time.Now().Add(-time.Hour).Unix()
+	}
+	return 2000000000 + int64(n)
+}
+
 func loginTokensN(n int) (access, id, refresh string) {
-	return fakeJWT(map[string]any{"exp": 2000000000 + n, "https://api.openai.com/auth": map[string]string{"chatgpt_account_id": "acct-e2e"}}, fmt.Sprintf("REALaccessSIG%d", n)),
+	return fakeJWT(map[string]any{"exp": loginExp(n), "https://api.openai.com/auth": map[string]string{"chatgpt_account_id": "acct-e2e"}}, fmt.Sprintf("REALaccessSIG%d", n)),
 		fakeJWT(map[string]any{"email": "person@example.com", "n": n}, fmt.Sprintf("REALidSIG%d", n)),
 		fmt.Sprintf("rt_REALrefresh%d", n)
 }
@@ -37,27 +49,10 @@ func loginTokensN(n int) (access, id, refresh string) {
 // directory, and fakes of chatgpt.com and auth.openai.com (which rotates the refresh token).
 func newLoginHarness(t *testing.T) (*harness, *Login, *fakeLogin) {
 	h := newHarness(t)
-	home := t.TempDir()
 	access, id, refresh := loginTokensN(1)
-	file := map[string]any{"OPENAI_API_KEY": "sk-proj-REALkeyBESIDEtheLOGIN", "tokens": map[string]string{
+	l := addLogin(t, h, "codex", ".codex/auth.json", map[string]any{"OPENAI_API_KEY": "sk-proj-REALkeyBESIDEtheLOGIN", "tokens": map[string]string{
 		"id_token": id, "access_token": access, "refresh_token": refresh, "account_id": "acct-e2e"},
-		"last_refresh": "2026-11-01T00:00:00Z", "kept": "as it was"}
-	b, _ := json.Marshal(file)
-	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".codex", "auth.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ParseLogin("codex", func(k string) (string, bool) { return map[string]string{"HOME": home}[k], k == "HOME" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.set.WithLogins(l)
-	if h.ca, err = OpenCA(h.dir, h.set.Hosts()); err != nil {
-		t.Fatal(err)
-	}
-	h.relay.CA = h.ca
+		"last_refresh": "2026-11-01T00:00:00Z", "kept": "as it was"})
 	fl := &fakeLogin{refresh: refresh}
 	h.mu.Lock()
 	h.answerFirst = func(host string, w http.ResponseWriter, r *http.Request) bool {
@@ -305,4 +300,72 @@ func TestParseLoginErrors(t *testing.T) {
 	if l, err := ParseLogin("codex=file:"+p, lookup); err != nil || l.Path != p {
 		t.Errorf("--login codex=file:%s: %v", p, err)
 	}
+}
+
+// realClient is rel in the agents' clients that hack/e2e/install-clients.sh installs (.ci/run
+// runs it); the test fails with that fix when it is missing.
+func realClient(t *testing.T, rel string) string {
+	t.Helper()
+	clients := os.Getenv("LIMACTL_MCP_CLIENTS_DIR")
+	if clients == "" {
+		clients = "/var/cache/limactl-mcp-clients"
+	}
+	p := filepath.Join(clients, rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the real agent is needed: run, as root, hack/e2e/install-clients.sh %s (.ci/run does): %v", clients, err)
+	}
+	return p
+}
+
+// runLoggedIn runs argv as the guest would: HOME a new directory holding l's guest file at
+// rel, its HTTPS through the harness's front, trusting the session CA (and the fakes' CA, for
+// the public roots), with env added. It returns the output and the guest file's path.
+func runLoggedIn(t *testing.T, h *harness, l *Login, rel string, env []string, argv ...string) ([]byte, string) {
+	t.Helper()
+	home := t.TempDir()
+	guestFile := filepath.Join(home, rel)
+	os.MkdirAll(filepath.Dir(guestFile), 0o700)
+	b, err := l.GuestContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(guestFile, b, 0o600)
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	os.WriteFile(bundle, append(h.ca.CertPEM(), mustRead(t, h.fakeFile)...), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = home
+	cmd.Env = append([]string{"HOME=" + home, "PATH=" + filepath.Dir(argv[0]) + ":/usr/bin:/bin", "HTTPS_PROXY=http://" + h.front, "https_proxy=http://" + h.front,
+		"SSL_CERT_FILE=" + bundle, "NODE_EXTRA_CA_CERTS=" + bundle, "NO_PROXY=", "no_proxy="}, env...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not end: %s", argv[0], out)
+	}
+	t.Logf("%s: %v", strings.Join(argv, " "), err)
+	return out, guestFile
+}
+
+// addLogin gives h's session the login of agent, its host file at rel in a new home holding
+// file (JSON), and the session CA for its hosts.
+func addLogin(t *testing.T, h *harness, agent, rel string, file any) *Login {
+	t.Helper()
+	home := t.TempDir()
+	b, _ := json.Marshal(file)
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(home, rel)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, rel), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ParseLogin(agent, func(k string) (string, bool) { return map[string]string{"HOME": home}[k], k == "HOME" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.set.WithLogins(l)
+	if h.ca, err = OpenCA(h.dir, h.set.Hosts()); err != nil {
+		t.Fatal(err)
+	}
+	h.relay.CA = h.ca
+	return l
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -105,6 +106,7 @@ type Relay struct {
 	HoldFor time.Duration
 
 	holding holding
+	pool    upstreamPool
 }
 
 // Serve relays one connection from the guest side, already addressed to target (host:port),
@@ -156,6 +158,7 @@ func (r *Relay) ServeRuled(ctx context.Context, conn net.Conn, target string, ru
 }
 
 // run serves conn as c until either side ends it or ctx is done (which closes both sides).
+// A clean connection to the provider goes back to the relay's pool.
 func (c *session) run(ctx context.Context, conn net.Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -163,9 +166,13 @@ func (c *session) run(ctx context.Context, conn net.Conn) error {
 		conn.Close()
 		c.closeUp()
 	})
-	defer stop()
-	defer c.closeUp()
-	return c.serve(ctx, conn)
+	err := c.serve(ctx, conn)
+	if stop() && c.upClean && c.up != nil && c.upR.Buffered() == 0 {
+		c.relay.pool.put(c.target, upConn{c.up, c.upDC})
+		return err
+	}
+	c.closeUp()
+	return err
 }
 
 func (r *Relay) idle() time.Duration {
@@ -207,8 +214,16 @@ type session struct {
 	rules   *netpolicy.Policy
 	portNum int
 	// command is the one behind the connection (ServeRuled), logged with a refusal.
-	command   string
-	up        *tls.Conn
+	command string
+	up      *tls.Conn
+	upDC    *deadlineConn
+	// upClean: the last response on up was read to its end and the provider keeps the
+	// connection: it goes back to the relay's pool when the guest is done.
+	upClean bool
+	upMu    sync.Mutex // up, against closeUp at the context's end
+	// early is the upstream connection dialled while the guest's handshake goes on (Serve:
+	// a bound host), taken by the first request's dialUp; nil once taken or never started.
+	early     chan earlyUp
 	upR       *bufio.Reader
 	upW       *bufio.Writer
 	clientW   *bufio.Writer
@@ -216,9 +231,19 @@ type session struct {
 }
 
 func (c *session) closeUp() {
+	c.upMu.Lock()
+	defer c.upMu.Unlock()
 	if c.up != nil {
 		c.up.Close()
 	}
+}
+
+// setUp makes u the session's connection to the provider.
+func (c *session) setUp(u upConn) {
+	c.upMu.Lock()
+	defer c.upMu.Unlock()
+	c.up, c.upDC = u.conn, u.dc
+	c.upR, c.upW = bufio.NewReaderSize(u.conn, 32<<10), bufio.NewWriterSize(u.conn, 32<<10)
 }
 
 func (c *session) serve(ctx context.Context, conn net.Conn) error {
@@ -226,6 +251,30 @@ func (c *session) serve(ctx context.Context, conn net.Conn) error {
 	leaf, err := r.CA.Leaf(c.host)
 	if err != nil {
 		return err
+	}
+	if c.rules == nil {
+		// A bound host: its connection is taken from the pool or dialled beside the guest's
+		// handshake, as an opaque tunnel's is, so that the first request does not wait for a
+		// second handshake (a request under rules may be held or refused: its connection is
+		// taken when it goes).
+		c.early = make(chan earlyUp, 1)
+		if u, ok := r.pool.get(c.target); ok {
+			c.early <- earlyUp{u, nil, time.Now()} // kept from a guest connection before
+		} else {
+			go func() {
+				up, err := c.dialTLS(ctx)
+				c.early <- earlyUp{up, err, time.Now()}
+			}()
+		}
+		defer func() {
+			if c.early != nil { // never taken: closed once it is there
+				go func(ch chan earlyUp) {
+					if e := <-ch; e.err == nil {
+						e.up.conn.Close()
+					}
+				}(c.early)
+			}
+		}()
 	}
 	cr := &limitReader{}
 	tc := tls.Server(&deadlineConn{Conn: conn, idle: r.idle()}, &tls.Config{
@@ -379,6 +428,12 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 		req.Header["User-Agent"] = []string{""} // else req.Write adds Go's
 	}
 	upgrade := req.Header.Get("Upgrade") != "" && headerHasToken(req.Header, "Connection", "upgrade")
+	// The guest ending its connection after this request (Connection: close) is not the
+	// provider's connection ending: that one may serve the session's next guest connection
+	// (upstreampool.go).
+	guestClose := req.Close
+	req.Close = false
+	dropToken(req.Header, "Connection", "close")
 	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
 		// The relay answers it: the body is read from the guest only as it is sent on.
 		req.Header.Del("Expect")
@@ -390,6 +445,7 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 	if err := c.dialUp(ctx); err != nil {
 		return fail(http.StatusBadGateway, "%s: %v", c.target, err)
 	}
+	c.upClean = false      // until this round trip is over
 	use.Secrets = injected // from here on the values may have left
 	if req.Body != nil && req.Body != http.NoBody {
 		// net/http sends the header before reading the body; this sends each piece of a
@@ -423,6 +479,12 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 		break
 	}
 	use.Status = resp.StatusCode
+	// Whether the provider keeps its connection (a body that ends with the connection is
+	// one it does not: net/http says Close then); the guest's answer says it ends the guest's.
+	upKeeps := !resp.Close
+	if guestClose {
+		resp.Close = true
+	}
 	if refreshed != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 		// The answer to a refresh: its tokens stay on the host (login.go).
 		body, err := refreshed.takeTokens(resp)
@@ -471,7 +533,30 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 	if werr != nil {
 		return false, fmt.Errorf("secrets relay: sending the request to %s: %w", c.target, werr)
 	}
-	return !resp.Close && !req.Close, nil
+	c.upClean = upKeeps
+	return upKeeps && !guestClose, nil
+}
+
+// dropToken removes token from the comma-separated values of h[key] (the key goes when none
+// is left).
+func dropToken(h http.Header, key, token string) {
+	var kept []string
+	for _, v := range h[key] {
+		var parts []string
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, token) {
+				parts = append(parts, t)
+			}
+		}
+		if len(parts) > 0 {
+			kept = append(kept, strings.Join(parts, ", "))
+		}
+	}
+	if len(kept) == 0 {
+		h.Del(key)
+	} else {
+		h[key] = kept
+	}
 }
 
 // checkRules says why the session's rules refuse req ("": they allow it). The path is the one
@@ -507,10 +592,45 @@ func (c *session) sameHost(h string) bool {
 	return h == c.host || h == c.host+":"+c.port
 }
 
+// earlyUp is the result of the early dial.
+type earlyUp struct {
+	up  upConn
+	err error
+	at  time.Time
+}
+
+// maxEarlyAge is how long an early connection may wait for the first request: a provider may
+// close one idle for longer (then the first request dials its own).
+const maxEarlyAge = 20 * time.Second
+
 func (c *session) dialUp(ctx context.Context) error {
 	if c.up != nil {
 		return nil
 	}
+	var up upConn
+	var err error
+	if c.early != nil {
+		e := <-c.early
+		c.early = nil
+		up, err = e.up, e.err
+		if err == nil && time.Since(e.at) > maxEarlyAge {
+			up.conn.Close()
+			up, err = c.dialTLS(ctx)
+		}
+	} else if u, ok := c.relay.pool.get(c.target); ok {
+		up = u // kept from a guest connection before
+	} else {
+		up, err = c.dialTLS(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	c.setUp(up)
+	return nil
+}
+
+// dialTLS dials the target and does TLS with it, verified with RootCAs.
+func (c *session) dialTLS(ctx context.Context) (upConn, error) {
 	r := c.relay
 	dctx, cancel := context.WithTimeout(ctx, r.handshakeTimeout())
 	defer cancel()
@@ -520,9 +640,10 @@ func (c *session) dialUp(ctx context.Context) error {
 	}
 	raw, err := dial(dctx, "tcp", c.target)
 	if err != nil {
-		return err
+		return upConn{}, err
 	}
-	up := tls.Client(&deadlineConn{Conn: raw, idle: r.idle()}, &tls.Config{
+	dc := &deadlineConn{Conn: raw, idle: r.idle()}
+	up := tls.Client(dc, &tls.Config{
 		ServerName: c.host,
 		RootCAs:    r.RootCAs,
 		NextProtos: []string{"http/1.1"},
@@ -530,10 +651,9 @@ func (c *session) dialUp(ctx context.Context) error {
 	})
 	if err := up.HandshakeContext(dctx); err != nil {
 		raw.Close()
-		return err
+		return upConn{}, err
 	}
-	c.up, c.upR, c.upW = up, bufio.NewReaderSize(up, 32<<10), bufio.NewWriterSize(up, 32<<10)
-	return nil
+	return upConn{up, dc}, nil
 }
 
 // writeHead writes the status line and the header (with the extra lines).
@@ -726,14 +846,20 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// deadlineConn bounds every read and write by idle.
+// deadlineConn bounds every read and write by idle; a read by readBy when it is set (the
+// upstream pool's check of a kept connection).
 type deadlineConn struct {
 	net.Conn
-	idle time.Duration
+	idle   time.Duration
+	readBy time.Time
 }
 
 func (d *deadlineConn) Read(p []byte) (int, error) {
-	d.Conn.SetReadDeadline(time.Now().Add(d.idle))
+	if !d.readBy.IsZero() {
+		d.Conn.SetReadDeadline(d.readBy)
+	} else {
+		d.Conn.SetReadDeadline(time.Now().Add(d.idle))
+	}
 	return d.Conn.Read(p)
 }
 

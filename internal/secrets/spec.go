@@ -309,6 +309,18 @@ func checkValue(v string) error {
 }
 
 func readCapped(path string) ([]byte, error) {
+	b, err := readRegular(path, MaxValueBytes)
+	if errors.Is(err, errTooLarge) {
+		return nil, fmt.Errorf("larger than %d bytes: not a key", MaxValueBytes)
+	}
+	return b, err
+}
+
+// errTooLarge is readRegular's answer for a file over its cap.
+var errTooLarge = errors.New("too large")
+
+// readRegular reads the regular file at path, at most max bytes (errTooLarge past them).
+func readRegular(path string, max int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -319,12 +331,12 @@ func readCapped(path string) ([]byte, error) {
 	} else if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxValueBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxValueBytes {
-		return nil, fmt.Errorf("larger than %d bytes: not a key", MaxValueBytes)
+	if len(b) > max {
+		return nil, errTooLarge
 	}
 	return b, nil
 }

@@ -330,13 +330,22 @@ func (g *e2eGoogle) answer(host string, w http.ResponseWriter, r *http.Request) 
 	return false
 }
 
+// e2eLoginExp is the access token's expiry: the first one's is past (Codex may refresh before
+// it sends it; the fake refuses it too), the next ones' far ahead.
+func e2eLoginExp(n int) int64 {
+	if n == 1 {
+		return time.Now().Add(-time.Hour).Unix()
+	}
+	return 2000000000 + int64(n)
+}
+
 // e2eLoginTokens are a made-up ChatGPT login's access, id and refresh tokens (JWTs of a
 // payload Codex reads, with a signature that says they are the real ones).
 func e2eLoginTokens(n int) [3]string {
 	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
 	head := enc(map[string]string{"alg": "RS256", "typ": "JWT"})
 	return [3]string{
-		head + "." + enc(map[string]any{"exp": 2000000000 + n, "https://api.openai.com/auth": map[string]string{"chatgpt_account_id": "acct-e2e", "chatgpt_plan_type": "plus"}}) + fmt.Sprintf(".E2EREALaccessSig%d", n),
+		head + "." + enc(map[string]any{"exp": e2eLoginExp(n), "https://api.openai.com/auth": map[string]string{"chatgpt_account_id": "acct-e2e", "chatgpt_plan_type": "plus"}}) + fmt.Sprintf(".E2EREALaccessSig%d", n),
 		head + "." + enc(map[string]any{"email": "person@example.com", "n": n}) + fmt.Sprintf(".E2EREALidSig%d", n),
 		fmt.Sprintf("rt_E2EREALrefresh%d", n),
 	}
