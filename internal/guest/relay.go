@@ -35,11 +35,12 @@ type AgentSecrets struct {
 // (netpolicy.RelayLine).
 const relayLineTimeout = 30 * time.Second
 
-// startRelay asks the guest's sshd, on l's own connection, to listen on the agent's relay
-// socket (in the directory `net ensure` made for the Lima user), and relays every connection
-// made there until the link ends. The guest's proxy (root) is the only one that can reach it.
+// startRelay asks the guest's sshd, on l's own connection, to listen on this process's relay
+// socket of the agent (in the directory `net ensure` made for the Lima user; each process of
+// a session has its own, netpolicy.RelaySocketName), and relays every connection made there
+// until the link ends. The guest's proxy (root) is the only one that can reach it.
 func (l *link) startRelay(a *Agent, log *slog.Logger) error {
-	ln, err := l.t.ListenUnix(netpolicy.RelaySocket(a.User))
+	ln, err := l.t.ListenUnix(netpolicy.RelaySocket(a.User, a.Secrets.Setup.Relay))
 	if err != nil {
 		return err
 	}
@@ -67,6 +68,9 @@ func serveRelayConn(ctx context.Context, ch net.Conn, s *AgentSecrets) error {
 	line, err := readRelayLine(ch)
 	if !timer.Stop() || err != nil {
 		ch.Close()
+		if errors.Is(err, errProbe) {
+			return nil // root's set-up asking whether this relay still answers
+		}
 		if err == nil {
 			err = errors.New("the proxy's line came too late")
 		}
@@ -108,6 +112,10 @@ func withDeadlines(ch net.Conn) net.Conn {
 	return inner
 }
 
+// errProbe: a connection that ended before its first byte, as the guest's set-up makes to
+// learn which relays still answer (enforce's keptRelays).
+var errProbe = errors.New("a connection with nothing on it")
+
 // readRelayLine reads up to the first newline, one byte at a time (what follows is the
 // relay's).
 func readRelayLine(r io.Reader) (string, error) {
@@ -115,6 +123,9 @@ func readRelayLine(r io.Reader) (string, error) {
 	buf := make([]byte, 1)
 	for b.Len() < netpolicy.MaxRelayLine {
 		if _, err := io.ReadFull(r, buf); err != nil {
+			if b.Len() == 0 {
+				return "", errProbe
+			}
 			return "", errors.New("the connection ended before the proxy's line")
 		}
 		if buf[0] == '\n' {

@@ -27,14 +27,15 @@ type SecretsSetup struct {
 	CAPEM string `json:"ca_pem"`
 	// Env are NAME=PLACEHOLDER for the agent's environment.
 	Env []string `json:"env"`
+	// Relay names the socket of this process's relay (RelaySocketName): each limactl-mcp
+	// process of a session listens at its own, so that one ending, or setting up after
+	// another, never takes the other's relay away. "" is the one socket of older builds.
+	Relay string `json:"relay,omitempty"`
 }
 
 const (
 	// SecretsBase is where root makes each agent's relay directory (SecretsDir).
 	SecretsBase = "/run/limactl-mcp/secrets"
-	// RelaySocketName is the socket the host's relay listens on in SecretsDir (a streamlocal
-	// forward of the session's own SSH connection: sshd, as the Lima user, listens there).
-	RelaySocketName = "relay.sock"
 	// MaxSecretsSetup bounds the document ensure reads.
 	MaxSecretsSetup = 64 << 10
 	maxSecretHosts  = 64
@@ -45,8 +46,32 @@ const (
 // agent can reach the relay but through the proxy (root).
 func SecretsDir(user string) string { return path.Join(SecretsBase, user) }
 
-// RelaySocket is the relay's socket of an agent user.
-func RelaySocket(user string) string { return path.Join(SecretsDir(user), RelaySocketName) }
+// RelaySocketName is the socket a relay named relay (SecretsSetup.Relay) listens on in
+// SecretsDir: a streamlocal forward of its process's own SSH connection (sshd, as the Lima
+// user, listens there). relay is "" or checked (CheckRelayName).
+func RelaySocketName(relay string) string {
+	if relay == "" {
+		return "relay.sock"
+	}
+	return "relay-" + relay + ".sock"
+}
+
+// RelaySocket is the socket of an agent user's relay named relay.
+func RelaySocket(user, relay string) string {
+	return path.Join(SecretsDir(user), RelaySocketName(relay))
+}
+
+// relayNamePattern: the name a process gives its relay (NewRelayName), the part of a socket
+// name root builds a path from.
+var relayNamePattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// CheckRelayName refuses a relay name that is not "" or 16 lower-case hex digits.
+func CheckRelayName(relay string) error {
+	if relay != "" && !relayNamePattern.MatchString(relay) {
+		return fmt.Errorf("relay name %q is not 16 lower-case hex digits", truncateText(relay, 40))
+	}
+	return nil
+}
 
 var (
 	envNamePattern     = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,63}$`)
@@ -84,6 +109,9 @@ func (s *SecretsSetup) Check() error {
 	block, rest := pem.Decode([]byte(s.CAPEM))
 	if block == nil || block.Type != "CERTIFICATE" || strings.TrimSpace(string(rest)) != "" || len(s.CAPEM) > 16<<10 {
 		return fmt.Errorf("the secrets setup's CA is not one PEM certificate")
+	}
+	if err := CheckRelayName(s.Relay); err != nil {
+		return fmt.Errorf("the secrets setup: %w", err)
 	}
 	if len(s.Env) > maxSecretEnv {
 		return fmt.Errorf("the secrets setup has more than %d placeholders", maxSecretEnv)

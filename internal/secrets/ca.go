@@ -49,9 +49,16 @@ type CA struct {
 }
 
 // OpenCA loads the CA kept in dir (made by an earlier OpenCA of the same session) when it is
-// valid for a while yet and its constraints are these hosts (host or host:port), and otherwise
-// makes a new one there: the key 0600, written without following a link. dir must exist and
-// be the host's, not the guest's.
+// valid for a while yet and its constraints hold these hosts (host or host:port), and
+// otherwise makes one there: the key 0600, written without following a link. dir must exist
+// and be the host's, not the guest's.
+//
+// The session's processes share the CA's key (each binds its own hosts, and the guest trusts
+// one certificate per session): a process that binds a host the certificate does not permit
+// makes a new certificate for the same key, permitting the hosts of both, and the relays of
+// the processes already running go on signing with the key they hold; their leaves verify
+// against the new certificate (the same subject and key) as against the old one. A key is
+// replaced only when its certificate nears its end.
 func OpenCA(dir string, hosts []string) (*CA, error) {
 	names := hostNames(hosts)
 	if len(names) == 0 {
@@ -62,9 +69,27 @@ func OpenCA(dir string, hosts []string) (*CA, error) {
 		return nil, fmt.Errorf("secrets CA: %w", err)
 	}
 	defer root.Close()
-	if ca, err := loadCA(root, names); err == nil {
-		return ca, nil
-	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errStale) {
+	kept, err := loadCA(root)
+	switch {
+	case err == nil && time.Until(kept.cert.NotAfter) >= leafLifetime:
+		if permits(kept.cert.PermittedDNSDomains, names) {
+			kept.hosts = names
+			return kept, nil
+		}
+		union := hostNames(append(slices.Clone(kept.cert.PermittedDNSDomains), names...))
+		if len(union) <= maxCANames {
+			ca, err := issueCA(kept.key, union, kept.cert.NotAfter)
+			if err != nil {
+				return nil, err
+			}
+			if err := writeFile(root, CACertFile, ca.certPEM, 0o644); err != nil {
+				return nil, fmt.Errorf("secrets CA: writing its certificate in %s: %w", dir, err)
+			}
+			ca.hosts = names
+			return ca, nil
+		}
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+	default:
 		return nil, fmt.Errorf("secrets CA in %s: %w (remove %s and %s to make a new one)", dir, err, CAKeyFile, CACertFile)
 	}
 	ca, keyPEM, err := newCA(names)
@@ -80,7 +105,19 @@ func OpenCA(dir string, hosts []string) (*CA, error) {
 	return ca, nil
 }
 
-var errStale = errors.New("stale")
+// maxCANames bounds the names a session's certificate permits (netpolicy's cap on bound hosts
+// and rule targets); beyond it a new key is made for the hosts of the process at hand.
+const maxCANames = 64
+
+// permits says whether every one of names is in permitted.
+func permits(permitted, names []string) bool {
+	for _, n := range names {
+		if !slices.Contains(permitted, n) {
+			return false
+		}
+	}
+	return true
+}
 
 // hostNames are the DNS names of host:port list, sorted, once each.
 func hostNames(hosts []string) []string {
@@ -104,12 +141,26 @@ func newCA(names []string) (*CA, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	now := time.Now()
+	ca, err := issueCA(key, names, time.Now().Add(caLifetime))
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ca, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// issueCA makes the session CA's self-signed certificate for key, permitting names, valid
+// until notAfter. Its subject is always the same and its key identifier is the key's (Go
+// derives it), so that a leaf signed by key chains to any certificate issued for it.
+func issueCA(key *ecdsa.PrivateKey, names []string, notAfter time.Time) (*CA, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: "limactl-mcp session secrets CA", Organization: []string{"limactl-mcp"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(caLifetime),
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -121,23 +172,18 @@ func newCA(names []string) (*CA, []byte, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("secrets CA: %w", err)
+		return nil, fmt.Errorf("secrets CA: %w", err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	ca := &CA{cert: cert, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key, hosts: names, leaves: map[string]*tls.Certificate{}}
-	return ca, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	return &CA{cert: cert, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key, hosts: names, leaves: map[string]*tls.Certificate{}}, nil
 }
 
-// loadCA reads the CA in root: fs.ErrNotExist when there is none, errStale when it is for
-// other hosts or near its end.
-func loadCA(root *os.Root, names []string) (*CA, error) {
+// loadCA reads the CA in root (fs.ErrNotExist when there is none); its hosts are the names
+// its certificate permits.
+func loadCA(root *os.Root) (*CA, error) {
 	keyPEM, err := readRootFile(root, CAKeyFile, 0o077)
 	if err != nil {
 		return nil, err
@@ -162,10 +208,10 @@ func loadCA(root *os.Root, names []string) (*CA, error) {
 	if pub, ok := cert.PublicKey.(*ecdsa.PublicKey); !ok || !pub.Equal(&key.PublicKey) {
 		return nil, errors.New("the key is not the certificate's")
 	}
-	if !slices.Equal(cert.PermittedDNSDomains, names) || time.Until(cert.NotAfter) < leafLifetime {
-		return nil, errStale
+	if !cert.IsCA || len(cert.PermittedDNSDomains) == 0 {
+		return nil, errors.New("the certificate is not a CA limited to the bound hosts")
 	}
-	return &CA{cert: cert, certPEM: certPEM, key: key, hosts: names, leaves: map[string]*tls.Certificate{}}, nil
+	return &CA{cert: cert, certPEM: certPEM, key: key, hosts: slices.Clone(cert.PermittedDNSDomains), leaves: map[string]*tls.Certificate{}}, nil
 }
 
 // readRootFile reads a small regular file of root, refusing one whose mode has any of badPerm

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,8 +102,31 @@ func TestCANameConstraintsRealClients(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	caFile := filepath.Join(dir, CACertFile)
-	clients := map[string]func(host string) *exec.Cmd{
+	clients := realTLSClients(filepath.Join(dir, CACertFile), port)
+	for name, mk := range clients {
+		if _, err := exec.LookPath(mk("x").Path); err != nil {
+			t.Errorf("%s is not installed: %v", name, err)
+			continue
+		}
+		out, err := mk("api.anthropic.com").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "hello-from-tls") {
+			t.Errorf("%s refuses the bound host: %v\n%s", name, err, out)
+		}
+		out, err = mk("evil.example.com").CombinedOutput()
+		if err == nil || strings.Contains(string(out), "hello-from-tls") {
+			t.Errorf("%s accepts a name outside the CA's constraints:\n%s", name, out)
+		} else {
+			t.Logf("%s refuses evil.example.com: %s", name, strings.TrimSpace(string(out)))
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// realTLSClients are curl, python3 and node, each making a command that fetches / from
+// 127.0.0.1:port over TLS as host, trusting caFile alone.
+func realTLSClients(caFile string, port int) map[string]func(host string) *exec.Cmd {
+	return map[string]func(host string) *exec.Cmd{
 		"curl": func(host string) *exec.Cmd {
 			return exec.Command("curl", "-sS", "--max-time", "60", "--cacert", caFile, "--resolve", host+":"+itoa(port)+":127.0.0.1", "https://"+host+":"+itoa(port)+"/")
 		},
@@ -127,22 +151,58 @@ https.get({host: "127.0.0.1", servername: process.argv[1], port: +process.argv[2
 			return cmd
 		},
 	}
-	for name, mk := range clients {
-		if _, err := exec.LookPath(mk("x").Path); err != nil {
-			t.Errorf("%s is not installed: %v", name, err)
-			continue
-		}
-		out, err := mk("api.anthropic.com").CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "hello-from-tls") {
-			t.Errorf("%s refuses the bound host: %v\n%s", name, err, out)
-		}
-		out, err = mk("evil.example.com").CombinedOutput()
-		if err == nil || strings.Contains(string(out), "hello-from-tls") {
-			t.Errorf("%s accepts a name outside the CA's constraints:\n%s", name, out)
-		} else {
-			t.Logf("%s refuses evil.example.com: %s", name, strings.TrimSpace(string(out)))
+}
+
+// Two processes of one session bind different hosts (serve with a key, shell with a login):
+// the second widens the session's certificate for the same key, and a leaf the first one's
+// relay signed (its chain holding the narrower certificate) is trusted by curl, Python and
+// Node that trust only the wider one, which the guest now holds. Each process's CA signs only
+// for its own hosts; a third that binds nothing new changes nothing.
+func TestCAOfTwoProcesses(t *testing.T) {
+	dir := t.TempDir()
+	first, err := OpenCA(dir, []string{"api.anthropic.com:443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := first.Leaf("api.anthropic.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := OpenCA(dir, []string{"chatgpt.com:443", "auth.openai.com:443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.key.PublicKey.Equal(&first.key.PublicKey) {
+		t.Fatal("the second process got a key of its own: the first one's leaves are no longer trusted")
+	}
+	if want := []string{"api.anthropic.com", "auth.openai.com", "chatgpt.com"}; !slices.Equal(second.cert.PermittedDNSDomains, want) {
+		t.Errorf("the second certificate permits %v, want %v", second.cert.PermittedDNSDomains, want)
+	}
+	if _, err := second.Leaf("api.anthropic.com"); err == nil {
+		t.Error("the second process's CA signs for a host only the first binds")
+	}
+	if _, err := first.Leaf("chatgpt.com"); err == nil {
+		t.Error("the first process's CA signs for a host only the second binds")
+	}
+	third, err := OpenCA(dir, []string{"chatgpt.com:443", "api.anthropic.com:443"})
+	if err != nil || !third.Certificate().Equal(second.Certificate()) {
+		t.Fatalf("a third process binding nothing new: a new certificate (%v)", err)
+	}
+	onDisk, _ := os.ReadFile(filepath.Join(dir, CACertFile))
+	if string(onDisk) != string(second.CertPEM()) {
+		t.Fatal("the certificate the guest is given is not the wider one")
+	}
+
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ErrorLog: log.New(io.Discard, "", 0), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hello-from-tls")) })}
+	go srv.Serve(ln)
+	defer srv.Close()
+	for name, mk := range realTLSClients(filepath.Join(dir, CACertFile), ln.Addr().(*net.TCPAddr).Port) {
+		if out, err := mk("api.anthropic.com").CombinedOutput(); err != nil || !strings.Contains(string(out), "hello-from-tls") {
+			t.Errorf("%s refuses the first relay's leaf under the wider certificate: %v\n%s", name, err, out)
 		}
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -368,4 +369,49 @@ func addLogin(t *testing.T, h *harness, agent, rel string, file any) *Login {
 	}
 	h.relay.CA = h.ca
 	return l
+}
+
+// A token request that waits for 100 Continue (curl's way with a body) gets it before the
+// relay reads the body, and is refreshed like any other; one larger than the relay reads is
+// refused with a 400 that says so, and nothing reaches the token endpoint.
+func TestLoginRefreshExpectAndSize(t *testing.T) {
+	h, l, fl := newLoginHarness(t)
+	var guest struct {
+		Tokens map[string]string `json:"tokens"`
+	}
+	b, _ := l.GuestContent()
+	json.Unmarshal(b, &guest)
+	refresh := guest.Tokens["refresh_token"]
+
+	tc, err := h.rawTLS(t, "auth.openai.com:443", "auth.openai.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	body := `{"grant_type":"refresh_token","refresh_token":"` + refresh + `"}`
+	fmt.Fprintf(tc, "POST /oauth/token HTTP/1.1\r\nHost: auth.openai.com\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", len(body))
+	br := bufio.NewReader(tc)
+	tc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	interim, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(interim, "HTTP/1.1 100 ") {
+		t.Fatalf("waiting for 100 Continue: %q %v (the relay read the body first?)", interim, err)
+	}
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(tc, body)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || strings.Contains(string(got), "REAL") || fl.n != 1 {
+		t.Fatalf("the refresh after 100 Continue: %d %s (the fake refreshed %d times)", resp.StatusCode, got, fl.n)
+	}
+
+	big := `{"grant_type":"refresh_token","refresh_token":"` + l.refreshMark() + `","pad":"` + strings.Repeat("x", maxRefreshBody) + `"}`
+	resp, ans := get(t, h.client(), "POST", "https://auth.openai.com/oauth/token", map[string]string{"Content-Type": "application/json"}, big)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(ans, "larger than") || fl.n != 1 {
+		t.Errorf("a token request over the cap: %d %s (the fake refreshed %d times)", resp.StatusCode, ans, fl.n)
+	}
 }

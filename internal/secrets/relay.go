@@ -400,6 +400,15 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 		}
 	}
 	injected := inject(req, c.secrets)
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		// The relay answers it, before anything reads the body (a login's token request is
+		// read whole here): the body is read from the guest only as it is sent on.
+		req.Header.Del("Expect")
+		io.WriteString(c.clientW, "HTTP/1.1 100 Continue\r\n\r\n")
+		if err := c.clientW.Flush(); err != nil {
+			return false, err
+		}
+	}
 	// The logins' tokens are the host file's now (another process, or the person's agent on
 	// the host, may have refreshed them).
 	var refreshed *Login
@@ -434,14 +443,6 @@ func (c *session) roundTrip(ctx context.Context, req *http.Request, clientR *buf
 	guestClose := req.Close
 	req.Close = false
 	dropToken(req.Header, "Connection", "close")
-	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
-		// The relay answers it: the body is read from the guest only as it is sent on.
-		req.Header.Del("Expect")
-		io.WriteString(c.clientW, "HTTP/1.1 100 Continue\r\n\r\n")
-		if err := c.clientW.Flush(); err != nil {
-			return false, err
-		}
-	}
 	if err := c.dialUp(ctx); err != nil {
 		return fail(http.StatusBadGateway, "%s: %v", c.target, err)
 	}

@@ -3,7 +3,9 @@ package secrets
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +38,9 @@ type Session struct {
 	CA    *CA
 	Relay *Relay
 	Log   *FileLog
+	// relayName names this process's relay socket in the guest (netpolicy.SecretsSetup.Relay):
+	// each process of a session listens at its own.
+	relayName string
 }
 
 // OpenSession opens (or makes) the session CA in dir, the session's host state directory,
@@ -71,12 +76,19 @@ func OpenSession(dir string, set *Set, ruleTargets []string) (*Session, error) {
 	if err := applyTestHook(relay); err != nil {
 		return nil, err
 	}
-	return &Session{Set: set, CA: ca, Relay: relay, Log: flog}, nil
+	return &Session{Set: set, CA: ca, Relay: relay, Log: flog, relayName: newRelayName()}, nil
+}
+
+// newRelayName is 16 random lower-case hex digits (netpolicy.CheckRelayName).
+func newRelayName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Setup is what the guest is given: bound hosts, the CA's certificate, the placeholders.
 func (s *Session) Setup() netpolicy.SecretsSetup {
-	return netpolicy.SecretsSetup{Hosts: s.Set.Hosts(), RuleTargets: slices.Clone(s.Relay.RuleTargets), CAPEM: string(s.CA.CertPEM()), Env: s.Set.Env()}
+	return netpolicy.SecretsSetup{Hosts: s.Set.Hosts(), RuleTargets: slices.Clone(s.Relay.RuleTargets), CAPEM: string(s.CA.CertPEM()), Env: s.Set.Env(), Relay: s.relayName}
 }
 
 // BoundNames are the bound hosts' names (no port): what an allowlist must hold.

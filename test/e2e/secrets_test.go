@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -218,14 +217,21 @@ type fakeProvider struct {
 	got    []string
 }
 
-func startFakeProvider(t *testing.T, value string) *fakeProvider {
+// startFakeProvider serves api.anthropic.com (and more hosts, if named) on the host's
+// loopback: each answer says whether the request's x-api-key was value.
+func startFakeProvider(t *testing.T, value string, more ...string) *fakeProvider {
 	t.Helper()
 	caDir := t.TempDir()
-	provCA, err := secrets.OpenCA(caDir, []string{"api.anthropic.com"})
+	hosts := append([]string{"api.anthropic.com"}, more...)
+	provCA, err := secrets.OpenCA(caDir, hosts)
 	mustT(t, err)
-	leaf, err := provCA.Leaf("api.anthropic.com")
-	mustT(t, err)
-	pln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}})
+	var certs []tls.Certificate
+	for _, h := range hosts {
+		leaf, err := provCA.Leaf(h)
+		mustT(t, err)
+		certs = append(certs, *leaf)
+	}
+	pln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: certs})
 	mustT(t, err)
 	p := &fakeProvider{ln: pln}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -377,49 +383,57 @@ func scanFilesFor(t *testing.T, root string, needles ...[]byte) (files int, size
 	return files, size, hits
 }
 
-// Two processes of one session with secrets (issue 25), here two `limactl mcp shell
-// --secret ANTHROPIC_API_KEY` at once: both give the agent the same placeholder (kept in the
-// session's host state), and after the second one set up (it holds the guest's socket and
-// rewrote the environment file), the first one's agent, still holding the placeholder it got,
-// reaches the fake api.anthropic.com with the value, through the second one's relay.
+// Two processes of one session with secrets (issue 25), here two `limactl mcp shell` at once,
+// the second binding one secret more (another host: the session's certificate is widened for
+// the same key): both give the agent the same placeholder (kept in the session's host state);
+// each listens at a relay socket of its own in the guest. After the second set up, the first
+// one's agent, still holding the placeholder it got, reaches the fake api.anthropic.com with
+// the value (through the newest relay); after the second ended, it still does, through its
+// own relay, whose leaves the guest still trusts (once, the second's socket was the only one
+// and its end left the first one's agent with a 502).
 func TestSecretsTwoProcessesShare(t *testing.T) {
 	const value = "sk-ant-api03-e2eTWO4K8value-0123456789abcdef"
-	prov := startFakeProvider(t, value)
+	prov := startFakeProvider(t, value, "extra.example")
 	pln, caFile := prov.ln, prov.caFile
 
 	dir := homeWorkdir(t)
 	mustT(t, os.WriteFile(filepath.Join(dir, "main.txt"), []byte("one\n"), 0o644))
 	_ = os.Chown(filepath.Join(dir, "main.txt"), vmUID(t), vmGID(t))
 	discardOnCleanup(t, dir)
-	env := []string{"ANTHROPIC_API_KEY=" + value,
-		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + pln.Addr().String(),
+	env := []string{"ANTHROPIC_API_KEY=" + value, "EXTRA_KEY=" + value,
+		secrets.TestUpstreamEnv + "=api.anthropic.com:443=" + pln.Addr().String() + ",extra.example:443=" + pln.Addr().String(),
 		secrets.TestCAEnv + "=" + caFile}
 	// The agents wait for files the test makes in the guest: root's, in /var/lib (the agent
 	// can look, not make them; not /run, an empty tmpfs in the agent's mount namespace).
-	const goFirst, goEnd = "/var/lib/limactl-mcp-e2e-two-go", "/var/lib/limactl-mcp-e2e-two-end"
-	guestShell(t, "sudo rm -f "+goFirst+" "+goEnd)
-	t.Cleanup(func() { guestShell(t, "sudo rm -f "+goFirst+" "+goEnd) })
+	const goFirst, goAgain, goEnd = "/var/lib/limactl-mcp-e2e-two-go", "/var/lib/limactl-mcp-e2e-two-again", "/var/lib/limactl-mcp-e2e-two-end"
+	flags := goFirst + " " + goAgain + " " + goEnd
+	guestShell(t, "sudo rm -f "+flags)
+	t.Cleanup(func() { guestShell(t, "sudo rm -f "+flags) })
 	request := `curl -sS --max-time 60 -H "x-api-key: $ANTHROPIC_API_KEY" https://api.anthropic.com/v1/models; echo`
+	extra := `curl -sS --max-time 60 -H "x-api-key: $EXTRA_KEY" https://extra.example/v1/models; echo`
 	wait := func(flag string) string {
 		return `n=0; while [ ! -e ` + flag + ` ] && [ $n -lt 300 ]; do sleep 1; n=$((n+1)); done`
 	}
-	start := func(name, script string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
-		cmd := mcpShellCmd(t, dir, env, "--network=allow:api.anthropic.com", "--secret", "ANTHROPIC_API_KEY", "--no-review", instanceName, "--", "sh", "-c", script)
+	start := func(name, script string, secretFlags ...string) (<-chan struct{}, *lockedBuffer) {
+		args := append([]string{"--network=allow:api.anthropic.com"}, secretFlags...)
+		args = append(args, "--no-review", instanceName, "--", "sh", "-c", script)
+		cmd := mcpShellCmd(t, dir, env, args...)
 		var stdout, stderr lockedBuffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		mustT(t, cmd.Start())
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
 		t.Cleanup(func() {
-			guestShell(t, "sudo touch "+goFirst+" "+goEnd)
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
+			guestShell(t, "sudo touch "+flags)
 			select {
-			case <-done:
+			case <-exited:
 			case <-time.After(3 * time.Minute):
 				cmd.Process.Kill()
+				<-exited
 			}
 			t.Logf("%s stdout:\n%s\nstderr:\n%s", name, stdout.String(), stderr.String())
 		})
-		return cmd, &stdout, &stderr
+		return exited, &stdout
 	}
 	waitFor := func(what string, buf *lockedBuffer, want string) {
 		t.Helper()
@@ -431,27 +445,45 @@ func TestSecretsTwoProcessesShare(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
-	// The first: its placeholder, then (once the second is set up) a request with it.
-	_, firstOut, _ := start("first", `echo "PLACEHOLDER=$ANTHROPIC_API_KEY"; `+wait(goFirst)+`; printf "FIRST "; `+request+`; echo FIRST-DONE`)
+	// The first: its placeholder, then (once the second is set up) a request with it, then
+	// (once the second has ended) another.
+	_, firstOut := start("first", `echo "PLACEHOLDER=$ANTHROPIC_API_KEY"; `+wait(goFirst)+`; printf "FIRST "; `+request+`; echo FIRST-MID; `+wait(goAgain)+`; printf "AGAIN "; `+request+`; echo FIRST-DONE`,
+		"--secret", "ANTHROPIC_API_KEY")
 	waitFor("the first shell", firstOut, "PLACEHOLDER=")
-	// The second: set up after the first, its request, and it stays until the first is done.
-	_, secondOut, _ := start("second", `echo "PLACEHOLDER=$ANTHROPIC_API_KEY"; printf "SECOND "; `+request+`; `+wait(goEnd)+`; echo SECOND-DONE`)
-	waitFor("the second shell", secondOut, "SECOND PROVIDER")
+	// The second: set up after the first, its requests, and it stays until the first's first
+	// request is done.
+	second, secondOut := start("second", `echo "PLACEHOLDER=$ANTHROPIC_API_KEY"; printf "SECOND "; `+request+`; printf "EXTRA "; `+extra+`; `+wait(goEnd)+`; echo SECOND-DONE`,
+		"--secret", "ANTHROPIC_API_KEY", "--secret", "EXTRA_KEY@extra.example")
+	waitFor("the second shell", secondOut, "EXTRA ")
+	waitFor("the second shell", secondOut, "\n")
 	guestShell(t, "sudo touch "+goFirst)
-	waitFor("the first shell", firstOut, "FIRST-DONE")
+	waitFor("the first shell", firstOut, "FIRST-MID")
 	guestShell(t, "sudo touch "+goEnd)
 	waitFor("the second shell", secondOut, "SECOND-DONE")
+	select {
+	case <-second:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the second shell did not end")
+	}
+	guestShell(t, "sudo touch "+goAgain)
+	waitFor("the first shell", firstOut, "FIRST-DONE")
 
 	ph := regexp.MustCompile(`PLACEHOLDER=(\S+)`)
-	first, second := ph.FindStringSubmatch(firstOut.String()), ph.FindStringSubmatch(secondOut.String())
-	if first == nil || second == nil || first[1] != second[1] || !strings.HasPrefix(first[1], "sk-ant-api03-"+secrets.PlaceholderMark) {
-		t.Errorf("placeholders: first %v, second %v: want the same one", first, second)
+	first, secondPh := ph.FindStringSubmatch(firstOut.String()), ph.FindStringSubmatch(secondOut.String())
+	if first == nil || secondPh == nil || first[1] != secondPh[1] || !strings.HasPrefix(first[1], "sk-ant-api03-"+secrets.PlaceholderMark) {
+		t.Errorf("placeholders: first %v, second %v: want the same one", first, secondPh)
 	}
 	if !strings.Contains(secondOut.String(), "SECOND PROVIDER key-ok=true") {
 		t.Errorf("the second shell's agent did not reach the provider with the value")
 	}
+	if !strings.Contains(secondOut.String(), "EXTRA PROVIDER key-ok=true") {
+		t.Errorf("the second shell's agent did not reach its own bound host (extra.example) with the value")
+	}
 	if !strings.Contains(firstOut.String(), "FIRST PROVIDER key-ok=true") {
 		t.Errorf("the first shell's agent, after the second set up, did not reach the provider with the value")
+	}
+	if !strings.Contains(firstOut.String(), "AGAIN PROVIDER key-ok=true") {
+		t.Errorf("the first shell's agent, after the second ended, did not reach the provider with the value (through its own relay)")
 	}
 	if strings.Contains(firstOut.String()+secondOut.String(), value) {
 		t.Errorf("the value reached an agent's output")

@@ -85,14 +85,14 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	up := UserPolicy{User: o.User, UID: u.UID, Policy: policy.String()}
 	envMode := os.FileMode(0o644)
 	keptEnv := ""
-	if o.Live && o.Secrets == nil {
-		// A live change (`limactl mcp network`) keeps the secrets the session was set up with:
-		// their relay, CA and placeholders, and their bound hosts in the allowlist.
-		if kept, ok := keptSecrets(l, o.User); ok {
-			policy = policy.WithHosts(kept.hosts)
-			up.Policy, up.SecretHosts, up.RuleTargets, up.RelayUID, up.RelayCommands = policy.String(), kept.secretHosts, kept.ruleTargets, kept.relayUID, kept.relayCommands
+	// The relays of the session's other processes that still answer stay (relays.go), with
+	// their bound hosts on the allowlist and their CA and placeholders in the environment; a
+	// live change (`limactl mcp network`, Secrets nil) keeps them the same way.
+	var relays []RelayEntry
+	if kept, ok := keptSecrets(l, o.User); ok && policy.Mode() == netpolicy.ModeAllow && (o.Secrets == nil || kept.up.RelayUID == o.StagingUID) {
+		if relays = keptRelays(l, kept.up, o.Secrets); len(relays) > 0 {
+			up.RelayUID, up.RelayCommands = kept.up.RelayUID, kept.up.RelayCommands
 			keptEnv = kept.env
-			envMode = 0o640
 		}
 	}
 	if o.Secrets != nil {
@@ -101,7 +101,13 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 		if err := ensureSecrets(ctx, l, o.User, o.StagingUID, o.StagingGID, o.Secrets); err != nil {
 			return netpolicy.EnsureResult{}, err
 		}
-		up.SecretHosts, up.RuleTargets, up.RelayUID, up.RelayCommands = o.Secrets.Hosts, o.Secrets.RuleTargets, o.StagingUID, true
+		relays = append(relays, RelayEntry{Name: o.Secrets.Relay, Hosts: o.Secrets.Hosts, RuleTargets: o.Secrets.RuleTargets})
+		up.RelayUID, up.RelayCommands = o.StagingUID, true
+	}
+	if len(relays) > 0 {
+		up.withRelays(relays)
+		policy = policy.WithHosts(hostNamesOf(up.SecretHosts))
+		up.Policy = policy.String()
 		envMode = 0o640 // the placeholders: the agent's own (its group), no other agent's
 	}
 	res.Policy = policy.String()
@@ -117,7 +123,7 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 			return netpolicy.EnsureResult{}, err
 		}
 	}
-	env := ProxyEnv(policy, l.ProxyAddr()) + secretsEnv(l, o.User, o.Secrets) + keptEnv
+	env := ProxyEnv(policy, l.ProxyAddr()) + mergeEnv(secretsEnv(l, o.User, o.Secrets), keptEnv)
 	if _, err := writeFileIfChanged(l.envFile(o.User), []byte(env), envMode); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the environment of %s: %w", o.User, err)
 	}

@@ -3,26 +3,22 @@ package enforce
 import (
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
-// keptFromSetup is what a live change of a session's policy keeps of the secrets its set-up
-// gave: the bound hosts (hosts: their names, for the allowlist), the relay's owner, and the
-// environment lines that are not the proxy's (the CA variables and the placeholders).
+// keptFromSetup is what a set-up or a live change of a session's policy keeps of the
+// secrets earlier set-ups gave: the policy file (its relays, their bound hosts, their owner),
+// and the environment lines that are not the proxy's (the CA variables and the placeholders).
 type keptFromSetup struct {
-	hosts       []string
-	secretHosts []string
-	ruleTargets []string
-	relayUID    int
-	// relayCommands: the relay reads the command behind a connection (UserPolicy.RelayCommands).
-	relayCommands bool
-	env           string
+	up  UserPolicy
+	env string
 }
 
-// keptSecrets reads what the user's set-up left in root's files (its policy file and
+// keptSecrets reads what the user's set-ups left in root's files (its policy file and
 // environment file, root's, read without following a link and capped). ok is false when the
 // session has no secrets (nothing to keep).
 func keptSecrets(l Layout, user string) (keptFromSetup, bool) {
@@ -30,12 +26,7 @@ func keptSecrets(l Layout, user string) (keptFromSetup, bool) {
 	if err != nil || len(up.SecretHosts)+len(up.RuleTargets) == 0 || up.RelayUID <= 0 {
 		return keptFromSetup{}, false
 	}
-	k := keptFromSetup{secretHosts: up.SecretHosts, ruleTargets: up.RuleTargets, relayUID: up.RelayUID, relayCommands: up.RelayCommands}
-	for _, hp := range up.SecretHosts {
-		if h, _, err := netpolicy.SplitBoundHost(hp); err == nil {
-			k.hosts = append(k.hosts, h)
-		}
-	}
+	k := keptFromSetup{up: up}
 	f, err := os.OpenFile(l.envFile(user), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return k, true
@@ -60,4 +51,35 @@ func keptSecrets(l Layout, user string) (keptFromSetup, bool) {
 	}
 	k.env = b.String()
 	return k, true
+}
+
+// hostNamesOf are the names of bound host:port (each once): what joins the allowlist.
+func hostNamesOf(hostPorts []string) []string {
+	var names []string
+	for _, hp := range hostPorts {
+		if h, _, err := netpolicy.SplitBoundHost(hp); err == nil && !slices.Contains(names, h) {
+			names = append(names, h)
+		}
+	}
+	return names
+}
+
+// mergeEnv is the NAME=VALUE lines of first, then those of more whose name first does not
+// set (the placeholders and CA variables of the relays kept beside a new one).
+func mergeEnv(first, more string) string {
+	set := map[string]bool{}
+	for _, line := range strings.Split(first, "\n") {
+		if name, _, ok := strings.Cut(line, "="); ok {
+			set[name] = true
+		}
+	}
+	var b strings.Builder
+	b.WriteString(first)
+	for _, line := range strings.Split(more, "\n") {
+		if name, _, ok := strings.Cut(line, "="); ok && !set[name] {
+			set[name] = true
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
 }

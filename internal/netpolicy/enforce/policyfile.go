@@ -33,6 +33,10 @@ type UserPolicy struct {
 	// set-up of a runner that writes it (its host's relay is of the same build); a relay of an
 	// older host would read the command as part of the rules and refuse the connection.
 	RelayCommands bool `json:"relay_commands,omitempty"`
+	// Relays are the relays of the session's processes, oldest first, with what each binds
+	// (relays.go); SecretHosts and RuleTargets are theirs together. None: an older build's
+	// file, whose one relay listens at netpolicy.RelaySocketName("").
+	Relays []RelayEntry `json:"relays,omitempty"`
 }
 
 // parsed checks a policy file's content (the name, the uid, the spec) and returns its policy.

@@ -371,7 +371,7 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 	if target, ok := boundTarget(user, host, port); ok && policy.Allows(host) {
 		// A bound host: to the session's secrets relay on the host (secrets.go), never to the
 		// host itself from here.
-		p.tunnelToRelay(c, br, user, host, port, target)
+		p.tunnelToRelay(c, br, user, host, port, target, false, target)
 		return
 	}
 	if line, ok := ruleTarget(user, policy, host, port); ok {
@@ -381,7 +381,7 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 		if user.RelayCommands {
 			line.Command = p.command(c)
 		}
-		p.tunnelToRelay(c, br, user, host, port, line.String())
+		p.tunnelToRelay(c, br, user, host, port, line.Target, true, line.String())
 		return
 	}
 	upstream, reason, ok := p.open(c, br, user, policy, host, port)
@@ -396,14 +396,15 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req requestHead, user UserP
 	p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, BytesUp: up, BytesDown: down, Reason: reason})
 }
 
-// tunnelToRelay serves a CONNECT to a bound host, or to a host the rules only name, through
-// the session's relay (line: what the relay reads first, the target and the rules if any): no
-// fallback when the relay is not there (a 502 saying so).
-func (p *Proxy) tunnelToRelay(c net.Conn, br *bufio.Reader, user UserPolicy, host string, port int, line string) {
-	upstream, err := dialRelay(p.layout, user, line)
+// tunnelToRelay serves a CONNECT to a bound host, or to a host the rules only name (rule),
+// through the newest of the session's relays that takes target (line: what the relay reads
+// first, the target and the rules if any): no fallback to the host itself when no relay is
+// there (a 502 saying so).
+func (p *Proxy) tunnelToRelay(c net.Conn, br *bufio.Reader, user UserPolicy, host string, port int, target string, rule bool, line string) {
+	upstream, err := dialRelay(p.layout, user, target, rule, line)
 	if err != nil {
 		what := "a bound host of the session's secrets"
-		if strings.Contains(line, " ") {
+		if rule {
 			what = "named by method and path rules, whose requests the relay reads"
 		}
 		p.log(user, netpolicy.Entry{Host: host, Port: port, Verdict: netpolicy.VerdictAllowed, Via: netpolicy.ViaProxy, Reason: "secrets relay failed: " + err.Error()})

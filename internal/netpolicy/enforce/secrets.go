@@ -25,7 +25,7 @@ import (
 // on the allowlist, with the uid of the Lima user who listens for the relay.
 func (u UserPolicy) checkSecrets(p netpolicy.Policy) error {
 	if len(u.SecretHosts) == 0 && len(u.RuleTargets) == 0 {
-		if u.RelayUID != 0 {
+		if u.RelayUID != 0 || len(u.Relays) != 0 {
 			return fmt.Errorf("user %s: a relay uid without bound hosts", u.User)
 		}
 		return nil
@@ -35,6 +35,9 @@ func (u UserPolicy) checkSecrets(p netpolicy.Policy) error {
 	}
 	if u.RelayUID <= 0 {
 		return fmt.Errorf("user %s: bound hosts without the uid of the Lima user who holds the relay", u.User)
+	}
+	if err := u.checkRelays(); err != nil {
+		return err
 	}
 	for _, hp := range u.SecretHosts {
 		host, _, err := netpolicy.SplitBoundHost(hp)
@@ -103,8 +106,9 @@ func secretsEnv(l Layout, user string, s *netpolicy.SecretsSetup) string {
 	return b.String()
 }
 
-// ensureSecrets makes user's relay directory (relayUID's, 0700; a socket left there by an
-// earlier connection is removed, so that the next forward can bind) and installs its CA.
+// ensureSecrets makes user's relay directory (relayUID's, 0700; a socket of s's relay left
+// there by an earlier connection is removed, so that the next forward can bind) and installs
+// its CA (the session's: the same key for all its processes, secrets.OpenCA).
 func ensureSecrets(ctx context.Context, l Layout, user string, relayUID, relayGID int, s *netpolicy.SecretsSetup) error {
 	if relayUID <= 0 {
 		return errors.New("secrets need the Lima user who runs sudo (SUDO_UID): run net ensure through sudo as that user")
@@ -127,7 +131,7 @@ func ensureSecrets(ctx context.Context, l Layout, user string, relayUID, relayGI
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(dir, netpolicy.RelaySocketName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(dir, netpolicy.RelaySocketName(s.Relay))); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing the old relay socket: %w", err)
 	}
 	if err := ensureRootDir(l.TrustDir); err != nil {

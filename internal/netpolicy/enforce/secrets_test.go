@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -31,14 +32,17 @@ s.listen(16)
 print("ready", flush=True)
 while True:
     c, _ = s.accept()
-    f = c.makefile("rb")
-    target = f.readline().decode().strip()
-    while f.readline() not in (b"\r\n", b"\n", b""):
-        pass
-    body = ("relay got " + target).encode()
-    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
-    f.close()
-    c.shutdown(socket.SHUT_RDWR)
+    try:
+        f = c.makefile("rb")
+        target = f.readline().decode().strip()
+        while f.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        body = ("relay got " + target + (" by " + sys.argv[2] if len(sys.argv) > 2 else "")).encode()
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        f.close()
+        c.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # a probe (a connection that ends at once)
     c.close()
 `
 
@@ -90,9 +94,18 @@ func startSecretsFixture(t *testing.T) *secretsFixture {
 }
 
 // startRelay starts the stand-in relay as the relay user on the fixture's socket.
-func (f *secretsFixture) startRelay(t *testing.T) {
+func (f *secretsFixture) startRelay(t *testing.T) { f.startNamedRelay(t, "") }
+
+// startNamedRelay starts the stand-in relay named name ("": the older builds' one), which
+// answers "relay got TARGET by NAME"; the function it returns kills it (its socket stays, as
+// a relay whose process ended leaves it).
+func (f *secretsFixture) startNamedRelay(t *testing.T, name string) func() {
 	t.Helper()
-	cmd := exec.Command("runuser", "-u", f.agent, "--", "/usr/bin/python3", "-c", relayServer, filepath.Join(f.dir, netpolicy.RelaySocketName))
+	args := []string{"-u", f.agent, "--", "/usr/bin/python3", "-c", relayServer, filepath.Join(f.dir, netpolicy.RelaySocketName(name))}
+	if name != "" {
+		args = append(args, name)
+	}
+	cmd := exec.Command("runuser", args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +116,14 @@ func (f *secretsFixture) startRelay(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	var once sync.Once
+	stop := func() { once.Do(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }) }
+	t.Cleanup(stop)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || line != "ready\n" {
 		t.Fatalf("the stand-in relay did not start: %q %v", line, err)
 	}
+	return stop
 }
 
 // restartProxy makes the fixture's proxy again with the relay layout (the fixture's proxy was
@@ -177,11 +193,11 @@ func TestProxyRelayNeverFallsBack(t *testing.T) {
 	}
 
 	// A listener that is not the relay user's (root's here) is refused.
-	ln, err := net.Listen("unix", filepath.Join(f.dir, netpolicy.RelaySocketName))
+	ln, err := net.Listen("unix", filepath.Join(f.dir, netpolicy.RelaySocketName("")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(filepath.Join(f.dir, netpolicy.RelaySocketName), 0o777)
+	os.Chmod(filepath.Join(f.dir, netpolicy.RelaySocketName("")), 0o777)
 	accepted := make(chan struct{}, 8)
 	go func() {
 		for {
@@ -202,7 +218,7 @@ func TestProxyRelayNeverFallsBack(t *testing.T) {
 	if code == 0 || !strings.Contains(f.lastReason(t), "not held by the Lima user") {
 		t.Fatalf("root's listener: exit %d (%s)\n%s", code, f.lastReason(t), out)
 	}
-	os.Remove(filepath.Join(f.dir, netpolicy.RelaySocketName))
+	os.Remove(filepath.Join(f.dir, netpolicy.RelaySocketName("")))
 
 	// The directory swapped for a link to another (the relay user's, holding a live relay) is
 	// never followed.
@@ -320,7 +336,7 @@ func TestEnsureAndDropSecretsFiles(t *testing.T) {
 		t.Errorf("CA: %q %v", data, err)
 	}
 	// A socket an earlier connection left is removed (the next forward binds there).
-	ln, err := net.Listen("unix", filepath.Join(dir, netpolicy.RelaySocketName))
+	ln, err := net.Listen("unix", filepath.Join(dir, netpolicy.RelaySocketName("")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +346,7 @@ func TestEnsureAndDropSecretsFiles(t *testing.T) {
 	if err := ensureSecrets(context.Background(), l, "lmcp-x", 4242, 4243, s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(filepath.Join(dir, netpolicy.RelaySocketName)); !os.IsNotExist(err) {
+	if _, err := os.Lstat(filepath.Join(dir, netpolicy.RelaySocketName(""))); !os.IsNotExist(err) {
 		t.Errorf("the old socket is still there: %v", err)
 	}
 	if st, _ := os.Lstat(dir); st.Mode().Perm() != 0o700 {
