@@ -257,15 +257,17 @@ func (c *session) serve(ctx context.Context, conn net.Conn) error {
 		// handshake, as an opaque tunnel's is, so that the first request does not wait for a
 		// second handshake (a request under rules may be held or refused: its connection is
 		// taken when it goes).
+		// Beside it too: the check of a kept connection (liveCheck), which would delay the
+		// handshake's start by as much.
 		c.early = make(chan earlyUp, 1)
-		if u, ok := r.pool.get(c.target); ok {
-			c.early <- earlyUp{u, nil, time.Now()} // kept from a guest connection before
-		} else {
-			go func() {
-				up, err := c.dialTLS(ctx)
-				c.early <- earlyUp{up, err, time.Now()}
-			}()
-		}
+		go func() {
+			if u, ok := r.pool.get(c.target); ok {
+				c.early <- earlyUp{u, nil, time.Now()} // kept from a guest connection before
+				return
+			}
+			up, err := c.dialTLS(ctx)
+			c.early <- earlyUp{up, err, time.Now()}
+		}()
 		defer func() {
 			if c.early != nil { // never taken: closed once it is there
 				go func(ch chan earlyUp) {

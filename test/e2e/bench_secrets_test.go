@@ -49,6 +49,15 @@ func TestBenchmarkSecretsRelay(t *testing.T) {
 		}
 		return b.String()
 	}
+	// One curl, a new connection for each request (the server ends each: Connection: close):
+	// what a connection costs without a process's start in the emulated guest around it.
+	closing := func(kind, url string) string {
+		var b strings.Builder
+		for range n + 3 {
+			fmt.Fprintf(&b, " -o /dev/null -w '%s %%{time_appconnect} %%{time_total}\n' %s", kind, url)
+		}
+		return b.String()
+	}
 	script := fmt.Sprintf(`set -e
 h="x-api-key: $ANTHROPIC_API_KEY"
 for i in $(seq %[1]d); do
@@ -58,7 +67,9 @@ for i in $(seq %[1]d); do
 done
 curl -sS --fail --max-time 120 -H "$h" -w 'INJ-KEEP %%{num_connects} %%{time_total}\n'%[4]s
 curl -sS --fail --max-time 120 -k -H "$h" -w 'TUN-KEEP %%{num_connects} %%{time_total}\n'%[5]s
-curl -sS --fail --max-time 60 -H "$h" %[2]s; echo`, n+3, inj, tun, keep(inj), keep(tun))
+curl -sS --fail --max-time 120 -k -H "$h" -H "Connection: close"%[6]s
+curl -sS --fail --max-time 120 -k -H "$h" -H "Connection: close"%[7]s
+curl -sS --fail --max-time 60 -H "$h" %[2]s; echo`, n+3, inj, tun, keep(inj), keep(tun), closing("INJK-ONE", inj), closing("TUN-ONE", tun))
 
 	cmd := mcpShellCmd(t, dir, env, fmt.Sprintf("--network=allow:tls-plain.test:%d", prov.port()),
 		"--secret", "ANTHROPIC_API_KEY", "--no-review", instanceName, "--", "sh", "-c", script)
@@ -91,7 +102,7 @@ curl -sS --fail --max-time 60 -H "$h" %[2]s; echo`, n+3, inj, tun, keep(inj), ke
 		kind := f[0]
 		seen[kind]++
 		switch kind {
-		case "INJ-NEW", "TUN-NEW", "INJK-NEW":
+		case "INJ-NEW", "TUN-NEW", "INJK-NEW", "INJK-ONE", "TUN-ONE":
 			if seen[kind] <= 3 { // warm-up: the leaf's first signing, the relay's first dial
 				continue
 			}
@@ -107,7 +118,7 @@ curl -sS --fail --max-time 60 -H "$h" %[2]s; echo`, n+3, inj, tun, keep(inj), ke
 			series[kind] = append(series[kind], sec(f[2]))
 		}
 	}
-	for _, k := range []string{"INJ-NEW", "TUN-NEW", "INJK-NEW", "INJ-KEEP", "TUN-KEEP"} {
+	for _, k := range []string{"INJ-NEW", "TUN-NEW", "INJK-NEW", "INJ-KEEP", "TUN-KEEP", "INJK-ONE", "TUN-ONE"} {
 		if len(series[k]) < n {
 			t.Fatalf("%s: %d timings, want %d:\n%s", k, len(series[k]), n, out)
 		}
@@ -126,6 +137,8 @@ curl -sS --fail --max-time 60 -H "$h" %[2]s; echo`, n+3, inj, tun, keep(inj), ke
 	// test CA's); a verifying curl also loads the guest's CA bundle (220 kB) on each start, which
 	// costs hundreds of milliseconds in an emulated guest. So the relay is compared with the
 	// same client settings (-k on both), and the verifying client's cost is a row of its own.
+	row("new connection, one curl for all (Connection: close), whole request, both -k", "INJK-ONE", "TUN-ONE")
+	row("new connection, one curl for all, TLS handshake done, both -k", "INJK-ONE handshake", "TUN-ONE handshake")
 	row("new connection (whole request), both -k", "INJK-NEW", "TUN-NEW")
 	row("new connection, TLS handshake done, both -k", "INJK-NEW handshake", "TUN-NEW handshake")
 	row("new connection (whole request), the relay's curl verifying", "INJ-NEW", "TUN-NEW")
