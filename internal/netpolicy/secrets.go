@@ -126,9 +126,13 @@ func (s *SecretsSetup) Check() error {
 }
 
 // BoundNames are the names of the bound hosts (no port, each once): what joins an allowlist.
-func (s *SecretsSetup) BoundNames() []string {
+func (s *SecretsSetup) BoundNames() []string { return BoundNames(s.Hosts) }
+
+// BoundNames are the names of bound host:port (no port, each once; one that does not check out
+// left out): what joins an allowlist.
+func BoundNames(hostPorts []string) []string {
 	var names []string
-	for _, hp := range s.Hosts {
+	for _, hp := range hostPorts {
 		if host, _, err := SplitBoundHost(hp); err == nil && !slices.Contains(names, host) {
 			names = append(names, host)
 		}

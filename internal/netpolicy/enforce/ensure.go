@@ -106,7 +106,7 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 	}
 	if len(relays) > 0 {
 		up.withRelays(relays)
-		policy = policy.WithHosts(hostNamesOf(up.SecretHosts))
+		policy = policy.WithHosts(netpolicy.BoundNames(up.SecretHosts))
 		up.Policy = policy.String()
 		envMode = 0o640 // the placeholders: the agent's own (its group), no other agent's
 	}

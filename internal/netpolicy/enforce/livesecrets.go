@@ -3,11 +3,8 @@ package enforce
 import (
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
-
-	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
 // keptFromSetup is what a set-up or a live change of a session's policy keeps of the
@@ -51,17 +48,6 @@ func keptSecrets(l Layout, user string) (keptFromSetup, bool) {
 	}
 	k.env = b.String()
 	return k, true
-}
-
-// hostNamesOf are the names of bound host:port (each once): what joins the allowlist.
-func hostNamesOf(hostPorts []string) []string {
-	var names []string
-	for _, hp := range hostPorts {
-		if h, _, err := netpolicy.SplitBoundHost(hp); err == nil && !slices.Contains(names, h) {
-			names = append(names, h)
-		}
-	}
-	return names
 }
 
 // mergeEnv is the NAME=VALUE lines of first, then those of more whose name first does not

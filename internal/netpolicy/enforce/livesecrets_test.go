@@ -35,14 +35,14 @@ func TestLiveChangeKeepsSecrets(t *testing.T) {
 	if !ok {
 		t.Fatal("a session with secrets: nothing kept")
 	}
-	if !slices.Equal(hostNamesOf(k.up.SecretHosts), []string{"api.anthropic.com"}) || !slices.Equal(k.up.SecretHosts, up.SecretHosts) || k.up.RelayUID != 1000 {
+	if !slices.Equal(netpolicy.BoundNames(k.up.SecretHosts), []string{"api.anthropic.com"}) || !slices.Equal(k.up.SecretHosts, up.SecretHosts) || k.up.RelayUID != 1000 {
 		t.Errorf("kept %+v", k)
 	}
 	if k.env != secretLines {
 		t.Errorf("kept environment %q, want %q", k.env, secretLines)
 	}
 	next, _ := netpolicy.Parse("allow:example.com,proxy.golang.org")
-	if got := next.WithHosts(hostNamesOf(k.up.SecretHosts)); !got.Allows("api.anthropic.com") || !got.Allows("proxy.golang.org") {
+	if got := next.WithHosts(netpolicy.BoundNames(k.up.SecretHosts)); !got.Allows("api.anthropic.com") || !got.Allows("proxy.golang.org") {
 		t.Errorf("the new allowlist %s lost a bound host or the change", got)
 	}
 
