@@ -226,7 +226,7 @@ func (l *link) runSetup(ctx context.Context, script string) (string, error) {
 	if a.Secrets == nil {
 		return l.t.Output(ctx, "sh -c "+shellquote.Quote(script))
 	}
-	in, _ := json.Marshal(a.Secrets.Setup)
+	in, _ := json.Marshal(l.withRelayPort(a.Secrets.Setup))
 	b, err := l.t.Stream(ctx, "sh -c "+shellquote.Quote(script), bytes.NewReader(in))
 	return string(b), err
 }
@@ -235,6 +235,11 @@ func (l *link) runSetup(ctx context.Context, script string) (string, error) {
 // user; the runner is then started as that user (runnerCommand).
 func (l *link) becomeAgent(ctx context.Context, exe string) error {
 	a := l.agent
+	if a.Secrets != nil {
+		if err := l.listenRelayPort(); err != nil {
+			return err
+		}
+	}
 	out, policy, err := a.setUpUnderCurrentPolicy(func(policy string) (string, error) {
 		return l.runSetup(ctx, a.setupScript(exe, policy))
 	})

@@ -83,6 +83,10 @@ type link struct {
 	agent   *Agent
 	setup   *AgentSetup
 	closers []func() // what else ends with the link (the agent's SFTP process)
+	// relayPort, relayKey: the agent's relay's port on the host and its key (relay.go; nil:
+	// none).
+	relayPort net.Listener
+	relayKey  string
 	// envFile is the environment file of the secrets under open (opensecrets.go; "": none).
 	envFile string
 	// systemRunner is the path of the root-owned runner, "" when the runner is the user's copy.

@@ -13,11 +13,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
 )
@@ -63,15 +65,17 @@ func TestRelayOverStreamlocalForward(t *testing.T) {
 
 	guestCAs := x509.NewCertPool()
 	guestCAs.AddCert(sessCA.Certificate())
-	request := func(line string) (string, error) {
-		c, err := net.Dial("unix", sock)
+	requestOn := func(dial func() (net.Conn, error), line string) (string, error) {
+		c, err := dial()
 		if err != nil {
 			return "", err
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(60 * time.Second))
-		if _, err := io.WriteString(c, line); err != nil {
-			return "", err
+		if line != "" {
+			if _, err := io.WriteString(c, line); err != nil {
+				return "", err
+			}
 		}
 		tc := tls.Client(c, &tls.Config{ServerName: "api.example.test", RootCAs: guestCAs})
 		ph := set.Env()[0][len("ANTHROPIC_API_KEY="):]
@@ -83,6 +87,9 @@ func TestRelayOverStreamlocalForward(t *testing.T) {
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		return string(body), err
+	}
+	request := func(line string) (string, error) {
+		return requestOn(func() (net.Conn, error) { return net.Dial("unix", sock) }, line)
 	}
 	body, err := request("api.example.test:443\n")
 	if err != nil || body != "got value: true" {
@@ -107,7 +114,73 @@ func TestRelayOverStreamlocalForward(t *testing.T) {
 	if body, err := request("api.example.test:443\n"); err != nil || body != "got value: true" {
 		t.Fatalf("after the refusals: %q, %v", body, err)
 	}
+
+	// The relay's port on the host (what the guest's proxy reaches through the VM's NAT):
+	// served once the other end proves it holds the key, with its line; a connection that
+	// does not is closed with a warning, and the provider is not reached.
+	key := netpolicy.NewRelayKey()
+	portLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logged.Write(b)
+	}), nil))
+	t.Cleanup(serveRelayPort(portLn, key, &AgentSecrets{Serve: relay.Serve}, logger))
+	proven := func(k, line string) func() (net.Conn, error) {
+		return func() (net.Conn, error) {
+			c, err := net.Dial("tcp", portLn.Addr().String())
+			if err != nil {
+				return nil, err
+			}
+			secret, _ := netpolicy.ParseRelayKey(k)
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			if err := netpolicy.ProveToRelay(c, secret, line); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return c, nil
+		}
+	}
+	if body, err := requestOn(proven(key, "api.example.test:443"), ""); err != nil || body != "got value: true" {
+		t.Fatalf("through the relay's port: %q, %v", body, err)
+	}
+	before = hits.Load()
+	if _, err := requestOn(proven(netpolicy.NewRelayKey(), "api.example.test:443"), ""); !errors.Is(err, netpolicy.ErrRelayNotProven) {
+		t.Errorf("another key: %v, want the relay not proven", err)
+	}
+	plain := func() (net.Conn, error) { return net.Dial("tcp", portLn.Addr().String()) }
+	if body, err := requestOn(plain, "api.example.test:443\n"); err == nil {
+		t.Errorf("the line alone, without the handshake: answered %q", body)
+	}
+	if body, err := requestOn(proven(key, "evil.example:443"), ""); err == nil {
+		t.Errorf("a proven line to an unbound host: answered %q", body)
+	}
+	if hits.Load() != before {
+		t.Errorf("the provider was reached by a connection to the port that was refused")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		logMu.Lock()
+		out := logged.String()
+		logMu.Unlock()
+		if strings.Count(out, "secrets relay") >= 3 && strings.Contains(out, "was refused") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the refusals at the port were not all logged:\n%s", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // The ControlMaster's transport does not forward: a clear error, not a silent direct path.
 func TestMasterTransportRefusesForward(t *testing.T) {

@@ -3,6 +3,7 @@ package netpolicy
 import (
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -31,6 +32,12 @@ type SecretsSetup struct {
 	// process of a session listens at its own, so that one ending, or setting up after
 	// another, never takes the other's relay away. "" is the one socket of older builds.
 	Relay string `json:"relay,omitempty"`
+	// RelayPort is where this process's relay also listens on the host's loopback, reached
+	// from the guest through the VM's NAT at RelayHost (relayauth.go; 0: the socket only), and
+	// RelayKey the key both ends prove they hold there (hex): a secret of root's in the guest,
+	// kept off every command line and out of every file the agent can read.
+	RelayPort int    `json:"relay_port,omitempty"`
+	RelayKey  string `json:"relay_key,omitempty"`
 }
 
 const (
@@ -112,6 +119,12 @@ func (s *SecretsSetup) Check() error {
 	}
 	if err := CheckRelayName(s.Relay); err != nil {
 		return fmt.Errorf("the secrets setup: %w", err)
+	}
+	if s.RelayPort < 0 || s.RelayPort > 65535 {
+		return fmt.Errorf("the secrets setup's relay port %d is not a port", s.RelayPort)
+	}
+	if _, err := ParseRelayKey(s.RelayKey); (s.RelayPort > 0) != (err == nil) {
+		return errors.New("the secrets setup needs a relay key with its relay port, and only then")
 	}
 	if len(s.Env) > maxSecretEnv {
 		return fmt.Errorf("the secrets setup has more than %d placeholders", maxSecretEnv)

@@ -370,6 +370,11 @@ func (h *harness) client() *http.Client {
 // rawTLS opens a connection through the front to target and does TLS with serverName,
 // trusting the session CA and the fakes' CA.
 func (h *harness) rawTLS(t testing.TB, target, serverName string) (*tls.Conn, error) {
+	return h.rawTLSWith(t, target, serverName, nil)
+}
+
+// rawTLSWith is rawTLS with a client session cache (nil: none), as clients that resume keep.
+func (h *harness) rawTLSWith(t testing.TB, target, serverName string, cache tls.ClientSessionCache) (*tls.Conn, error) {
 	conn, err := net.DialTimeout("tcp", h.front, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +390,7 @@ func (h *harness) rawTLS(t testing.TB, target, serverName string) (*tls.Conn, er
 	pool := x509.NewCertPool()
 	pool.AddCert(h.ca.Certificate())
 	pool.AddCert(h.fakeCA.Certificate())
-	tc := tls.Client(&bufferedConn{Conn: conn, r: br}, &tls.Config{ServerName: serverName, RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	tc := tls.Client(&bufferedConn{Conn: conn, r: br}, &tls.Config{ServerName: serverName, RootCAs: pool, NextProtos: []string{"http/1.1"}, ClientSessionCache: cache})
 	if err := tc.Handshake(); err != nil {
 		conn.Close()
 		return nil, err

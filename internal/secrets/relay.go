@@ -107,6 +107,7 @@ type Relay struct {
 
 	holding holding
 	pool    upstreamPool
+	tickets sessionTickets
 }
 
 // Serve relays one connection from the guest side, already addressed to target (host:port),
@@ -279,7 +280,7 @@ func (c *session) serve(ctx context.Context, conn net.Conn) error {
 		}()
 	}
 	cr := &limitReader{}
-	tc := tls.Server(&deadlineConn{Conn: conn, idle: r.idle()}, &tls.Config{
+	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"http/1.1"},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -288,7 +289,9 @@ func (c *session) serve(ctx context.Context, conn net.Conn) error {
 			}
 			return leaf, nil
 		},
-	})
+	}
+	r.tickets.use(cfg)
+	tc := tls.Server(&deadlineConn{Conn: conn, idle: r.idle()}, cfg)
 	hctx, hcancel := context.WithTimeout(ctx, r.handshakeTimeout())
 	err = tc.HandshakeContext(hctx)
 	hcancel()

@@ -3,8 +3,10 @@ package secrets
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -294,4 +296,35 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRelayResumesTLSSessions: a client that keeps its TLS sessions (curl within one process,
+// Node's and Go's agents) resumes on its next connection to a bound host instead of a full
+// handshake, and a request on the resumed connection still gets the value. Without the
+// relay's shared ticket keys, no connection ever resumed.
+func TestRelayResumesTLSSessions(t *testing.T) {
+	h := newHarness(t)
+	ant := h.ph["ANTHROPIC_API_KEY"]
+	cache := tls.NewLRUClientSessionCache(8)
+	for i := range 3 {
+		tc, err := h.rawTLSWith(t, anthropicHost+":443", anthropicHost, cache)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		if resumed := tc.ConnectionState().DidResume; resumed != (i > 0) {
+			t.Errorf("connection %d: resumed %v", i, resumed)
+		}
+		fmt.Fprintf(tc, "GET /v1/models HTTP/1.1\r\nHost: %s\r\nX-Api-Key: %s\r\nConnection: close\r\n\r\n", anthropicHost, ant)
+		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		tc.Close()
+		seen := h.requests(anthropicHost)
+		if len(seen) != i+1 || seen[i].req.Header.Get("X-Api-Key") != h.value["ANTHROPIC_API_KEY"] {
+			t.Fatalf("connection %d: the provider got %d requests, the last without the value", i, len(seen))
+		}
+	}
+	h.assertNoLeak(t)
 }

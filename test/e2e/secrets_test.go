@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -53,6 +54,16 @@ req.on("connect", (res, socket) => {
   }).on("error", e => console.log("NODE error", e.message));
 });
 req.end();'; else echo "NODE none"; fi
+python3 -c '
+import os, socket, ssl, time
+h, p = os.environ["HTTPS_PROXY"].split("//")[1].rstrip("/").rsplit(":", 1)
+s = socket.create_connection((h, int(p)), timeout=60)
+s.sendall(b"CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: api.anthropic.com:443\r\n\r\n")
+b = b""
+while b"\r\n\r\n" not in b:
+    b += s.recv(100)
+t = ssl.create_default_context().wrap_socket(s, server_hostname="api.anthropic.com")
+time.sleep(400)' >/dev/null 2>&1 &
 curl -sS --max-time 20 -H "x-api-key: $ANTHROPIC_API_KEY" http://echo-secrets.test:` + fmt.Sprint(echoPort) + `/; echo
 ip=$(getent hosts host.lima.internal | awk '{print $1; exit}')
 curl -sS --noproxy '*' --max-time 10 --resolve api.anthropic.com:` + fmt.Sprint(pln.Addr().(*net.TCPAddr).Port) + `:$ip -k -H "x-api-key: $ANTHROPIC_API_KEY" https://api.anthropic.com:` + fmt.Sprint(pln.Addr().(*net.TCPAddr).Port) + `/ >/dev/null 2>&1 && echo DIRECT-REACHED || echo DIRECT-REFUSED
@@ -80,6 +91,7 @@ exec sleep 171`
 			t.Fatalf("the agent's command never got to its end\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 		}
 	}
+	checkRelayPort(t, user)
 	scan := guestShell(t, `sudo sh -c 'for p in /proc/[0-9]*; do for f in environ cmdline; do grep -l -a -e `+shq(valueRE)+` $p/$f 2>/dev/null; done; done; true'`)
 	// Nor in any guest process's memory, read as root through /proc/PID/mem. A canary process
 	// holding a string of its own shows that the scan finds what is there.
@@ -174,6 +186,60 @@ exec sleep 171`
 		t.Errorf("the discarded session's CA file: %s", out)
 	}
 	_ = io.Discard
+}
+
+// checkRelayPort checks the relay's port on the host while the agent of user holds a
+// connection to a bound host (its script's python3 holder): the guest's proxy reaches the
+// relay there through the VM's NAT, not through sshd; the port and its key are in a file of
+// root's alone, which the agent cannot read; a connection that does not prove the key, from
+// the guest, gets nothing.
+func checkRelayPort(t *testing.T, user string) {
+	t.Helper()
+	file := "/etc/limactl-mcp/net/" + user + ".relays"
+	out := guestShell(t, "sudo stat -c '%a %U' "+file+" && sudo cat "+file)
+	mode, data, _ := strings.Cut(out, "\n")
+	var ports map[string]struct {
+		Port int    `json:"port"`
+		Key  string `json:"key"`
+	}
+	if mode != "600 root" || json.Unmarshal([]byte(data), &ports) != nil || len(ports) != 1 {
+		t.Fatalf("the relays file: %q", out)
+	}
+	port := 0
+	for _, p := range ports {
+		port = p.Port
+		if len(p.Key) != 64 {
+			t.Errorf("the relay's key is %d hex digits", len(p.Key))
+		}
+	}
+	if got := guestShell(t, "sudo -u "+user+" cat "+file+" 2>&1 || echo AGENT-REFUSED"); !strings.Contains(got, "AGENT-REFUSED") || strings.Contains(got, "key") {
+		t.Errorf("the agent read the relays file: %s", got)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		est := guestShell(t, fmt.Sprintf("sudo ss -tnHp state established dst %s:%d || true", strings.TrimSpace(guestShell(t, "getent hosts host.lima.internal | awk '{print $1; exit}'")), port))
+		if strings.Contains(est, "net proxy") || strings.Contains(est, "runner-") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guest's proxy holds no connection to the relay's port %d: %q", port, est)
+		}
+		time.Sleep(time.Second)
+	}
+	// Without the handshake: a TLS client, and the proxy's line sent as is.
+	if got := guestShell(t, fmt.Sprintf(`curl -sS --noproxy '*' --max-time 10 -k --connect-to api.anthropic.com:443:host.lima.internal:%d -H "x-api-key: sk-ant-api03-guess" https://api.anthropic.com/v1/models 2>&1 && echo PORT-SERVED || echo PORT-REFUSED`, port)); !strings.Contains(got, "PORT-REFUSED") {
+		t.Errorf("a TLS client at the relay's port: %s", got)
+	}
+	if got := guestShell(t, fmt.Sprintf(`python3 -c '
+import socket, sys
+s = socket.create_connection(("host.lima.internal", %d), timeout=10)
+s.sendall(b"api.anthropic.com:443\n" + b"x" * 64)
+try:
+    print("GOT %%d BYTES" %% len(s.recv(100)))
+except ConnectionResetError:
+    print("GOT 0 BYTES")' 2>&1`, port)); !strings.Contains(got, "GOT 0 BYTES") {
+		t.Errorf("the proxy's line alone at the relay's port: %s", got)
+	}
 }
 
 // secretsProject makes a project directory (one file, discarded when the test ends), a fake

@@ -111,6 +111,11 @@ func Ensure(ctx context.Context, o EnsureOptions) (netpolicy.EnsureResult, error
 		envMode = 0o640 // the placeholders: the agent's own (its group), no other agent's
 	}
 	res.Policy = policy.String()
+	// The relays' ports and keys before the policy file that names the relays (a relay the
+	// file does not give a port is reached at its socket).
+	if err := writeRelayPorts(l, o.User, relays, o.Secrets); err != nil {
+		return netpolicy.EnsureResult{}, err
+	}
 	data, _ := json.Marshal(up)
 	if _, err := writeFileIfChanged(l.policyFile(o.User), append(data, '\n'), 0o644); err != nil {
 		return netpolicy.EnsureResult{}, fmt.Errorf("writing the policy of %s: %w", o.User, err)
@@ -192,7 +197,7 @@ func dropUserPolicy(ctx context.Context, l Layout, user string) error {
 			fmt.Fprintf(os.Stderr, "limactl-mcp: recording the end of the policy of %s: %v\n", user, err)
 		}
 	}
-	for _, path := range []string{l.policyFile(user), l.envFile(user)} {
+	for _, path := range []string{l.policyFile(user), l.envFile(user), l.relayPortsFile(user)} {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", path, err)
 		}

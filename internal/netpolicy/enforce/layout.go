@@ -25,6 +25,9 @@ type Layout struct {
 	TrustBundle string
 	TrustTool   []string
 	UpdateTrust bool
+	// RelayHost is the name the proxy reaches the relays' ports on the host by
+	// (netpolicy.RelayHost; "": their sockets only).
+	RelayHost string
 }
 
 // DefaultLayout is the layout of a real guest.
@@ -36,6 +39,7 @@ func DefaultLayout() Layout {
 		ProxyAddrs:  []string{"127.0.0.1:929", "[::1]:929"},
 		Secrets:     netpolicy.SecretsBase,
 		UpdateTrust: true,
+		RelayHost:   netpolicy.RelayHost,
 	}
 	l.TrustDir, l.TrustBundle, l.TrustTool = trustStore(findTool)
 	return l

@@ -32,27 +32,19 @@ func TestProxyTriesTheRelaysNewestFirst(t *testing.T) {
 			{Name: relayNew, Hosts: []string{"bound.test:443", both}},
 		}})
 	f.restartProxy(t)
-	get := func(url string) string {
-		t.Helper()
-		out, code := f.curlAs(t, "-p", url)
-		if code != 0 {
-			t.Fatalf("%s: exit %d (%s)\n%s", url, code, f.lastReason(t), out)
-		}
-		return out
-	}
 	f.startNamedRelay(t, relayOld)
-	if out := get("http://bound.test:443/"); !strings.Contains(out, "relay got bound.test:443 by "+relayOld) {
+	if out := f.getThrough(t, "http://bound.test:443/"); !strings.Contains(out, "relay got bound.test:443 by "+relayOld) {
 		t.Fatalf("only the older relay listening: %s", out)
 	}
 	stopNew := f.startNamedRelay(t, relayNew)
-	if out := get("http://bound.test:443/"); !strings.Contains(out, "relay got bound.test:443 by "+relayNew) {
+	if out := f.getThrough(t, "http://bound.test:443/"); !strings.Contains(out, "relay got bound.test:443 by "+relayNew) {
 		t.Fatalf("both listening: %s, want the newer", out)
 	}
-	if out := get("http://old.test:443/"); !strings.Contains(out, "relay got old.test:443 by "+relayOld) {
+	if out := f.getThrough(t, "http://old.test:443/"); !strings.Contains(out, "relay got old.test:443 by "+relayOld) {
 		t.Fatalf("a host only the older binds: %s", out)
 	}
 	stopNew() // its process ended: its socket is left, nobody listens
-	if out := get("http://" + both + "/"); !strings.Contains(out, "relay got "+both+" by "+relayOld) {
+	if out := f.getThrough(t, "http://"+both+"/"); !strings.Contains(out, "relay got "+both+" by "+relayOld) {
 		t.Fatalf("the newer one gone: %s, want the older", out)
 	}
 
@@ -73,7 +65,7 @@ func TestProxyTriesTheRelaysNewestFirst(t *testing.T) {
 		t.Errorf("the set-up's own relay kept: %+v", kept)
 	}
 	// The probe reached the older relay without a line: it still answers.
-	if out := get("http://old.test:443/"); !strings.Contains(out, "by "+relayOld) {
+	if out := f.getThrough(t, "http://old.test:443/"); !strings.Contains(out, "by "+relayOld) {
 		t.Fatalf("after the probe: %s", out)
 	}
 
@@ -86,6 +78,17 @@ func TestProxyTriesTheRelaysNewestFirst(t *testing.T) {
 	if code == 0 || strings.Contains(out, "relay got") || !strings.Contains(f.lastReason(t), "no relay listening") {
 		t.Fatalf("no relay of the host listening: exit %d (%s)\n%s", code, f.lastReason(t), out)
 	}
+}
+
+// getThrough fetches url as the agent through the proxy's tunnel (curl -p), failing the test
+// when curl does.
+func (f *secretsFixture) getThrough(t *testing.T, url string) string {
+	t.Helper()
+	out, code := f.curlAs(t, "-p", url)
+	if code != 0 {
+		t.Fatalf("%s: exit %d (%s)\n%s", url, code, f.lastReason(t), out)
+	}
+	return out
 }
 
 // relayUIDAgent is the agent's uid in the fixture (the policy file's UID).

@@ -13,7 +13,8 @@ import (
 )
 
 // dialRelay connects to the newest of user's relays that takes target (relays.go) and
-// answers, and tells it what the connection is for, line: a bound host:port, or a rule target
+// answers, at its port on the host when it has one that answers and proves itself
+// (relaynat.go), else at its socket, and tells it what the connection is for, line: a bound host:port, or a rule target
 // and its rules (rule). The relay checks the target against its own bound hosts and rule
 // targets again.
 func dialRelay(l Layout, user UserPolicy, target string, rule bool, line string) (net.Conn, error) {
@@ -23,6 +24,9 @@ func dialRelay(l Layout, user UserPolicy, target string, rule bool, line string)
 	}
 	var errs []error
 	for _, name := range names {
+		if c, ok := dialRelayNAT(l, user.User, name, line); ok {
+			return c, nil // through the VM's NAT to the relay's port (relaynat.go)
+		}
 		c, err := connectRelay(l, user.User, user.RelayUID, name)
 		if errors.Is(err, errNoRelay) {
 			errs = append(errs, err)
