@@ -15,20 +15,37 @@ func TestParseSecretsSetup(t *testing.T) {
 	if _, err := ParseSecretsSetup(data); err != nil {
 		t.Fatal(err)
 	}
+	withPort := good
+	withPort.RelayPort, withPort.RelayKey = 40123, NewRelayKey()
+	data, _ = json.Marshal(withPort)
+	if _, err := ParseSecretsSetup(data); err != nil {
+		t.Fatalf("with the relay's port: %v", err)
+	}
+	port := func(p int, key string) SecretsSetup {
+		s := good
+		s.RelayPort, s.RelayKey = p, key
+		return s
+	}
 	for name, bad := range map[string]SecretsSetup{
-		"no host":          {CAPEM: testCA},
-		"no port":          {Hosts: []string{"api.anthropic.com"}, CAPEM: testCA},
-		"upper case":       {Hosts: []string{"API.anthropic.com:443"}, CAPEM: testCA},
-		"an IP":            {Hosts: []string{"1.2.3.4:443"}, CAPEM: testCA},
-		"port 0":           {Hosts: []string{"a.test:0"}, CAPEM: testCA},
-		"no CA":            {Hosts: []string{"a.test:443"}},
-		"two CAs":          {Hosts: []string{"a.test:443"}, CAPEM: testCA + testCA},
-		"a key":            {Hosts: []string{"a.test:443"}, CAPEM: strings.ReplaceAll(testCA, "CERTIFICATE", "PRIVATE KEY")},
-		"a value":          {Hosts: []string{"a.test:443"}, CAPEM: testCA, Env: []string{"ANTHROPIC_API_KEY=sk-ant-api03-realvalue0123456789abcdef"}},
-		"a newline":        {Hosts: []string{"a.test:443"}, CAPEM: testCA, Env: []string{"X=LMCPPLACEHOLDERabcdefghijklmnopqrstuv\nLD_PRELOAD=/x"}},
-		"a lower name":     {Hosts: []string{"a.test:443"}, CAPEM: testCA, Env: []string{"path=LMCPPLACEHOLDERabcdefghijklmnopqrstuv"}},
-		"a name with =":    {Hosts: []string{"a.test:443"}, CAPEM: testCA, Env: []string{"=LMCPPLACEHOLDERabcdefghijklmnopqrstuv"}},
-		"a host with path": {Hosts: []string{"a.test/x:443"}, CAPEM: testCA},
+		"a port without a key": port(40123, ""),
+		"a key without a port": port(0, NewRelayKey()),
+		"a short key":          port(40123, NewRelayKey()[:62]),
+		"a key not hex":        port(40123, "zz"+NewRelayKey()[2:]),
+		"port 65536":           port(65536, NewRelayKey()),
+		"port -1":              port(-1, NewRelayKey()),
+		"no host":              {CAPEM: testCA},
+		"no port":              {Hosts: []string{"api.anthropic.com"}, CAPEM: testCA},
+		"upper case":           {Hosts: []string{"API.anthropic.com:443"}, CAPEM: testCA},
+		"an IP":                {Hosts: []string{"1.2.3.4:443"}, CAPEM: testCA},
+		"port 0":               {Hosts: []string{"a.test:0"}, CAPEM: testCA},
+		"no CA":                {Hosts: []string{"a.test:443"}},
+		"two CAs":              {Hosts: []string{"a.test:443"}, CAPEM: testCA + testCA},
+		"a key":                {Hosts: []string{"a.test:443"}, CAPEM: strings.ReplaceAll(testCA, "CERTIFICATE", "PRIVATE KEY")},
+		"a value":              {Hosts: []string{"a.test:443"}, CAPEM: testCA, Env: []string{"ANTHROPIC_API_KEY=sk-ant-api03-realvalue0123456789abcdef"}},
+		"a newline":            {Hosts: []string{"a.test:443"}, CAPEM: testCA, Env: []string{"X=LMCPPLACEHOLDERabcdefghijklmnopqrstuv\nLD_PRELOAD=/x"}},
+		"a lower name":         {Hosts: []string{"a.test:443"}, CAPEM: testCA, Env: []string{"path=LMCPPLACEHOLDERabcdefghijklmnopqrstuv"}},
+		"a name with =":        {Hosts: []string{"a.test:443"}, CAPEM: testCA, Env: []string{"=LMCPPLACEHOLDERabcdefghijklmnopqrstuv"}},
+		"a host with path":     {Hosts: []string{"a.test/x:443"}, CAPEM: testCA},
 	} {
 		data, _ := json.Marshal(bad)
 		if _, err := ParseSecretsSetup(data); err == nil {
