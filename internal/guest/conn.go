@@ -48,6 +48,10 @@ type Options struct {
 	// Agent, when set, makes everything the connection does in the guest run as the agent's
 	// own unprivileged user under a network policy (agent.go). It needs the runner.
 	Agent *Agent
+	// LaneHost is the name the guest reaches this host's loopback by (Lima's
+	// host.lima.internal), where the runner of a connection without Agent opens its fast lane
+	// (lane.go); "": no fast lane, the runner's channel carries everything.
+	LaneHost string
 }
 
 // Conn is one connection to the guest, made on first use and made again after it breaks.
@@ -443,6 +447,9 @@ func (c *Conn) setUp(ctx context.Context, l *link, login bool, waiting *runnercl
 	switch {
 	case err == nil:
 		l.ops = runnerBackend{r}
+		if l.agent == nil && c.opts.LaneHost != "" {
+			go openLane(r, c.opts.LaneHost, c.log)
+		}
 	case required:
 		l.close()
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/keyauth"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
@@ -59,7 +60,7 @@ func (l *link) listenRelayPort() error {
 	if err != nil {
 		return fmt.Errorf("the secrets relay's port on the host's loopback: %w", err)
 	}
-	l.relayPort, l.relayKey = ln, netpolicy.NewRelayKey()
+	l.relayPort, l.relayKey = ln, keyauth.NewKey()
 	l.closers = append(l.closers, func() { ln.Close() })
 	return nil
 }
@@ -91,20 +92,20 @@ const maxRelayPortConns = 1024
 // serveRelayPort relays every connection ln (a relay port) accepts whose other end proves it
 // holds key (netpolicy.ProvenRelayLine, within relayLineTimeout), as serveRelay does.
 func serveRelayPort(ln net.Listener, key string, s *AgentSecrets, log *slog.Logger) func() {
-	secret, err := netpolicy.ParseRelayKey(key)
+	secret, err := keyauth.ParseKey(key)
 	if err != nil {
 		ln.Close()
 		return func() {}
 	}
 	return serveEach(ln, maxRelayPortConns, nil, func(ctx context.Context, c net.Conn) {
 		_ = c.SetDeadline(time.Now().Add(relayLineTimeout))
-		line, err := netpolicy.ProvenRelayLine(c, secret)
+		line, err := keyauth.Accept(c, netpolicy.RelayHello, secret)
 		_ = c.SetDeadline(time.Time{})
 		if err == nil {
 			err = serveRelayLine(ctx, c, line, s)
 		} else {
 			c.Close()
-			if errors.Is(err, netpolicy.ErrRelayProbe) {
+			if errors.Is(err, keyauth.ErrProbe) {
 				err = nil
 			} else {
 				err = fmt.Errorf("a connection to the relay's port on the host was refused: %w", err)
@@ -122,10 +123,10 @@ func serveRelayPort(ln net.Listener, key string, s *AgentSecrets, log *slog.Logg
 // copied to and from the channel (closing either end ends both).
 func serveRelayConn(ctx context.Context, ch net.Conn, s *AgentSecrets) error {
 	timer := time.AfterFunc(relayLineTimeout, func() { ch.Close() })
-	line, err := netpolicy.ReadRelayLine(ch)
+	line, err := keyauth.ReadLine(ch)
 	if !timer.Stop() || err != nil {
 		ch.Close()
-		if errors.Is(err, netpolicy.ErrRelayProbe) {
+		if errors.Is(err, keyauth.ErrProbe) {
 			return nil // root's set-up asking whether this relay still answers
 		}
 		if err == nil {

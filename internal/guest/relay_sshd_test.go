@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
+	"github.com/limactl-mcp/limactl-mcp/internal/keyauth"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/secrets"
 	"github.com/limactl-mcp/limactl-mcp/internal/testutil/sshd"
@@ -118,7 +119,7 @@ func TestRelayOverStreamlocalForward(t *testing.T) {
 	// The relay's port on the host (what the guest's proxy reaches through the VM's NAT):
 	// served once the other end proves it holds the key, with its line; a connection that
 	// does not is closed with a warning, and the provider is not reached.
-	key := netpolicy.NewRelayKey()
+	key := keyauth.NewKey()
 	portLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -137,9 +138,9 @@ func TestRelayOverStreamlocalForward(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			secret, _ := netpolicy.ParseRelayKey(k)
+			secret, _ := keyauth.ParseKey(k)
 			c.SetDeadline(time.Now().Add(10 * time.Second))
-			if err := netpolicy.ProveToRelay(c, secret, line); err != nil {
+			if err := keyauth.Prove(c, netpolicy.RelayHello, secret, line); err != nil {
 				c.Close()
 				return nil, err
 			}
@@ -150,7 +151,7 @@ func TestRelayOverStreamlocalForward(t *testing.T) {
 		t.Fatalf("through the relay's port: %q, %v", body, err)
 	}
 	before = hits.Load()
-	if _, err := requestOn(proven(netpolicy.NewRelayKey(), "api.example.test:443"), ""); !errors.Is(err, netpolicy.ErrRelayNotProven) {
+	if _, err := requestOn(proven(keyauth.NewKey(), "api.example.test:443"), ""); !errors.Is(err, keyauth.ErrNotProven) {
 		t.Errorf("another key: %v, want the relay not proven", err)
 	}
 	plain := func() (net.Conn, error) { return net.Dial("tcp", portLn.Addr().String()) }

@@ -18,7 +18,7 @@ func TestRelayLineProbe(t *testing.T) {
 		wantErr string
 	}{
 		{"", ""},
-		{"api.anthropic.com:4", "ended before the proxy's line"},
+		{"api.anthropic.com:4", "ended before its line"},
 	} {
 		relaySide, proxySide := net.Pipe()
 		go func() {

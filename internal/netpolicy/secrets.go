@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/keyauth"
 )
 
 // Secrets of a session (docs/secrets.md): the values stay on the host, in the session's
@@ -123,7 +125,7 @@ func (s *SecretsSetup) Check() error {
 	if s.RelayPort < 0 || s.RelayPort > 65535 {
 		return fmt.Errorf("the secrets setup's relay port %d is not a port", s.RelayPort)
 	}
-	if _, err := ParseRelayKey(s.RelayKey); (s.RelayPort > 0) != (err == nil) {
+	if _, err := keyauth.ParseKey(s.RelayKey); (s.RelayPort > 0) != (err == nil) {
 		return errors.New("the secrets setup needs a relay key with its relay port, and only then")
 	}
 	if len(s.Env) > maxSecretEnv {

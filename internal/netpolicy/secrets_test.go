@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/keyauth"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\nMIIBkzCCATmgAwIBAgIBATAKBggqhkjOPQQDAjAA\n-----END CERTIFICATE-----\n"
@@ -16,7 +18,7 @@ func TestParseSecretsSetup(t *testing.T) {
 		t.Fatal(err)
 	}
 	withPort := good
-	withPort.RelayPort, withPort.RelayKey = 40123, NewRelayKey()
+	withPort.RelayPort, withPort.RelayKey = 40123, keyauth.NewKey()
 	data, _ = json.Marshal(withPort)
 	if _, err := ParseSecretsSetup(data); err != nil {
 		t.Fatalf("with the relay's port: %v", err)
@@ -28,11 +30,11 @@ func TestParseSecretsSetup(t *testing.T) {
 	}
 	for name, bad := range map[string]SecretsSetup{
 		"a port without a key": port(40123, ""),
-		"a key without a port": port(0, NewRelayKey()),
-		"a short key":          port(40123, NewRelayKey()[:62]),
-		"a key not hex":        port(40123, "zz"+NewRelayKey()[2:]),
-		"port 65536":           port(65536, NewRelayKey()),
-		"port -1":              port(-1, NewRelayKey()),
+		"a key without a port": port(0, keyauth.NewKey()),
+		"a short key":          port(40123, keyauth.NewKey()[:62]),
+		"a key not hex":        port(40123, "zz"+keyauth.NewKey()[2:]),
+		"port 65536":           port(65536, keyauth.NewKey()),
+		"port -1":              port(-1, keyauth.NewKey()),
 		"no host":              {CAPEM: testCA},
 		"no port":              {Hosts: []string{"api.anthropic.com"}, CAPEM: testCA},
 		"upper case":           {Hosts: []string{"API.anthropic.com:443"}, CAPEM: testCA},

@@ -1,6 +1,6 @@
 // Package runner is the guest side of limactl-mcp: a small server that runs on one SSH channel
-// inside the guest and answers the host's requests (runnerproto), one table entry per kind
-// (ops): commands, whose output it reads to the end (exec.go, collect.go), and the file tools'
+// inside the guest (and on the fast lane it may open to the host: lane.go) and answers the
+// host's requests (runnerproto), one table entry per kind (ops): commands, whose output it reads to the end (exec.go, collect.go), and the file tools'
 // reads, writes, listings, globs, searches, scans and hashes. Every command it runs gets the
 // user's login environment (loginenv.go) without paying for a login shell each time.
 //
@@ -27,7 +27,7 @@ import (
 // Serve answers requests read from in until it reaches EOF. With login, the commands it runs
 // get the user's login environment.
 func Serve(in io.Reader, out io.Writer, login bool) error {
-	s := &server{out: bufio.NewWriter(out), running: map[uint64]chan struct{}{}, env: noLoginEnv(), ckpt: checkpoint.NewCache()}
+	s := &server{state: &state{running: map[uint64]chan struct{}{}, env: noLoginEnv(), ckpt: checkpoint.NewCache()}, out: bufio.NewWriter(out)}
 	if login {
 		s.env = startLoginEnv()
 	}
@@ -47,13 +47,20 @@ func Serve(in io.Reader, out io.Writer, login bool) error {
 	}}); err != nil {
 		return err
 	}
+	err := s.serve(in)
+	s.killAll()
+	return err
+}
+
+// serve answers the requests read from in, each in a goroutine of its own, until in ends
+// (nil at EOF); it waits for the answers to be sent.
+func (s *server) serve(in io.Reader) error {
 	r := bufio.NewReader(in)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
 		var req runnerproto.Request
 		if err := runnerproto.ReadFrame(r, &req); err != nil {
-			s.killAll()
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -71,9 +78,16 @@ func Serve(in io.Reader, out io.Writer, login bool) error {
 	}
 }
 
+// A server answers on one connection (the channel, or the fast lane: lane.go); the state is
+// the runner's, shared by both.
 type server struct {
-	mu      sync.Mutex // guards out
-	out     *bufio.Writer
+	*state
+	mu   sync.Mutex // guards out
+	out  *bufio.Writer
+	lane bool // the fast lane's
+}
+
+type state struct {
 	rmu     sync.Mutex // guards running
 	running map[uint64]chan struct{}
 	env     *loginEnv
@@ -135,28 +149,37 @@ func infallible[Q, R any](f func(*Q) *R) func(*server, uint64, *Q) (*R, error) {
 
 // ops are the requests the runner answers; the first whose field is set answers a request.
 // Signal is not among them: it is answered at once by Serve, never in a goroutine of its own.
-var ops = []op{
-	answer(func(q *runnerproto.Request) *runnerproto.ExecRequest { return q.Exec }, func(r *runnerproto.Response) **runnerproto.ExecResult { return &r.Exec }, (*server).exec),
-	answer(func(q *runnerproto.Request) *runnerproto.GlobRequest { return q.Glob }, func(r *runnerproto.Response) **runnerproto.GlobResult { return &r.Glob }, plain(runGlob)),
-	answer(func(q *runnerproto.Request) *runnerproto.GrepRequest { return q.Grep }, func(r *runnerproto.Response) **runnerproto.GrepResult { return &r.Grep }, (*server).grep),
-	answer(func(q *runnerproto.Request) *runnerproto.ScanRequest { return q.Scan }, func(r *runnerproto.Response) **runnerproto.ScanResult { return &r.Scan }, infallible(runScan)),
-	answer(func(q *runnerproto.Request) *runnerproto.HashRequest { return q.Hash }, func(r *runnerproto.Response) **runnerproto.HashResult { return &r.Hash }, infallible(runHash)),
-	answer(func(q *runnerproto.Request) *runnerproto.ListRequest { return q.List }, func(r *runnerproto.Response) **runnerproto.ListResult { return &r.List }, plain(runList)),
-	answer(func(q *runnerproto.Request) *runnerproto.ReadRequest { return q.Read }, func(r *runnerproto.Response) **runnerproto.ReadResult { return &r.Read }, plain(runRead)),
-	answer(func(q *runnerproto.Request) *runnerproto.ReadManyRequest { return q.ReadMany }, func(r *runnerproto.Response) **runnerproto.ReadManyResult { return &r.ReadMany }, plain(runReadMany)),
-	answer(func(q *runnerproto.Request) *runnerproto.WriteRequest { return q.Write }, func(r *runnerproto.Response) **runnerproto.WriteResult { return &r.Write }, infallible(runWrite)),
-	answer(func(q *runnerproto.Request) *runnerproto.EditRequest { return q.Edit }, func(r *runnerproto.Response) **runnerproto.EditResult { return &r.Edit }, plain(runEdit)),
-	answer(func(q *runnerproto.Request) *runnerproto.BgStartRequest { return q.BgStart }, func(r *runnerproto.Response) **runnerproto.BgStartResult { return &r.BgStart }, (*server).bgStart),
-	answer(func(q *runnerproto.Request) *runnerproto.BgReadRequest { return q.BgRead }, func(r *runnerproto.Response) **runnerproto.BgReadResult { return &r.BgRead }, plain(background.Read)),
-	answer(func(q *runnerproto.Request) *runnerproto.BgListRequest { return q.BgList }, func(r *runnerproto.Response) **runnerproto.BgListResult { return &r.BgList }, plain(background.List)),
-	answer(func(q *runnerproto.Request) *runnerproto.BgSignalRequest { return q.BgSignal }, func(r *runnerproto.Response) **runnerproto.BgSignalResult { return &r.BgSignal }, plain(background.Signal)),
-	answer(func(q *runnerproto.Request) *runnerproto.BgEndRequest { return q.BgEnd }, func(r *runnerproto.Response) **runnerproto.BgEndResult { return &r.BgEnd }, plain(background.End)),
-	answer(func(q *runnerproto.Request) *runnerproto.ShellPortsRequest { return q.ShellPorts }, func(r *runnerproto.Response) **runnerproto.ShellPortsResult { return &r.ShellPorts }, plain(background.ShellPorts)),
-	answer(func(q *runnerproto.Request) *runnerproto.CkptCreateRequest { return q.CkptCreate }, func(r *runnerproto.Response) **runnerproto.CkptCreateResult { return &r.CkptCreate }, (*server).ckptCreate),
-	answer(func(q *runnerproto.Request) *runnerproto.CkptListRequest { return q.CkptList }, func(r *runnerproto.Response) **runnerproto.CkptListResult { return &r.CkptList }, (*server).ckptList),
-	answer(func(q *runnerproto.Request) *runnerproto.CkptRestoreRequest { return q.CkptRestore }, func(r *runnerproto.Response) **runnerproto.CkptRestoreResult { return &r.CkptRestore }, (*server).ckptRestore),
-	answer(func(q *runnerproto.Request) *runnerproto.CkptManifestRequest { return q.CkptManifest }, func(r *runnerproto.Response) **runnerproto.CkptManifestResult { return &r.CkptManifest }, (*server).ckptManifest),
-	answer(func(q *runnerproto.Request) *runnerproto.CkptSeedRequest { return q.CkptSeed }, func(r *runnerproto.Response) **runnerproto.CkptSeedResult { return &r.CkptSeed }, (*server).ckptSeed),
+var ops []op
+
+// init fills ops: attach, one of them, answers on a server of its own (the lane), which
+// looks requests up in ops.
+func init() { ops = allOps() }
+
+func allOps() []op {
+	return []op{
+		answer(func(q *runnerproto.Request) *runnerproto.ExecRequest { return q.Exec }, func(r *runnerproto.Response) **runnerproto.ExecResult { return &r.Exec }, (*server).exec),
+		answer(func(q *runnerproto.Request) *runnerproto.GlobRequest { return q.Glob }, func(r *runnerproto.Response) **runnerproto.GlobResult { return &r.Glob }, plain(runGlob)),
+		answer(func(q *runnerproto.Request) *runnerproto.GrepRequest { return q.Grep }, func(r *runnerproto.Response) **runnerproto.GrepResult { return &r.Grep }, (*server).grep),
+		answer(func(q *runnerproto.Request) *runnerproto.ScanRequest { return q.Scan }, func(r *runnerproto.Response) **runnerproto.ScanResult { return &r.Scan }, infallible(runScan)),
+		answer(func(q *runnerproto.Request) *runnerproto.HashRequest { return q.Hash }, func(r *runnerproto.Response) **runnerproto.HashResult { return &r.Hash }, infallible(runHash)),
+		answer(func(q *runnerproto.Request) *runnerproto.ListRequest { return q.List }, func(r *runnerproto.Response) **runnerproto.ListResult { return &r.List }, plain(runList)),
+		answer(func(q *runnerproto.Request) *runnerproto.ReadRequest { return q.Read }, func(r *runnerproto.Response) **runnerproto.ReadResult { return &r.Read }, plain(runRead)),
+		answer(func(q *runnerproto.Request) *runnerproto.ReadManyRequest { return q.ReadMany }, func(r *runnerproto.Response) **runnerproto.ReadManyResult { return &r.ReadMany }, plain(runReadMany)),
+		answer(func(q *runnerproto.Request) *runnerproto.WriteRequest { return q.Write }, func(r *runnerproto.Response) **runnerproto.WriteResult { return &r.Write }, infallible(runWrite)),
+		answer(func(q *runnerproto.Request) *runnerproto.EditRequest { return q.Edit }, func(r *runnerproto.Response) **runnerproto.EditResult { return &r.Edit }, plain(runEdit)),
+		answer(func(q *runnerproto.Request) *runnerproto.BgStartRequest { return q.BgStart }, func(r *runnerproto.Response) **runnerproto.BgStartResult { return &r.BgStart }, (*server).bgStart),
+		answer(func(q *runnerproto.Request) *runnerproto.BgReadRequest { return q.BgRead }, func(r *runnerproto.Response) **runnerproto.BgReadResult { return &r.BgRead }, plain(background.Read)),
+		answer(func(q *runnerproto.Request) *runnerproto.BgListRequest { return q.BgList }, func(r *runnerproto.Response) **runnerproto.BgListResult { return &r.BgList }, plain(background.List)),
+		answer(func(q *runnerproto.Request) *runnerproto.BgSignalRequest { return q.BgSignal }, func(r *runnerproto.Response) **runnerproto.BgSignalResult { return &r.BgSignal }, plain(background.Signal)),
+		answer(func(q *runnerproto.Request) *runnerproto.BgEndRequest { return q.BgEnd }, func(r *runnerproto.Response) **runnerproto.BgEndResult { return &r.BgEnd }, plain(background.End)),
+		answer(func(q *runnerproto.Request) *runnerproto.ShellPortsRequest { return q.ShellPorts }, func(r *runnerproto.Response) **runnerproto.ShellPortsResult { return &r.ShellPorts }, plain(background.ShellPorts)),
+		answer(func(q *runnerproto.Request) *runnerproto.CkptCreateRequest { return q.CkptCreate }, func(r *runnerproto.Response) **runnerproto.CkptCreateResult { return &r.CkptCreate }, (*server).ckptCreate),
+		answer(func(q *runnerproto.Request) *runnerproto.CkptListRequest { return q.CkptList }, func(r *runnerproto.Response) **runnerproto.CkptListResult { return &r.CkptList }, (*server).ckptList),
+		answer(func(q *runnerproto.Request) *runnerproto.CkptRestoreRequest { return q.CkptRestore }, func(r *runnerproto.Response) **runnerproto.CkptRestoreResult { return &r.CkptRestore }, (*server).ckptRestore),
+		answer(func(q *runnerproto.Request) *runnerproto.CkptManifestRequest { return q.CkptManifest }, func(r *runnerproto.Response) **runnerproto.CkptManifestResult { return &r.CkptManifest }, (*server).ckptManifest),
+		answer(func(q *runnerproto.Request) *runnerproto.CkptSeedRequest { return q.CkptSeed }, func(r *runnerproto.Response) **runnerproto.CkptSeedResult { return &r.CkptSeed }, (*server).ckptSeed),
+		answer(func(q *runnerproto.Request) *runnerproto.AttachRequest { return q.Attach }, func(r *runnerproto.Response) **runnerproto.AttachResult { return &r.Attach }, (*server).attach),
+	}
 }
 
 // exec runs a command, which a Signal naming the request's id kills.

@@ -58,6 +58,9 @@ type Request struct {
 	CkptRestore  *CkptRestoreRequest  `json:"ckpt_restore,omitempty"`
 	CkptManifest *CkptManifestRequest `json:"ckpt_manifest,omitempty"`
 	CkptSeed     *CkptSeedRequest     `json:"ckpt_seed,omitempty"`
+
+	// Attach opens the runner's fast lane to the host (lane.go).
+	Attach *AttachRequest `json:"attach,omitempty"`
 }
 
 // Response answers the request with the same ID.
@@ -90,6 +93,9 @@ type Response struct {
 	CkptRestore  *CkptRestoreResult  `json:"ckpt_restore,omitempty"`
 	CkptManifest *CkptManifestResult `json:"ckpt_manifest,omitempty"`
 	CkptSeed     *CkptSeedResult     `json:"ckpt_seed,omitempty"`
+
+	// Attach answers an AttachRequest.
+	Attach *AttachResult `json:"attach,omitempty"`
 }
 
 // Hello is sent unsolicited (ID 0) when the runner starts.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/limactl-mcp/limactl-mcp/internal/guest"
 	"github.com/limactl-mcp/limactl-mcp/internal/instance"
+	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 	"github.com/limactl-mcp/limactl-mcp/internal/staging"
 )
 
@@ -68,7 +69,7 @@ func Open(ctx context.Context, limactl, name string, opts Options) (*Target, err
 			// connection only: each agent's connection of `status` ran `limactl list`, 2-3 s
 			// each on a busy host.)
 			resolve := instance.ResolverFrom(limactl, name, inst)
-			return guest.New(resolve, guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell, Handoff: opts.Handoff, Agent: a})
+			return guest.New(resolve, guest.Options{Logger: opts.Logger, NoRunner: opts.NoRunner, NoLoginShell: opts.NoLoginShell, Handoff: opts.Handoff, Agent: a, LaneHost: netpolicy.RelayHost})
 		}
 		t.Conn = t.newConn(nil)
 	}

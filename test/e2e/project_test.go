@@ -151,6 +151,12 @@ func readHost(t *testing.T, p string) string {
 // root), for measurements of the engine apart from process start-up.
 func rootConn(t *testing.T) *guest.Conn {
 	t.Helper()
+	return rootConnWith(t, guest.Options{NoLoginShell: true})
+}
+
+// rootConnWith is rootConn with opts.
+func rootConnWith(t *testing.T, opts guest.Options) *guest.Conn {
+	t.Helper()
 	out, err := vm.Limactl(ctxT(t, time.Minute), "list", "--format", "{{.SSHLocalPort}}", instanceName)
 	mustT(t, err)
 	port := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
@@ -164,7 +170,7 @@ func rootConn(t *testing.T) *guest.Conn {
 	}
 	c := guest.New(func(context.Context) (*sshlink.Target, error) {
 		return &sshlink.Target{Name: instanceName, Addr: "127.0.0.1:" + port, User: user, Signers: []ssh.Signer{signer}, Arch: "x86_64"}, nil
-	}, guest.Options{NoLoginShell: true})
+	}, opts)
 	t.Cleanup(func() { c.Close() })
 	return c
 }

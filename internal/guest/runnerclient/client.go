@@ -53,6 +53,7 @@ type Client struct {
 	pending map[uint64]chan *runnerproto.Response
 	err     error         // why the runner is gone
 	done    chan struct{} // closed when it is gone
+	lane    *lane         // the fast lane, when it is up (lane.go)
 }
 
 func newClient() *Client {
@@ -211,26 +212,38 @@ func checkHello(h *runnerproto.Hello) error {
 func (r *Client) Hello() runnerproto.Hello { return r.hello }
 
 func (r *Client) readLoop(br *bufio.Reader) {
-	var err error
-	for {
-		var resp runnerproto.Response
-		if err = runnerproto.ReadFrame(br, &resp); err != nil {
-			break
-		}
-		r.mu.Lock()
-		ch, ok := r.pending[resp.ID]
-		delete(r.pending, resp.ID)
-		r.mu.Unlock()
-		if ok {
-			ch <- &resp
-		}
-	}
+	err := r.readReplies(br, nil)
 	if errors.Is(err, io.EOF) {
 		err = fmt.Errorf("%w: the runner exited (stderr: %q)", sshlink.ErrLinkDown, r.stderrText())
 	} else {
 		err = fmt.Errorf("%w: %v", sshlink.ErrLinkDown, err)
 	}
 	r.fail(err)
+}
+
+// readReplies hands each reply read from br to its call, until br ends (the error that ended
+// it). On the lane l (nil: the channel), only replies to requests sent there: a reply to a call
+// given up (its context ended), or to nothing sent there, is dropped.
+func (r *Client) readReplies(br *bufio.Reader, l *lane) error {
+	for {
+		var resp runnerproto.Response
+		if err := runnerproto.ReadFrame(br, &resp); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		ch, ok := r.pending[resp.ID]
+		if l != nil {
+			ok = ok && l.sent[resp.ID]
+			delete(l.sent, resp.ID)
+		}
+		if ok {
+			delete(r.pending, resp.ID)
+		}
+		r.mu.Unlock()
+		if ok {
+			ch <- &resp
+		}
+	}
 }
 
 func (r *Client) fail(err error) {
@@ -344,6 +357,9 @@ func result(resp *runnerproto.Response, err error) error {
 }
 
 func (r *Client) send(req *runnerproto.Request) error {
+	if r.sendOnLane(req) {
+		return nil
+	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	return runnerproto.WriteFrame(r.stdin, req)

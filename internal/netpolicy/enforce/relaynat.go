@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/keyauth"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
@@ -104,14 +105,14 @@ func dialRelayNAT(l Layout, user, name, line string) (c net.Conn, ok bool) {
 	if at, found := relayNATDown.Load(key); found && time.Since(at.(time.Time)) < relayNATRetry {
 		return nil, false
 	}
-	secret, err := netpolicy.ParseRelayKey(rp.Key)
+	secret, err := keyauth.ParseKey(rp.Key)
 	if err != nil {
 		return nil, false
 	}
 	c, err = net.DialTimeout("tcp", net.JoinHostPort(l.RelayHost, strconv.Itoa(rp.Port)), relayNATDialTimeout)
 	if err == nil {
 		_ = c.SetDeadline(time.Now().Add(relayNATDialTimeout))
-		if err = netpolicy.ProveToRelay(c, secret, line); err == nil {
+		if err = keyauth.Prove(c, netpolicy.RelayHello, secret, line); err == nil {
 			_ = c.SetDeadline(time.Time{})
 			relayNATDown.Delete(key)
 			return c, true

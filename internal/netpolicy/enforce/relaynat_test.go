@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/keyauth"
 	"github.com/limactl-mcp/limactl-mcp/internal/netpolicy"
 )
 
@@ -52,7 +53,7 @@ func (r *portRelay) serve(c net.Conn, key []byte, impostor bool) {
 	defer func() { r.mu.Lock(); r.got = append(r.got, seen.Bytes()); r.mu.Unlock() }()
 	in := io.TeeReader(c, &seen)
 	if impostor {
-		hello := make([]byte, len(netpolicy.RelayHello)+32)
+		hello := make([]byte, keyauth.HelloSize+32)
 		if _, err := io.ReadFull(in, hello); err != nil {
 			return
 		}
@@ -60,10 +61,10 @@ func (r *portRelay) serve(c net.Conn, key []byte, impostor bool) {
 		io.Copy(io.Discard, in)
 		return
 	}
-	line, err := netpolicy.ProvenRelayLine(struct {
+	line, err := keyauth.Accept(struct {
 		io.Reader
 		io.Writer
-	}{in, c}, key)
+	}{in, c}, netpolicy.RelayHello, key)
 	if err != nil {
 		return
 	}
@@ -97,8 +98,8 @@ func TestProxyReachesTheRelayAtItsPort(t *testing.T) {
 	f.restartProxy(t)
 	f.startNamedRelay(t, relayOld)
 	f.startNamedRelay(t, relayNew)
-	keyHex := netpolicy.NewRelayKey()
-	key, _ := netpolicy.ParseRelayKey(keyHex)
+	keyHex := keyauth.NewKey()
+	key, _ := keyauth.ParseKey(keyHex)
 	real := startPortRelay(t, key, false)
 	setup := &netpolicy.SecretsSetup{Relay: relayNew, RelayPort: real.port, RelayKey: keyHex}
 	relays := []RelayEntry{{Name: relayOld}, {Name: relayNew}}
@@ -133,7 +134,7 @@ func TestProxyReachesTheRelayAtItsPort(t *testing.T) {
 		t.Fatalf("an impostor at the port: %s, want the relay's socket", out)
 	}
 	got := impostor.connections()
-	if len(got) != 1 || len(got[0]) != len(netpolicy.RelayHello)+32 || bytes.Contains(got[0], []byte("bound.test")) {
+	if len(got) != 1 || len(got[0]) != keyauth.HelloSize+32 || bytes.Contains(got[0], []byte("bound.test")) {
 		t.Fatalf("the impostor got %q, want one hello", got)
 	}
 	// Left alone for a while after it failed: the socket at once.

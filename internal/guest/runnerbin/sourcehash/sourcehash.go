@@ -13,7 +13,7 @@ import (
 // RunnerSourceDirs are the directories, relative to the repository root, whose Go files make
 // up the runner.
 // (TestRunnerSourceDirsCoverItsPackages checks the list against `go list -deps`.)
-var RunnerSourceDirs = []string{"cmd/limactl-mcp-runner", "internal/runner", "internal/runner/background", "internal/runner/checkpoint", "internal/runner/procenv", "internal/runner/walk", "internal/atomicfile", "internal/runnerproto", "internal/globfs", "internal/gitgrep", "internal/headtail", "internal/shellquote", "internal/ignore", "internal/tree", "internal/netpolicy", "internal/netpolicy/enforce"}
+var RunnerSourceDirs = []string{"cmd/limactl-mcp-runner", "internal/runner", "internal/runner/background", "internal/runner/checkpoint", "internal/runner/procenv", "internal/runner/walk", "internal/atomicfile", "internal/runnerproto", "internal/globfs", "internal/gitgrep", "internal/headtail", "internal/shellquote", "internal/ignore", "internal/tree", "internal/netpolicy", "internal/netpolicy/enforce", "internal/keyauth"}
 
 // HashSources hashes the runner's non-test Go files under repoRoot, (a change of dependency versions alone is not noticed).
 func HashSources(repoRoot string) (string, error) {

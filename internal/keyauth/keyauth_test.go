@@ -1,4 +1,4 @@
-package netpolicy
+package keyauth
 
 import (
 	"bytes"
@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// handshake runs ProveToRelay and ProvenRelayLine over a pipe, each end with its own key;
+// handshake runs Prove (the proxy: the connecting end) and Accept (the relay: the listening
+// end) over a pipe, each end with its own key;
 // through, when not nil, sits between them and sees (and may change) every message.
 func handshake(t *testing.T, proxyKey, relayKey []byte, line string, through func(proxy, relay net.Conn)) (proxyErr error, got string, relayErr error) {
 	t.Helper()
@@ -30,24 +31,26 @@ func handshake(t *testing.T, proxyKey, relayKey []byte, line string, through fun
 	go func() {
 		defer wg.Done()
 		defer relayEnd.Close()
-		got, relayErr = ProvenRelayLine(relayEnd, relayKey)
+		got, relayErr = Accept(relayEnd, testHello, relayKey)
 	}()
-	proxyErr = ProveToRelay(proxyEnd, proxyKey, line)
+	proxyErr = Prove(proxyEnd, testHello, proxyKey, line)
 	proxyEnd.Close()
 	wg.Wait()
 	return proxyErr, got, relayErr
 }
 
+const testHello = "TESTHELO"
+
 func mustKey(t *testing.T) []byte {
 	t.Helper()
-	k, err := ParseRelayKey(NewRelayKey())
+	k, err := ParseKey(NewKey())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return k
 }
 
-func TestRelayHandshake(t *testing.T) {
+func TestHandshake(t *testing.T) {
 	key := mustKey(t)
 	const line = "api.anthropic.com:443"
 	perr, got, rerr := handshake(t, key, key, line, nil)
@@ -60,45 +63,53 @@ func TestRelayHandshake(t *testing.T) {
 	impostor := func(proxy, relay net.Conn) {
 		defer proxy.Close()
 		defer relay.Close()
-		buf := make([]byte, len(RelayHello)+relayNonceSize)
+		buf := make([]byte, HelloSize+nonceSize)
 		if _, err := io.ReadFull(proxy, buf); err != nil {
 			return
 		}
 		seen.Write(buf)
-		proxy.Write(bytes.Repeat([]byte{7}, relayNonceSize+32))
+		proxy.Write(bytes.Repeat([]byte{7}, nonceSize+32))
 		rest, _ := io.ReadAll(proxy)
 		seen.Write(rest)
 	}
 	perr, _, _ = handshake(t, key, key, line, impostor)
-	if !errors.Is(perr, ErrRelayNotProven) {
+	if !errors.Is(perr, ErrNotProven) {
 		t.Errorf("an impostor relay: the proxy got %v", perr)
 	}
-	if seen.Len() != len(RelayHello)+relayNonceSize || bytes.Contains(seen.Bytes(), []byte(line)) {
+	if seen.Len() != HelloSize+nonceSize || bytes.Contains(seen.Bytes(), []byte(line)) {
 		t.Errorf("the impostor got %d bytes (%q), want the hello alone", seen.Len(), seen.Bytes())
 	}
 	// A relay with another key: the same.
-	if perr, _, rerr := handshake(t, key, mustKey(t), line, nil); !errors.Is(perr, ErrRelayNotProven) || rerr == nil {
+	if perr, _, rerr := handshake(t, key, mustKey(t), line, nil); !errors.Is(perr, ErrNotProven) || rerr == nil {
 		t.Errorf("another relay key: proxy %v, relay %v", perr, rerr)
 	}
 	// A client without the key never gets a line served.
 	if _, got, rerr := handshake(t, mustKey(t), key, line, nil); rerr == nil || got != "" {
 		t.Errorf("a client without the key: relay %v, line %q", rerr, got)
 	}
+	// A proof made for another use (another hello) is worth nothing here.
+	a0, b0 := net.Pipe()
+	a0.SetDeadline(time.Now().Add(5 * time.Second))
+	b0.SetDeadline(time.Now().Add(5 * time.Second))
+	go func() { defer a0.Close(); _ = Prove(a0, "OTHERUSE", key, line) }()
+	if got, err := Accept(b0, testHello, key); err == nil {
+		t.Errorf("another hello accepted, line %q", got)
+	}
 	// Nothing on the connection: a probe.
 	a, b := net.Pipe()
 	a.Close()
-	if _, err := ProvenRelayLine(b, key); !errors.Is(err, ErrRelayProbe) {
+	if _, err := Accept(b, testHello, key); !errors.Is(err, ErrProbe) {
 		t.Errorf("an empty connection: %v", err)
 	}
-	for _, bad := range []string{"", "00", NewRelayKey() + "00", "zz" + NewRelayKey()[2:]} {
-		if _, err := ParseRelayKey(bad); err == nil {
+	for _, bad := range []string{"", "00", NewKey() + "00", "zz" + NewKey()[2:]} {
+		if _, err := ParseKey(bad); err == nil {
 			t.Errorf("key %q accepted", bad)
 		}
 	}
-	if err := ProveToRelay(struct {
+	if err := Prove(struct {
 		io.Reader
 		io.Writer
-	}{bytes.NewReader(nil), io.Discard}, key, "a\nb"); err == nil {
+	}{bytes.NewReader(nil), io.Discard}, testHello, key, "a\nb"); err == nil {
 		t.Error("a line with a newline was sent")
 	}
 }
@@ -108,7 +119,7 @@ func TestRelayHandshake(t *testing.T) {
 // one way: a byte flipped, the message cut, one recorded from an earlier connection replayed,
 // another line put in place of the proxy's. The relay never serves a line the proxy did not
 // prove, and a changed handshake never completes on both ends.
-func TestRelayHandshakeTampered(t *testing.T) {
+func TestHandshakeTampered(t *testing.T) {
 	key := mustKey(t)
 	const line = "api.openai.com:443 GET/v1/models"
 	// Record one connection's three messages.
@@ -168,7 +179,7 @@ func relayMITM(proxy, relay net.Conn, tamper func(int, []byte) []byte) (msgs [3]
 			return nil
 		}
 		if line {
-			rest, _ := ReadRelayLine(c)
+			rest, _ := ReadLine(c)
 			b = append(append(b, rest...), '\n')
 		}
 		return b
@@ -178,8 +189,8 @@ func relayMITM(proxy, relay net.Conn, tamper func(int, []byte) []byte) (msgs [3]
 		n        int
 		line     bool
 	}{
-		{proxy, relay, len(RelayHello) + relayNonceSize, false},
-		{relay, proxy, relayNonceSize + 32, false},
+		{proxy, relay, HelloSize + nonceSize, false},
+		{relay, proxy, nonceSize + 32, false},
 		{proxy, relay, 32, true},
 	}
 	for i, s := range sizes {

@@ -1,0 +1,67 @@
+package runnerclient
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
+	"github.com/limactl-mcp/limactl-mcp/internal/testutil/lockedbuf"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
+)
+
+// recorder is a channel that records what is written and never answers.
+type recorder struct{ lockedbuf.Buffer }
+
+func (w *recorder) Close() error { return nil }
+func (w *recorder) Len() int     { return len(w.String()) }
+
+// A fast lane that ends with a request on it: that call gets an error that says so (not a
+// hang, not a runner stopped), the lane is down, and the next request goes on the channel.
+// A command never goes on the lane.
+func TestLaneEndsInFlight(t *testing.T) {
+	r := newClient()
+	ch := &recorder{}
+	r.stdin, r.stop = ch, func() {}
+	clientEnd, runnerEnd := net.Pipe()
+	r.UseLane(clientEnd)
+	go func() {
+		var req runnerproto.Request
+		_ = runnerproto.ReadFrame(bufio.NewReader(runnerEnd), &req)
+		runnerEnd.Close() // hangs up with the request unanswered
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	read := &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: tree.Name("/x"), Limit: 10}}
+	resp, err := r.call(ctx, read, func(*runnerproto.Response) error { return nil })
+	if err = result(resp, err); err == nil || !strings.Contains(err.Error(), "fast lane") {
+		t.Fatalf("the call in flight: %v, want the lane's end said", err)
+	}
+	if up, _ := r.Lane(); up {
+		t.Fatal("the lane still up")
+	}
+	select {
+	case <-r.Done():
+		t.Fatal("the runner was stopped for the lane's end")
+	default:
+	}
+	if ch.Len() != 0 {
+		t.Fatal("the request went on the channel too")
+	}
+	go func() {
+		_, _ = r.call(ctx, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: tree.Name("/y"), Limit: 10}}, func(*runnerproto.Response) error { return nil })
+	}()
+	for ch.Len() == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the next request did not go on the channel")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if onLane(&runnerproto.Request{Exec: &runnerproto.ExecRequest{}}) || onLane(&runnerproto.Request{Attach: &runnerproto.AttachRequest{}}) || !onLane(read) {
+		t.Error("what goes on the lane")
+	}
+	r.Close()
+}
