@@ -32,7 +32,10 @@ func openLane(r *runnerclient.Client, host string, log *slog.Logger) {
 	defer ln.Close()
 	hexKey := keyauth.NewKey()
 	key, _ := keyauth.ParseKey(hexKey)
-	taken := make(chan net.Conn, 1)
+	// Unbuffered, with stop: a connection proven after this function returned (the attach
+	// failed, or came too late) is closed, not left behind.
+	taken, stop := make(chan net.Conn), make(chan struct{})
+	defer close(stop)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -46,7 +49,11 @@ func openLane(r *runnerclient.Client, host string, log *slog.Logger) {
 				continue
 			}
 			_ = c.SetDeadline(time.Time{})
-			taken <- c
+			select {
+			case taken <- c:
+			case <-stop:
+				c.Close()
+			}
 			return
 		}
 	}()
