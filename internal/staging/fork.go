@@ -66,7 +66,11 @@ const forkCopyWait = 10 * time.Minute
 // promises to put back. What is shared by hard links is the checkpoint store's objects, which
 // nothing writes in place (the runner writes an object once, by rename, and checks its hash
 // before every restore): the new session's checkpoints store only what differs.
-func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResult, error) {
+//
+// A session under a network policy is forked by forkUnderPolicy, with conns: its copy belongs
+// to its agent user, and the fork gets an agent user of its own (a fork of an open session
+// needs no conns).
+func (s *Session) Fork(ctx context.Context, name, checkpoint string, conns ForkConns) (*ForkResult, error) {
 	start := time.Now()
 	if name == "" {
 		return nil, errors.New("a fork needs a session name of its own (the unnamed session is the one `limactl mcp serve` makes without --session)")
@@ -77,8 +81,11 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 	if name == s.State.Session {
 		return nil, fmt.Errorf("cannot fork session %s into itself: name another session", SessionLabel(name))
 	}
-	if n := s.State.Network; n != "" && n != OpenNetwork {
-		return nil, fmt.Errorf("session %s works under the network policy %q, and forking such a session is not supported yet (its copy belongs to its own guest user, and the fork would need another): fork a session under the open policy", SessionLabel(s.State.Session), n)
+	policy := NetworkOf(s.State) != OpenNetwork
+	if policy {
+		if conns.Lima == nil || conns.Agent == nil {
+			return nil, fmt.Errorf("session %s works under the network policy %q: its fork needs the Lima user's connection and one for the new session's agent", SessionLabel(s.State.Session), s.State.Network)
+		}
 	}
 	if checkpoint != "" {
 		l, err := s.Checkpoints(ctx)
@@ -105,22 +112,17 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 	case !errors.Is(err, ErrNoSession):
 		return nil, err
 	}
+	if policy {
+		return s.forkUnderPolicy(ctx, name, id, checkpoint, conns, start)
+	}
 	home, err := s.conn.Home(ctx)
 	if err != nil {
 		return nil, err
 	}
 	guestPath, _ := SessionGuestPath(s.State.Workdir, name, home, id)
-	tok := make([]byte, 16)
-	_, _ = rand.Read(tok)
-	st := *s.State
-	st.ID, st.Session, st.GuestPath, st.Token, st.Network = id, name, guestPath, hex.EncodeToString(tok), ""
-	st.Fork = &ForkOrigin{Session: s.State.Session, ID: s.State.ID, Checkpoint: checkpoint, At: time.Now().UTC()}
-	// The patterns and skipped paths are shared with the origin's state: copy the slices.
-	st.Excludes = append([]string(nil), s.State.Excludes...)
-	st.Patterns = append(st.Patterns[:0:0], s.State.Patterns...)
-	st.Skipped = append([]string(nil), s.State.Skipped...)
+	st := s.forkState(id, name, guestPath, checkpoint)
 	base := &Manifest{Entries: append(s.Baseline.Entries[:0:0], s.Baseline.Entries...)}
-	fork := &Session{conn: s.conn, store: s.store, State: &st, Baseline: base}
+	fork := &Session{conn: s.conn, store: s.store, State: st, Baseline: base}
 	res := &ForkResult{Session: fork}
 
 	if err := prepareGuestDir(ctx, s.conn, guestPath); err != nil {
@@ -176,12 +178,27 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string) (*ForkResul
 	if err := fork.closeRoom(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.store.Save(&st, base); err != nil {
+	if err := s.store.Save(st, base); err != nil {
 		return nil, err
 	}
 	ok = true
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// forkState is the state of the fork called name (session id, its copy at guestPath) of s: s's,
+// with an identity, a copy and a token of its own, and where it came from.
+func (s *Session) forkState(id, name, guestPath, checkpoint string) *State {
+	tok := make([]byte, 16)
+	_, _ = rand.Read(tok)
+	st := *s.State
+	st.ID, st.Session, st.GuestPath, st.Token = id, name, guestPath, hex.EncodeToString(tok)
+	st.Fork = &ForkOrigin{Session: s.State.Session, ID: s.State.ID, Checkpoint: checkpoint, At: time.Now().UTC()}
+	// The patterns and skipped paths are shared with the origin's state: copy the slices.
+	st.Excludes = append([]string(nil), s.State.Excludes...)
+	st.Patterns = append(st.Patterns[:0:0], s.State.Patterns...)
+	st.Skipped = append([]string(nil), s.State.Skipped...)
+	return &st
 }
 
 // shareObjectsScript hard-links the objects of the origin's checkpoint store (session from)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -106,6 +107,135 @@ func TestForkBestOfThree(t *testing.T) {
 	}
 	if fmt.Sprint(names) != "[<nil> try3]" {
 		t.Errorf("sessions left: %v", names)
+	}
+}
+
+// A session under a network policy forks into sessions of their own agent users, under the same
+// policy: each fork's copy is an exact copy (compare says every path agrees), owned by its own
+// agent user, who cannot read the origin's copy nor the other fork's; the origin's agent's
+// links are copied as links (never followed); a fork at a checkpoint holds the checkpoint's
+// state and no checkpoint of its own; a fork's review applies the origin's changes and its own.
+func TestForkUnderNetworkPolicy(t *testing.T) {
+	dir := project(t, map[string]string{"main.txt": "one\n", "sub/keep.txt": "keep\n", "run.sh": "#!/bin/sh\n", "gone.txt": "gone\n"})
+	for _, name := range []string{"pol", "pf1", "pf2", "pc1"} {
+		discardSessionOnCleanup(t, dir, name)
+	}
+	origin := "echo two > main.txt && rm gone.txt && chmod 755 run.sh && mkdir -p deep/er && echo deep > deep/er/d.txt && " +
+		"chmod 600 sub/keep.txt && ln -s /etc/shadow shadow-link && ln -s ../main.txt deep/up && " +
+		"echo before > stamp.txt && touch -d '2001-02-03 04:05:06' stamp.txt && touch -d '2001-02-03 04:05:06' deep"
+	if out, stderr, code := plugin(t, dir, "shell", "--no-review", "--session", "pol", "--network=none", instanceName, "--", "sh", "-c", origin); code != 0 {
+		t.Fatalf("shell --session pol: exit %d\n%s%s", code, out, stderr)
+	}
+	// A checkpoint of that state, then more changes after it.
+	s := startServerIn(t, dir, nil, "limactl-mcp", "serve", "--session", "pol", instanceName)
+	ck := toolsuite.MustOK(t, s.Session, "checkpoint", map[string]any{"label": "before-later"}).Structured
+	id := fmt.Sprint(ck["id"])
+	shellOK(t, s.Session, dir, "echo later > later.txt && echo three > main.txt && rm sub/keep.txt")
+	_ = s.Session.Close()
+
+	out, stderr, code := plugin(t, dir, "fork", instanceName, "--session", "pol@"+id, "pc1")
+	if code != 0 || !strings.Contains(out, "Forked session pc1") {
+		t.Fatalf("fork --session pol@%s pc1: exit %d\n%s%s", id, code, out, stderr)
+	}
+	out, stderr, code = plugin(t, dir, "fork", instanceName, "--session", "pol", "pf1", "pf2")
+	if code != 0 || strings.Count(out, "Forked session pf") != 2 {
+		t.Fatalf("fork --session pol pf1 pf2: exit %d\n%s%s", code, out, stderr)
+	}
+	t.Logf("fork:\n%s", out)
+
+	byName := map[string]map[string]any{}
+	for _, s := range sessionsOf(t, dir) {
+		byName[fmt.Sprint(s["session"])] = s
+	}
+	users := map[string]string{}
+	paths := map[string]string{}
+	for _, n := range []string{"pol", "pf1", "pf2", "pc1"} {
+		s := byName[n]
+		if s == nil {
+			t.Fatalf("status has no session %s: %v", n, byName)
+		}
+		nw, _ := s["network"].(map[string]any)
+		if nw["policy"] != "none" || !strings.HasPrefix(fmt.Sprint(nw["user"]), "lmcp-") {
+			t.Errorf("session %s: network %v, want policy none and an agent user of its own", n, nw)
+		}
+		users[n], paths[n] = fmt.Sprint(nw["user"]), fmt.Sprint(s["guest_path"])
+	}
+	if len(slices.Compact(slices.Sorted(maps.Values(users)))) != 4 || len(slices.Compact(slices.Sorted(maps.Values(paths)))) != 4 {
+		t.Fatalf("forks share a user or a copy: users %v, copies %v", users, paths)
+	}
+	// The fork at the checkpoint holds the checkpoint's state, and none of the origin's
+	// checkpoints.
+	if got := guestShell(t, "sudo sh -c "+shq("cd "+shq(paths["pc1"])+" && cat main.txt sub/keep.txt && { ls later.txt 2>&1 || true; }")); !strings.Contains(got, "two\nkeep\n") || !strings.Contains(got, "No such file") {
+		t.Errorf("pc1's copy: %q, want the checkpoint's main.txt and sub/keep.txt and no later.txt", got)
+	}
+	if n := len(byName["pc1"]["checkpoints"].([]any)); n != 0 || len(byName["pol"]["checkpoints"].([]any)) == 0 {
+		t.Errorf("checkpoints: pc1 has %d, pol %v; want none for the fork and pol's own", n, byName["pol"]["checkpoints"])
+	}
+	if fk, _ := byName["pf1"]["fork"].(map[string]any); fk == nil || fk["session"] != "pol" {
+		t.Errorf("status of pf1: fork %v, want forked from pol", byName["pf1"]["fork"])
+	}
+
+	// The copies, as the guest's root sees them: the same entries, modes, link targets and
+	// times, each owned by its own agent user (nothing else).
+	listing := func(n string) string {
+		return guestShell(t, "sudo sh -c "+shq("cd "+shq(paths[n])+" && { find . -type d -printf '%y %m %T@ %p\\n'; find . ! -type d -printf '%y %m %s %T@ %p -> %l\\n'; } | sort"))
+	}
+	if a, b := listing("pol"), listing("pf1"); a != b {
+		t.Errorf("pf1's copy differs from pol's:\n%s\n---\n%s", a, b)
+	}
+	for _, n := range []string{"pf1", "pf2", "pc1"} {
+		if owners := guestShell(t, "sudo find "+shq(paths[n])+" -printf '%u\\n' | sort -u"); strings.TrimSpace(owners) != users[n] {
+			t.Errorf("%s's copy is owned by %q, want %s alone", n, owners, users[n])
+		}
+	}
+	if got := guestShell(t, "sudo readlink "+shq(paths["pf1"]+"/shadow-link")); strings.TrimSpace(got) != "/etc/shadow" {
+		t.Errorf("pf1's shadow-link = %q, want the link itself, copied", got)
+	}
+	// The rooms: a fork's agent reads neither the origin's copy nor the other fork's.
+	for _, other := range []string{"pol", "pf2"} {
+		script := "cat " + shq(paths[other]+"/main.txt") + " && echo READ"
+		out, _, _ := plugin(t, dir, "shell", "--no-review", "--session", "pf1", instanceName, "--", "sh", "-c", script)
+		if strings.Contains(out, "READ") {
+			t.Errorf("pf1's agent read %s's copy:\n%s", other, out)
+		}
+	}
+	// compare: every path agrees before the forks' agents act.
+	out, stderr, code = plugin(t, dir, "compare", instanceName, "pol", "pf1", "pf2", "--json")
+	var cmp struct {
+		Files []struct {
+			Path    string `json:"path"`
+			Verdict string `json:"verdict"`
+		} `json:"files"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &cmp) != nil || len(cmp.Files) < 5 {
+		t.Fatalf("compare pol pf1 pf2: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, f := range cmp.Files {
+		if f.Verdict != "agree" {
+			t.Errorf("compare: %s is %s, want agree (a fork is an exact copy)", f.Path, f.Verdict)
+		}
+	}
+	// The fork's agent works under the policy, and its review applies the origin's changes
+	// and its own.
+	if out, stderr, code := plugin(t, dir, "shell", "--no-review", "--session", "pf1", instanceName, "--", "sh", "-c",
+		"rm shadow-link && echo mine > pf1.txt && (curl -sS -m 5 http://host.lima.internal:9 >/dev/null 2>&1 && echo NET-OPEN || echo NET-CLOSED)"); code != 0 || !strings.Contains(out, "NET-CLOSED") {
+		t.Errorf("pf1's agent under none: exit %d, want its network closed\n%s%s", code, out, stderr)
+	}
+	if out, stderr, code := plugin(t, dir, "review", "--session", "pf1", instanceName, "--yes"); code != 0 {
+		t.Fatalf("review pf1 --yes: exit %d\n%s%s", code, out, stderr)
+	}
+	for p, want := range map[string]string{"main.txt": "three\n", "later.txt": "later\n", "pf1.txt": "mine\n", "deep/er/d.txt": "deep\n", "stamp.txt": "before\n"} {
+		if got := readHost(t, filepath.Join(dir, p)); got != want {
+			t.Errorf("host %s after pf1's review = %q, want %q", p, got, want)
+		}
+	}
+	for _, p := range []string{"gone.txt", "sub/keep.txt"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); !os.IsNotExist(err) {
+			t.Errorf("host %s after pf1's review: %v, want it removed", p, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "run.sh")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("host run.sh after pf1's review: %v %v, want mode 755", fi, err)
 	}
 }
 

@@ -112,13 +112,18 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer unlock()
+	// Under a network policy, the origin is read through a runner started as its agent alone
+	// (its checkpoints listed, an unknown one named): a fork writes nothing to it, so its
+	// agent is not set up.
+	read, done := t.ReadingSession(ctx, s)
+	defer done()
 	origin := staging.SessionLabel(from)
 	if checkpoint != "" {
 		origin += " at checkpoint " + checkpoint
 	}
 	var made []string
 	for _, name := range opts.Names {
-		res, err := s.Fork(ctx, name, checkpoint)
+		res, err := read.Fork(ctx, name, checkpoint, staging.ForkConns{Lima: t.Conn, Agent: t.AgentConn})
 		if err != nil {
 			if len(made) > 0 {
 				err = fmt.Errorf("%w (forked before it: %s)", err, strings.Join(made, ", "))

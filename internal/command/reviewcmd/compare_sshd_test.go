@@ -55,7 +55,7 @@ func forkFixture(t *testing.T, files map[string]string, scripts ...string) (*ses
 			p, _ := staging.SessionGuestPath(f.Workdir, n, f.Srv.Home, id)
 			f.Srv.Run(t, "rm", "-rf", p, path.Join(f.Srv.Home, ".cache", "limactl-mcp", "checkpoints", id), path.Join(f.Srv.Home, ".cache", "limactl-mcp", "sessions", id))
 		})
-		if _, err := origin.Fork(context.Background(), n, ""); err != nil {
+		if _, err := origin.Fork(context.Background(), n, "", staging.ForkConns{}); err != nil {
 			t.Fatalf("fork %s: %v", n, err)
 		}
 		s, err := target.Session(f.Workdir, n)
