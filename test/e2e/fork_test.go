@@ -250,21 +250,7 @@ func TestBenchmarkFork(t *testing.T) {
 	if os.Getenv("LIMACTL_MCP_BENCH") != "1" {
 		t.Skip("set LIMACTL_MCP_BENCH=1 to run the fork benchmark")
 	}
-	const dirs, perDir, size = 100, 100, 10 << 10
-	dir := project(t, map[string]string{})
-	rng := rand.New(rand.NewPCG(1, 2))
-	buf := make([]byte, size)
-	for d := range dirs {
-		sub := filepath.Join(dir, fmt.Sprintf("pkg%03d", d))
-		mustT(t, os.MkdirAll(sub, 0o755))
-		for f := range perDir {
-			for i := range buf {
-				buf[i] = byte('a' + rng.IntN(26))
-			}
-			mustT(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("file%03d.txt", f)), buf, 0o644))
-		}
-	}
-	chownToUser(t, dir)
+	dir := forkBenchTree(t)
 	discardOnCleanup(t, dir)
 	const runs = 3
 	for i := range runs {
@@ -317,5 +303,74 @@ func TestBenchmarkFork(t *testing.T) {
 	slices.Sort(disk)
 	fmt.Fprintf(&b, "| guest disk added by a fork | %.1f MB | %.1f MB |\n", float64(disk[len(disk)/2])/1e6, float64(disk[len(disk)-1])/1e6)
 	fmt.Fprintf(&b, "| the fork's first checkpoint (MCP call; stored %v bytes) | %s | %s |\n", r["stored_bytes"], ms(firstCk), ms(firstCk))
+	fmt.Print(b.String())
+}
+
+// forkBenchTree makes the fork benchmarks' project: 10,000 files of 10 KiB in 100 directories.
+func forkBenchTree(t *testing.T) string {
+	const dirs, perDir, size = 100, 100, 10 << 10
+	dir := project(t, map[string]string{})
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, size)
+	for d := range dirs {
+		sub := filepath.Join(dir, fmt.Sprintf("pkg%03d", d))
+		mustT(t, os.MkdirAll(sub, 0o755))
+		for f := range perDir {
+			for i := range buf {
+				buf[i] = byte('a' + rng.IntN(26))
+			}
+			mustT(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("file%03d.txt", f)), buf, 0o644))
+		}
+	}
+	chownToUser(t, dir)
+	return dir
+}
+
+// TestBenchmarkForkUnderPolicy is TestBenchmarkFork for a session under `--network=none`: the
+// copy goes from its agent user to the fork's (a tar made as one, extracted as the other), after
+// the fork's agent user is set up. Opt-in:
+//
+//	LIMACTL_MCP_BENCH=1 go test -tags e2e -count=1 -v -run TestBenchmarkForkUnderPolicy ./test/e2e/
+//
+// It never asserts on times. Results are in docs/benchmarks.md.
+func TestBenchmarkForkUnderPolicy(t *testing.T) {
+	if os.Getenv("LIMACTL_MCP_BENCH") != "1" {
+		t.Skip("set LIMACTL_MCP_BENCH=1 to run the fork benchmark")
+	}
+	dir := forkBenchTree(t)
+	const runs = 3
+	discardSessionOnCleanup(t, dir, "pb")
+	for i := range runs {
+		discardSessionOnCleanup(t, dir, fmt.Sprintf("pbf%d", i))
+	}
+	if out, stderr, code := plugin(t, dir, "shell", "--no-review", "--session", "pb", "--network=none", instanceName, "--", "true"); code != 0 {
+		t.Fatalf("shell --session pb --network=none: exit %d\n%s%s", code, out, stderr)
+	}
+	used := func() int64 {
+		t.Helper()
+		n, err := strconv.ParseInt(strings.TrimSpace(guestShell(t, "sync; df -B1 --output=used / | tail -1")), 10, 64)
+		mustT(t, err)
+		return n
+	}
+	var times []time.Duration
+	var disk []int64
+	for i := range runs {
+		before := used()
+		t0 := time.Now()
+		out, stderr, code := plugin(t, dir, "fork", instanceName, "--session", "pb", fmt.Sprintf("pbf%d", i))
+		d := time.Since(t0)
+		if code != 0 {
+			t.Fatalf("fork: exit %d\n%s%s", code, out, stderr)
+		}
+		times = append(times, d)
+		disk = append(disk, used()-before)
+		t.Logf("fork %d: %v, %d bytes of guest disk\n%s", i, d, disk[i], out)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nFork of a 10,000-file / 100 MB staged tree under `--network=none` (%s), %d forks, `limactl mcp fork` as a whole process:\n\n", machine(t), runs)
+	fmt.Fprintf(&b, "| measure | median | p100 |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| `limactl mcp fork --session pb NEW` (one new session, its agent user set up) | %s | %s |\n", ms(pct(times, 50)), ms(pct(times, 100)))
+	slices.Sort(disk)
+	fmt.Fprintf(&b, "| guest disk added by a fork | %.1f MB | %.1f MB |\n", float64(disk[len(disk)/2])/1e6, float64(disk[len(disk)-1])/1e6)
 	fmt.Print(b.String())
 }

@@ -21,8 +21,12 @@ type lane struct {
 	calls atomic.Int64 // requests written on it
 	conn  net.Conn
 	wmu   sync.Mutex // guards writes to conn
-	// sent are the requests written on the lane whose reply has not come (under Client.mu).
-	sent map[uint64]bool
+	// sent are the requests written on the lane whose reply has not come, and writing those
+	// being written (under Client.mu); ended says the lane's reader has ended and answered for
+	// the requests in sent that were not being written.
+	sent    map[uint64]bool
+	writing map[uint64]bool
+	ended   bool
 }
 
 // onLane says whether req may go on the fast lane: the file tools' requests, which the lane
@@ -48,7 +52,7 @@ func (r *Client) Attach(ctx context.Context, addr, key string) error {
 // UseLane makes c (the connection the runner opened and proved, see Attach) the client's fast
 // lane, until it ends or the client does.
 func (r *Client) UseLane(c net.Conn) {
-	l := &lane{conn: c, sent: map[uint64]bool{}}
+	l := &lane{conn: c, sent: map[uint64]bool{}, writing: map[uint64]bool{}}
 	r.mu.Lock()
 	if r.err != nil || r.lane != nil {
 		r.mu.Unlock()
@@ -94,8 +98,12 @@ func (r *Client) laneLoop(l *lane) {
 	if r.lane == l {
 		r.lane = nil
 	}
+	l.ended = true
 	lost := map[uint64]chan *runnerproto.Response{}
 	for id := range l.sent {
+		if l.writing[id] {
+			continue // its writer answers for it (sendOnLane)
+		}
 		if ch, ok := r.pending[id]; ok {
 			lost[id] = ch
 			delete(r.pending, id)
@@ -103,8 +111,13 @@ func (r *Client) laneLoop(l *lane) {
 	}
 	r.mu.Unlock()
 	for id, ch := range lost {
-		ch <- &runnerproto.Response{ID: id, Error: fmt.Sprintf("the fast lane to the guest's runner ended (%v) before the answer came: whether the request was done is not known; try again", errText(err))}
+		ch <- laneLost(id, err)
 	}
+}
+
+// laneLost is the reply of a request written whole on a lane that ended before its answer came.
+func laneLost(id uint64, err error) *runnerproto.Response {
+	return &runnerproto.Response{ID: id, Error: fmt.Sprintf("the fast lane to the guest's runner ended (%v) before the answer came: whether the request was done is not known; try again", errText(err))}
 }
 
 func errText(err error) string {
@@ -130,13 +143,16 @@ func (r *Client) sendOnLane(req *runnerproto.Request) bool {
 		r.mu.Unlock()
 		return false
 	}
-	l.sent[req.ID] = true
+	l.sent[req.ID], l.writing[req.ID] = true, true
 	r.mu.Unlock()
 	l.wmu.Lock()
 	err := runnerproto.WriteFrame(l.conn, req)
 	l.wmu.Unlock()
+	r.mu.Lock()
+	delete(l.writing, req.ID)
 	if err != nil {
-		r.mu.Lock()
+		// Not written whole, so never read as a request by the runner: it goes on the
+		// channel, whatever the lane's reader saw meanwhile (it left this one to us).
 		delete(l.sent, req.ID)
 		if r.lane == l {
 			r.lane = nil
@@ -146,5 +162,17 @@ func (r *Client) sendOnLane(req *runnerproto.Request) bool {
 		return false
 	}
 	l.calls.Add(1)
+	if !l.ended {
+		r.mu.Unlock()
+		return true
+	}
+	// Written whole, but the lane's reader ended meanwhile and left it to us: its answer
+	// will not come.
+	ch, ok := r.pending[req.ID]
+	delete(r.pending, req.ID)
+	r.mu.Unlock()
+	if ok {
+		ch <- laneLost(req.ID, nil)
+	}
 	return true
 }

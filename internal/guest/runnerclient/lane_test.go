@@ -3,6 +3,7 @@ package runnerclient
 import (
 	"bufio"
 	"context"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"testing"
@@ -64,4 +65,44 @@ func TestLaneEndsInFlight(t *testing.T) {
 		t.Error("what goes on the lane")
 	}
 	r.Close()
+}
+
+// A lane that ends while a request is being written on it: the write fails, so the request
+// was not sent there, and it goes on the channel instead; the call never gets the lane's
+// "whether it was done is not known" for it, however the end of the write and the lane's
+// reader interleave (200 rounds, the hang-up at a random moment of the write).
+func TestLaneEndsWhileWriting(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for round := range 200 {
+		r := newClient()
+		ch := &recorder{}
+		r.stdin, r.stop = ch, func() {}
+		clientEnd, runnerEnd := net.Pipe() // a write blocks until the other end reads: nothing does
+		r.UseLane(clientEnd)
+		delay := time.Duration(rng.IntN(300)) * time.Microsecond
+		go func() {
+			time.Sleep(delay)
+			runnerEnd.Close() // hangs up in the middle of the request's write
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		got := make(chan error, 1)
+		go func() {
+			resp, err := r.call(ctx, &runnerproto.Request{Read: &runnerproto.ReadRequest{Path: tree.Name("/x"), Limit: 10}}, func(*runnerproto.Response) error { return nil })
+			got <- result(resp, err)
+		}()
+		for ch.Len() == 0 {
+			select {
+			case err := <-got:
+				cancel()
+				r.Close()
+				t.Fatalf("round %d (hang-up after %v): the call ended with %v, want its request on the channel", round, delay, err)
+			case <-ctx.Done():
+				t.Fatalf("round %d: the request never reached the channel", round)
+			case <-time.After(time.Millisecond):
+			}
+		}
+		cancel()
+		<-got
+		r.Close()
+	}
 }
