@@ -116,7 +116,7 @@ func TestWriteIsNeverTorn(t *testing.T) {
 
 func testWriteIsNeverTorn(t *testing.T, rn *testRunner) {
 	p := filepath.Join(t.TempDir(), "f")
-	a, b := bytes.Repeat([]byte("a"), 1<<20), bytes.Repeat([]byte("b"), 2<<20)
+	a, b := bytes.Repeat([]byte("a"), 256<<10), bytes.Repeat([]byte("b"), 512<<10)
 	if r := write(t, rn, p, a); r.Error != "" {
 		t.Fatal(r.Error)
 	}
