@@ -20,25 +20,25 @@ var (
 	guestTextsMax int64 = 64 << 20
 )
 
-// readGuestTexts reads, in a few requests, the guest files that describing items will diff:
-// by path, the bytes of each one read. A file the runner did not read (larger than
-// MaxTextBytes now, not a regular file any more, over a request's bound) or a request that
-// failed leaves its paths out: describeItem reads those alone, and says why one cannot be. The
-// bytes are the guest's, checked by describeItem against the hash each item was listed with.
-func readGuestTexts(ctx context.Context, sess *staging.Session, items []*Item) map[string][]byte {
+// readGuestTexts reads, in a few requests, the changed guest files a review shows (files, as
+// the scan listed them): by path, the bytes of each one read. A file the runner did not read
+// (larger than MaxTextBytes now, not a regular file any more, over a request's bound) or a
+// request that failed leaves its paths out: Build has the runner hash those, and describeItem
+// reads those alone, and says why one cannot be. The bytes are the guest's: Build takes the
+// hash that apply checks the guest against from them.
+func readGuestTexts(ctx context.Context, sess *staging.Session, files []tree.Entry) map[string][]byte {
 	var batches [][]tree.Name
 	var cur []tree.Name
 	var size, all int64
-	for _, it := range items {
-		g := it.Guest
-		if it.Refused != "" || g == nil || g.Type != tree.File || g.Size > MaxTextBytes || all+g.Size > guestTextsMax {
+	for _, g := range files {
+		if g.Type != tree.File || g.Size > MaxTextBytes || all+g.Size > guestTextsMax {
 			continue
 		}
 		all += g.Size
 		if len(cur) > 0 && size+g.Size > guestTextsBatch {
 			batches, cur, size = append(batches, cur), nil, 0
 		}
-		cur, size = append(cur, tree.Name(it.Path)), size+g.Size
+		cur, size = append(cur, g.Path), size+g.Size
 	}
 	if len(cur) > 0 {
 		batches = append(batches, cur)

@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/review"
+	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
 
 // The changed guest files are read ahead in batches, up to a bound in all; the files past a
 // batch's or the whole bound are read one at a time. Every item comes out the same either way:
 // here with bounds of a few files (batches of one 22-byte file, 9 files read ahead, 3 past the
-// bound read alone, an empty file), so that one build takes every path.
+// bound read alone, an empty file), so that one build takes every path. Each item's hash is
+// its shown content's, taken on the host from the bytes read ahead or by the runner.
 func TestBuildReadsAheadWithinBounds(t *testing.T) {
 	f := bareFx(t, "readahead")
 	for i := range 12 {
@@ -31,6 +33,11 @@ func TestBuildReadsAheadWithinBounds(t *testing.T) {
 		if it.Refused != "" {
 			t.Errorf("%s refused: %s", it.Path, it.Refused)
 			continue
+		}
+		// The hash apply checks the guest against is the shown content's, whether Build took
+		// it from the bytes read ahead or the runner hashed the file (past the bound).
+		if it.Guest == nil || it.Guest.Hash != tree.Hash([]byte(it.GuestText)) {
+			t.Errorf("%s: guest entry %+v, want the hash of its text %q", it.Path, it.Guest, it.GuestText)
 		}
 		if it.Path == "many/empty.txt" {
 			if it.GuestText != "" || it.Removed != 1 {

@@ -233,7 +233,7 @@ func (r *Client) readReplies(br *bufio.Reader, l *lane) error {
 		r.mu.Lock()
 		ch, ok := r.pending[resp.ID]
 		if l != nil {
-			ok = ok && l.sent[resp.ID]
+			ok = ok && l.sent[resp.ID] != nil
 			delete(l.sent, resp.ID)
 		}
 		if ok {
@@ -360,6 +360,11 @@ func (r *Client) send(req *runnerproto.Request) error {
 	if r.sendOnLane(req) {
 		return nil
 	}
+	return r.sendOnChannel(req)
+}
+
+// sendOnChannel writes req on the runner's channel.
+func (r *Client) sendOnChannel(req *runnerproto.Request) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	return runnerproto.WriteFrame(r.stdin, req)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/guest/sshlink"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 )
 
@@ -24,17 +25,26 @@ type lane struct {
 	// sent are the requests written on the lane whose reply has not come, and writing those
 	// being written (under Client.mu); ended says the lane's reader has ended and answered for
 	// the requests in sent that were not being written.
-	sent    map[uint64]bool
+	sent    map[uint64]*runnerproto.Request
 	writing map[uint64]bool
 	ended   bool
 }
 
+// readOnly says whether req only reads (the guest's files, their hashes, the tree): asked
+// again, it changes nothing, so one whose lane ended before its answer came is asked again on
+// the channel instead of failing.
+func readOnly(req *runnerproto.Request) bool {
+	return req.Read != nil || req.ReadMany != nil || req.List != nil || req.Glob != nil || req.Hash != nil || req.Scan != nil
+}
+
 // onLane says whether req may go on the fast lane: the file tools' requests, which the lane
-// was made for. Commands stay on the channel (their signal goes where they went, and a
-// command's output is long), as do the background processes, the checkpoints and attach.
+// was made for, and the scan of a review or a status (its reply, the tree's entries, is most
+// of what a review waits for: about 0.2 s less for 10,000 entries than through the guest's
+// sshd). Commands stay on the channel (their signal goes where they went, and a command's
+// output is long), as do the background processes, the checkpoints and attach.
 func onLane(req *runnerproto.Request) bool {
 	return req.Read != nil || req.ReadMany != nil || req.List != nil || req.Glob != nil ||
-		req.Write != nil || req.Edit != nil || req.Hash != nil
+		req.Write != nil || req.Edit != nil || req.Hash != nil || req.Scan != nil
 }
 
 // Attach asks the runner to open the fast lane to addr with key (keyauth, hex): the caller
@@ -52,7 +62,7 @@ func (r *Client) Attach(ctx context.Context, addr, key string) error {
 // UseLane makes c (the connection the runner opened and proved, see Attach) the client's fast
 // lane, until it ends or the client does.
 func (r *Client) UseLane(c net.Conn) {
-	l := &lane{conn: c, sent: map[uint64]bool{}, writing: map[uint64]bool{}}
+	l := &lane{conn: c, sent: map[uint64]*runnerproto.Request{}, writing: map[uint64]bool{}}
 	r.mu.Lock()
 	if r.err != nil || r.lane != nil {
 		r.mu.Unlock()
@@ -88,9 +98,9 @@ func (r *Client) DropLane() {
 	}
 }
 
-// laneLoop hands the replies read on l to their calls; when l ends, the calls whose requests
-// went on it get an error reply (the request may or may not have been done: the caller says
-// so), and the next requests go on the channel.
+// laneLoop hands the replies read on l to their calls; when l ends, the requests that went on
+// it and only read are asked again on the channel, the others get an error reply (the request
+// may or may not have been done: the caller says so), and the next requests go on the channel.
 func (r *Client) laneLoop(l *lane) {
 	err := r.readReplies(bufio.NewReaderSize(l.conn, 64<<10), l)
 	l.conn.Close()
@@ -100,11 +110,17 @@ func (r *Client) laneLoop(l *lane) {
 	}
 	l.ended = true
 	lost := map[uint64]chan *runnerproto.Response{}
-	for id := range l.sent {
+	var again []*runnerproto.Request
+	for id, req := range l.sent {
 		if l.writing[id] {
 			continue // its writer answers for it (sendOnLane)
 		}
-		if ch, ok := r.pending[id]; ok {
+		ch, ok := r.pending[id]
+		switch {
+		case !ok:
+		case readOnly(req):
+			again = append(again, req) // its call waits on: the channel answers it
+		default:
 			lost[id] = ch
 			delete(r.pending, id)
 		}
@@ -112,6 +128,12 @@ func (r *Client) laneLoop(l *lane) {
 	r.mu.Unlock()
 	for id, ch := range lost {
 		ch <- laneLost(id, err)
+	}
+	for _, req := range again {
+		if werr := r.sendOnChannel(req); werr != nil {
+			r.fail(fmt.Errorf("%w: %v", sshlink.ErrLinkDown, werr))
+			return
+		}
 	}
 }
 
@@ -143,7 +165,7 @@ func (r *Client) sendOnLane(req *runnerproto.Request) bool {
 		r.mu.Unlock()
 		return false
 	}
-	l.sent[req.ID], l.writing[req.ID] = true, true
+	l.sent[req.ID], l.writing[req.ID] = req, true
 	r.mu.Unlock()
 	l.wmu.Lock()
 	err := runnerproto.WriteFrame(l.conn, req)
@@ -167,7 +189,11 @@ func (r *Client) sendOnLane(req *runnerproto.Request) bool {
 		return true
 	}
 	// Written whole, but the lane's reader ended meanwhile and left it to us: its answer
-	// will not come.
+	// will not come. A request that only reads goes on the channel (its call waits on).
+	if readOnly(req) {
+		r.mu.Unlock()
+		return false
+	}
 	ch, ok := r.pending[req.ID]
 	delete(r.pending, req.ID)
 	r.mu.Unlock()
