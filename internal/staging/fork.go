@@ -172,18 +172,24 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string, conns ForkC
 		// new session then reads every file.
 		res.Seeded = r.Seeded
 	}
-	if err := fork.writeMarker(ctx); err != nil {
-		return nil, err
-	}
-	if err := fork.closeRoom(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.store.Save(st, base); err != nil {
+	if err := fork.finishFork(ctx); err != nil {
 		return nil, err
 	}
 	ok = true
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// finishFork makes the copy of s, a fork, a session: its marker written, its room closed, its
+// state saved.
+func (s *Session) finishFork(ctx context.Context) error {
+	if err := s.writeMarker(ctx); err != nil {
+		return err
+	}
+	if err := s.closeRoom(ctx); err != nil {
+		return err
+	}
+	return s.store.Save(s.State, s.Baseline)
 }
 
 // forkState is the state of the fork called name (session id, its copy at guestPath) of s: s's,

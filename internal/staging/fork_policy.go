@@ -93,13 +93,7 @@ func (s *Session) forkUnderPolicy(ctx context.Context, name, id, checkpoint stri
 			return nil, fmt.Errorf("leaving the origin's checkpoints out of the fork's store: %w", err)
 		}
 	}
-	if err := fork.writeMarker(ctx); err != nil {
-		return nil, err
-	}
-	if err := fork.closeRoom(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.store.Save(st, base); err != nil {
+	if err := fork.finishFork(ctx); err != nil {
 		return nil, err
 	}
 	ok = true

@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,21 +24,7 @@ func TestBenchmarkCheckpoints(t *testing.T) {
 	if os.Getenv("LIMACTL_MCP_BENCH") != "1" {
 		t.Skip("set LIMACTL_MCP_BENCH=1 to run the checkpoint benchmark")
 	}
-	const dirs, perDir, size = 100, 100, 10 << 10
-	dir := project(t, map[string]string{})
-	rng := rand.New(rand.NewPCG(1, 2))
-	buf := make([]byte, size)
-	for d := range dirs {
-		sub := filepath.Join(dir, fmt.Sprintf("pkg%03d", d))
-		mustT(t, os.MkdirAll(sub, 0o755))
-		for f := range perDir {
-			for i := range buf {
-				buf[i] = byte('a' + rng.IntN(26))
-			}
-			mustT(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("file%03d.txt", f)), buf, 0o644))
-		}
-	}
-	chownToUser(t, dir)
+	dir := benchTree10k(t)
 	discardOnCleanup(t, dir)
 	s := startServerIn(t, dir, nil, "limactl-mcp", "serve", instanceName)
 	toolsuite.MustOK(t, s.Session, "list_directory", map[string]any{"path": dir})
@@ -55,7 +39,7 @@ func TestBenchmarkCheckpoints(t *testing.T) {
 		t.Helper()
 		var cmds []string
 		for i := range 10 {
-			cmds = append(cmds, fmt.Sprintf("echo round %d >> pkg%03d/file%03d.txt", round, (round*10+i)%dirs, i))
+			cmds = append(cmds, fmt.Sprintf("echo round %d >> pkg%03d/file%03d.txt", round, (round*10+i)%100, i)) // benchTree10k has 100 directories
 		}
 		shellOK(t, s.Session, dir, strings.Join(cmds, " && "))
 	}

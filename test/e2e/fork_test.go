@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -250,7 +249,7 @@ func TestBenchmarkFork(t *testing.T) {
 	if os.Getenv("LIMACTL_MCP_BENCH") != "1" {
 		t.Skip("set LIMACTL_MCP_BENCH=1 to run the fork benchmark")
 	}
-	dir := forkBenchTree(t)
+	dir := benchTree10k(t)
 	discardOnCleanup(t, dir)
 	const runs = 3
 	for i := range runs {
@@ -306,26 +305,6 @@ func TestBenchmarkFork(t *testing.T) {
 	fmt.Print(b.String())
 }
 
-// forkBenchTree makes the fork benchmarks' project: 10,000 files of 10 KiB in 100 directories.
-func forkBenchTree(t *testing.T) string {
-	const dirs, perDir, size = 100, 100, 10 << 10
-	dir := project(t, map[string]string{})
-	rng := rand.New(rand.NewPCG(1, 2))
-	buf := make([]byte, size)
-	for d := range dirs {
-		sub := filepath.Join(dir, fmt.Sprintf("pkg%03d", d))
-		mustT(t, os.MkdirAll(sub, 0o755))
-		for f := range perDir {
-			for i := range buf {
-				buf[i] = byte('a' + rng.IntN(26))
-			}
-			mustT(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("file%03d.txt", f)), buf, 0o644))
-		}
-	}
-	chownToUser(t, dir)
-	return dir
-}
-
 // TestBenchmarkForkUnderPolicy is TestBenchmarkFork for a session under `--network=none`: the
 // copy goes from its agent user to the fork's (a tar made as one, extracted as the other), after
 // the fork's agent user is set up. Opt-in:
@@ -337,7 +316,7 @@ func TestBenchmarkForkUnderPolicy(t *testing.T) {
 	if os.Getenv("LIMACTL_MCP_BENCH") != "1" {
 		t.Skip("set LIMACTL_MCP_BENCH=1 to run the fork benchmark")
 	}
-	dir := forkBenchTree(t)
+	dir := benchTree10k(t)
 	const runs = 3
 	discardSessionOnCleanup(t, dir, "pb")
 	for i := range runs {

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,22 +30,7 @@ func TestBenchmarkStaging(t *testing.T) {
 	if os.Getenv("LIMACTL_MCP_BENCH") != "1" {
 		t.Skip("set LIMACTL_MCP_BENCH=1 to run the staging benchmark")
 	}
-	const dirs, perDir, size = 100, 100, 10 << 10 // 10,000 files of 10 KiB: 100 MiB
-	files := map[string]string{}
-	dir := project(t, files)
-	rng := rand.New(rand.NewPCG(1, 2))
-	buf := make([]byte, size)
-	for d := range dirs {
-		sub := filepath.Join(dir, fmt.Sprintf("pkg%03d", d))
-		mustT(t, os.MkdirAll(sub, 0o755))
-		for f := range perDir {
-			for i := range buf {
-				buf[i] = byte('a' + rng.IntN(26))
-			}
-			mustT(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("file%03d.txt", f)), buf, 0o644))
-		}
-	}
-	chownToUser(t, dir)
+	dir := benchTree10k(t)
 	const runs = 3
 
 	// rsync, as `limactl shell --sync` runs it (-a --delete over the instance's ssh).
