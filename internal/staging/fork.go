@@ -158,13 +158,8 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string, conns ForkC
 		// The copy's files that are copies of origin files unchanged since the checkpoint are
 		// not read, and the new store learns their content (internal/runner/checkpoint/seed.go).
 		r, err := s.conn.CkptRestore(ctx, runnerproto.CkptRestoreRequest{Tree: tr, ID: checkpoint, MaxChanges: maxRestoreChanges, CopiedFrom: s.State.GuestPath, Seed: id})
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("putting the fork at checkpoint %s: %w", checkpoint, err)
-		case r.RootMissing:
-			return nil, fmt.Errorf("putting the fork at checkpoint %s: the new copy %s is gone from the guest", checkpoint, guestPath)
-		case r.Unknown:
-			return nil, s.unknownCheckpoint(ctx, checkpoint)
+		if err := s.forkRestoreError(ctx, checkpoint, guestPath, r, err); err != nil {
+			return nil, err
 		}
 		res.Restored, res.Seeded = r.Total, r.Seeded
 	} else if r, err := s.conn.CkptSeed(ctx, runnerproto.CkptSeedRequest{Tree: fork.checkpointTree(), Origin: s.State.GuestPath, OriginSession: s.State.ID}); err == nil {
@@ -178,6 +173,20 @@ func (s *Session) Fork(ctx context.Context, name, checkpoint string, conns ForkC
 	ok = true
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// forkRestoreError is the error of the restore of checkpoint (s's) into a fork's new copy at
+// guestPath: r and err are the runner's answer (nil when it went well).
+func (s *Session) forkRestoreError(ctx context.Context, checkpoint, guestPath string, r *runnerproto.CkptRestoreResult, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("putting the fork at checkpoint %s: %w", checkpoint, err)
+	case r.RootMissing:
+		return fmt.Errorf("putting the fork at checkpoint %s: the new copy %s is gone from the guest", checkpoint, guestPath)
+	case r.Unknown:
+		return s.unknownCheckpoint(ctx, checkpoint)
+	}
+	return nil
 }
 
 // finishFork makes the copy of s, a fork, a session: its marker written, its room closed, its

@@ -78,13 +78,8 @@ func (s *Session) forkUnderPolicy(ctx context.Context, name, id, checkpoint stri
 	}
 	if checkpoint != "" {
 		r, err := fork.conn.CkptRestore(ctx, runnerproto.CkptRestoreRequest{Tree: fork.checkpointTree(), ID: checkpoint, MaxChanges: maxRestoreChanges})
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("putting the fork at checkpoint %s: %w", checkpoint, err)
-		case r.RootMissing:
-			return nil, fmt.Errorf("putting the fork at checkpoint %s: the new copy %s is gone from the guest", checkpoint, guestPath)
-		case r.Unknown:
-			return nil, s.unknownCheckpoint(ctx, checkpoint)
+		if err := s.forkRestoreError(ctx, checkpoint, guestPath, r, err); err != nil {
+			return nil, err
 		}
 		res.Restored = r.Total
 		// The origin's checkpoints are not the fork's: its store keeps their objects only.
