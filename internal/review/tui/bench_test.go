@@ -31,8 +31,22 @@ func benchN(n int) (*review.Changeset, *reviewer) {
 	}
 	ren := lipgloss.NewRenderer(&bytes.Buffer{})
 	ren.SetColorProfile(termenv.ANSI256)
-	r := &reviewer{cs: cs, opts: Options{Width: 120, Height: 40}, keymap: huh.NewDefaultKeyMap(), theme: huh.ThemeCharm(), paint: newPainter(ren, false)}
+	r := &reviewer{cs: cs, opts: Options{Width: 120, Height: 40}, keymap: huh.NewDefaultKeyMap(), theme: theme(), paint: newPainter(ren, false)}
 	return cs, r
+}
+
+// inColour makes lipgloss's default renderer, through which huh's theme draws, that of a
+// dark 256-colour terminal (tmux's default) for the benchmark: in a test it has no terminal
+// and would draw no colour at all, leaving the colours' cost out of the figures. Each
+// benchmark calls it before it builds the review (the theme is resolved for the terminal).
+func inColour(b *testing.B) {
+	prof, dark := lipgloss.ColorProfile(), lipgloss.HasDarkBackground()
+	lipgloss.SetColorProfile(termenv.ANSI256)
+	lipgloss.SetHasDarkBackground(true)
+	b.Cleanup(func() {
+		lipgloss.SetColorProfile(prof)
+		lipgloss.SetHasDarkBackground(dark)
+	})
 }
 
 // listForm is the file list as fileList builds it, ready to draw.
@@ -63,6 +77,7 @@ func BenchmarkFileListFirstScreen500(b *testing.B)  { benchFirstScreen(b, 500) }
 func BenchmarkFileListFirstScreen2000(b *testing.B) { benchFirstScreen(b, 2000) }
 
 func benchFirstScreen(b *testing.B, n int) {
+	inColour(b)
 	cs, r := benchN(n)
 	for b.Loop() {
 		m, _ := listForm(r, cs.Items)
@@ -71,6 +86,7 @@ func benchFirstScreen(b *testing.B, n int) {
 }
 
 func BenchmarkFileListKeypress500(b *testing.B) {
+	inColour(b)
 	cs, r := bench500()
 	m, _ := listForm(r, cs.Items)
 	_ = m.View()
@@ -84,6 +100,7 @@ func BenchmarkFileListKeypress500(b *testing.B) {
 }
 
 func BenchmarkFileListMarkViewed500(b *testing.B) {
+	inColour(b)
 	cs, r := bench500()
 	m, _ := listForm(r, cs.Items)
 	for b.Loop() {
@@ -94,6 +111,7 @@ func BenchmarkFileListMarkViewed500(b *testing.B) {
 
 // A 2,000-line Go file with 40 changes, in the diff view at 200 columns (side by side).
 func BenchmarkDiffView2000Lines(b *testing.B) {
+	inColour(b)
 	var old, new strings.Builder
 	for i := range 2000 {
 		fmt.Fprintf(&old, "\tx%d := compute(%d, \"s\") // n\n", i, i)
@@ -115,6 +133,7 @@ func BenchmarkDiffView2000Lines(b *testing.B) {
 // counts kept up to date, and folding and unfolding a directory (the options given to huh
 // anew, the cursor put back).
 func BenchmarkFileTreeKeypress500(b *testing.B) {
+	inColour(b)
 	cs, r := bench500()
 	m, nav := listForm(r, cs.Items)
 	nav.tree, nav.width, nav.screenH = newFileTree(cs.Items), 120, 40
@@ -130,6 +149,7 @@ func BenchmarkFileTreeKeypress500(b *testing.B) {
 }
 
 func BenchmarkFileTreeFold500(b *testing.B) {
+	inColour(b)
 	cs, r := bench500()
 	m, nav := listForm(r, cs.Items)
 	nav.tree, nav.width, nav.screenH = newFileTree(cs.Items), 120, 40
@@ -150,6 +170,7 @@ func BenchmarkFileListJump500(b *testing.B)  { benchJump(b, 500) }
 func BenchmarkFileListJump2000(b *testing.B) { benchJump(b, 2000) }
 
 func benchJump(b *testing.B, n int) {
+	inColour(b)
 	cs, r := benchN(n)
 	m, _ := listForm(r, cs.Items)
 	_ = m.View()
@@ -166,6 +187,7 @@ func benchJump(b *testing.B, n int) {
 }
 
 func BenchmarkFileTreeFold2000(b *testing.B) {
+	inColour(b)
 	cs, r := benchN(2000)
 	m, nav := listForm(r, cs.Items)
 	nav.tree, nav.width, nav.screenH = newFileTree(cs.Items), 120, 40

@@ -113,13 +113,13 @@ func newReviewer(cs *review.Changeset, in io.Reader, out io.Writer, opts Options
 	r.keymap.MultiSelect.Submit = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "continue"))
 	// The selects have a handful of options: no filter (and "/" does nothing).
 	r.keymap.Select.Filter.SetEnabled(false)
-	r.theme = huh.ThemeCharm()
 	r.paint = newPainter(lipgloss.NewRenderer(out), r.accessible)
 	// huh's themes use adaptive colours: the first time one is rendered, lipgloss asks the
 	// terminal for its background colour and reads the answer from the terminal, which
 	// would swallow a key typed at that moment (or wait for an answer bubbletea read).
 	// Ask now, before any screen is shown.
 	_ = lipgloss.HasDarkBackground()
+	r.theme = theme()
 	done = func() {}
 	if r.accessible {
 		stop := r.startAccessibleInput()
