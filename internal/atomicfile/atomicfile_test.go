@@ -27,7 +27,7 @@ func leftovers(t *testing.T, dir string) []string {
 }
 
 func TestWriteFileReplaces(t *testing.T) {
-	for name, write := range map[string]func(string, []byte, os.FileMode, bool) error{"WriteFile": WriteFile, "WriteFileNoSync": WriteFileNoSync} {
+	for name, write := range writers {
 		t.Run(name, func(t *testing.T) { testWriteFileReplaces(t, write) })
 	}
 }
@@ -88,6 +88,16 @@ func TestWriteFileModes(t *testing.T) {
 
 // A link at the target's name is replaced, never written through.
 func TestWriteFileReplacesALinkNotItsTarget(t *testing.T) {
+	for name, write := range writers {
+		t.Run(name, func(t *testing.T) { testWriteFileReplacesALinkNotItsTarget(t, write) })
+	}
+}
+
+// writers are the two ways a file is written: made durable and renamed, or swapped in
+// unsynced (swapInto).
+var writers = map[string]func(string, []byte, os.FileMode, bool) error{"WriteFile": WriteFile, "WriteFileNoSync": WriteFileNoSync}
+
+func testWriteFileReplacesALinkNotItsTarget(t *testing.T, WriteFile func(string, []byte, os.FileMode, bool) error) {
 	dir, outside := t.TempDir(), t.TempDir()
 	victim := filepath.Join(outside, "victim")
 	if err := os.WriteFile(victim, []byte("untouched"), 0o644); err != nil {
@@ -110,6 +120,12 @@ func TestWriteFileReplacesALinkNotItsTarget(t *testing.T) {
 
 // A failed rename (over a directory that is not empty) leaves the target alone and no new file.
 func TestReplaceFailureRemovesTheNewFile(t *testing.T) {
+	for name, write := range writers {
+		t.Run(name, func(t *testing.T) { testReplaceFailureRemovesTheNewFile(t, write) })
+	}
+}
+
+func testReplaceFailureRemovesTheNewFile(t *testing.T, WriteFile func(string, []byte, os.FileMode, bool) error) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "d")
 	if err := os.MkdirAll(filepath.Join(target, "inside"), 0o755); err != nil {

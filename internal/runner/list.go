@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/limactl-mcp/limactl-mcp/internal/runner/walk"
 	"github.com/limactl-mcp/limactl-mcp/internal/runnerproto"
 	"github.com/limactl-mcp/limactl-mcp/internal/tree"
 )
@@ -30,7 +31,7 @@ func runList(req *runnerproto.ListRequest) (*runnerproto.ListResult, error) {
 	for len(res.Entries) <= req.Max {
 		ents, err := f.ReadDir(min(1024, req.Max+1-len(res.Entries)))
 		for _, d := range ents {
-			res.Entries = append(res.Entries, listEntry(req.Dir, d))
+			res.Entries = append(res.Entries, listEntry(f, d))
 		}
 		if errors.Is(err, io.EOF) || len(ents) == 0 {
 			break
@@ -45,15 +46,16 @@ func runList(req *runnerproto.ListRequest) (*runnerproto.ListResult, error) {
 	return res, nil
 }
 
-func listEntry(dir string, d fs.DirEntry) runnerproto.ListEntry {
+// listEntry describes d, an entry of the open directory dir (its lstat on dir: walk.StatAt).
+func listEntry(dir *os.File, d fs.DirEntry) runnerproto.ListEntry {
 	e := runnerproto.ListEntry{Name: tree.Name(d.Name()), Type: tree.Other}
-	fi, err := d.Info()
+	fi, err := walk.StatAt(dir, d.Name())
 	if err != nil {
 		return e
 	}
 	// What the entry is, and a link's target, as everywhere else (tree.EntryOf); a listing
 	// also gives the whole mode and the size of every kind of entry.
-	te, _ := tree.EntryOf(d.Name(), fi, func() (string, error) { return os.Readlink(filepath.Join(dir, d.Name())) })
+	te, _ := tree.EntryOf(d.Name(), fi, func() (string, error) { return os.Readlink(filepath.Join(dir.Name(), d.Name())) })
 	e.Type, e.Target = te.Type, te.Target
 	e.Mode, e.Size, e.MTime = uint32(fi.Mode()), fi.Size(), fi.ModTime().UnixNano()
 	return e

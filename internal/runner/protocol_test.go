@@ -357,8 +357,11 @@ func TestProtocolList(t *testing.T) {
 		if len(got) != len(ents) || len(resp.List.Entries) != len(ents) {
 			t.Errorf("list: %d entries, %d names; the directory has %d", len(resp.List.Entries), len(got), len(ents))
 		}
+		rootDir, err := os.Open(root)
+		mustDo(t, err)
+		defer rootDir.Close()
 		for _, d := range ents {
-			if want := listEntry(root, d); !reflect.DeepEqual(got[tree.Name(d.Name())], want) {
+			if want := listEntry(rootDir, d); !reflect.DeepEqual(got[tree.Name(d.Name())], want) {
 				t.Errorf("%q: got %+v, want %+v", d.Name(), got[tree.Name(d.Name())], want)
 			}
 		}

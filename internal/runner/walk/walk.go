@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/limactl-mcp/limactl-mcp/internal/ignore"
 )
@@ -37,7 +38,7 @@ func Parallel(root string, m *ignore.Matcher, errs *[]string) []Entry {
 	visit = func(abs, rel string) {
 		defer wg.Done()
 		sem <- struct{}{}
-		ents, err := os.ReadDir(abs)
+		ents, dir, err := readDir(abs, rel == "")
 		var local []Entry
 		for _, d := range ents {
 			crel := d.Name()
@@ -50,7 +51,7 @@ func Parallel(root string, m *ignore.Matcher, errs *[]string) []Entry {
 			if m.Ignored(crel, d.IsDir()) {
 				continue
 			}
-			fi, err := d.Info()
+			fi, err := StatAt(dir, d.Name())
 			if err != nil {
 				continue // vanished
 			}
@@ -59,6 +60,9 @@ func Parallel(root string, m *ignore.Matcher, errs *[]string) []Entry {
 				wg.Add(1)
 				go visit(filepath.Join(abs, d.Name()), crel)
 			}
+		}
+		if dir != nil {
+			dir.Close()
 		}
 		<-sem
 		mu.Lock()
@@ -72,4 +76,22 @@ func Parallel(root string, m *ignore.Matcher, errs *[]string) []Entry {
 	go visit(root, "")
 	wg.Wait()
 	return out
+}
+
+// readDir opens the directory abs and reads its entries, leaving it open for StatAt. Only
+// the root may be reached through a link: a directory found in the walk and replaced since
+// by a link is not followed (O_NOFOLLOW; os.ReadDir followed it). O_DIRECTORY, as
+// os.ReadDir's, fails at once on a fifo put in its place instead of waiting for a writer.
+// dir is nil when the open failed.
+func readDir(abs string, isRoot bool) (ents []fs.DirEntry, dir *os.File, err error) {
+	flags := os.O_RDONLY | syscall.O_DIRECTORY | syscall.O_CLOEXEC
+	if !isRoot {
+		flags |= syscall.O_NOFOLLOW
+	}
+	dir, err = os.OpenFile(abs, flags, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	ents, err = dir.ReadDir(-1)
+	return ents, dir, err
 }
